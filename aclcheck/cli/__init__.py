@@ -1,0 +1,37 @@
+"""Command-line interface: one module per command, all thin (parse, call, render, exit).
+
+Exit codes: 0 success/conformant, 1 nonconformance, 2 usage, 3 bad input file, 4 internal.
+"""
+
+from __future__ import annotations
+
+import click
+
+from aclcheck import __version__
+from aclcheck.cli import products as _products
+from aclcheck.errors import EXIT_CODES_HELP
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=EXIT_CODES_HELP,
+)
+@click.version_option(__version__, prog_name="aclcheck")
+def cli() -> None:
+    """Conformance and golden data for aclnnAdaptiveAvgPool2dBackward.
+
+    \b
+    Typical session:
+      aclcheck products                      # what each product supports
+      aclcheck generate -o suite.h5          # default suite with float64 goldens
+      aclcheck inspect suite.h5 --check      # list cases, verify integrity
+      aclcheck verify suite.h5 --impl torch  # judge an implementation
+    """
+
+
+cli.add_command(_products.products)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="aclcheck")

@@ -1,0 +1,45 @@
+"""`aclcheck products`: the capability table (product x dtype x format)."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from aclcheck import contract
+from aclcheck.cli.common import handle_errors, stdout_console
+
+
+def capability_table() -> Table:
+    """Rich table: one row per product, a column per compute dtype, formats and ranks."""
+    table = Table(title="aclnnAdaptiveAvgPool2dBackward: products x dtypes x formats")
+    table.add_column("product")
+    for d in contract.COMPUTE_DTYPES:
+        table.add_column(d, justify="center")
+    table.add_column("formats (rank)")
+    table.add_column("accumulates in")
+    fmts = ", ".join(
+        f"{f} ({contract.FORMAT_RANK[f] or '3/4'})" for f in contract.FORMATS
+    )
+    for p in contract.PRODUCTS.values():
+        marks = ["[green]yes[/]" if d in p.dtypes else "[red]no[/] (161002)"
+                 for d in contract.COMPUTE_DTYPES]
+        acc = "FP32" if p.accumulate == "float32" else "input dtype"
+        table.add_row(p.id, *marks, fmts, acc)
+    table.caption = (
+        "All three tensors share dtype and format. Null pointer: 161001; other invalid "
+        "calls: 161002 (order: null, rank, N/C, dtype, format). NHWC, another out dtype "
+        "or out H/W: undocumented (reported, not judged)."
+    )
+    return table
+
+
+@click.command()
+@handle_errors
+def products() -> None:
+    """Print what each product supports (dtypes, formats, ranks, accumulation).
+
+    \b
+    Example:
+      aclcheck products
+    """
+    stdout_console().print(capability_table())
