@@ -1,0 +1,32 @@
+"""`aclcheck impls`: the implementations this installation can run, and their scope."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from aclcheck.cli.common import handle_errors, stdout_console
+from aclcheck.impls import available
+
+
+@click.command()
+@handle_errors
+def impls() -> None:
+    """List implementation adapters: available here or not (and why), what each supports.
+
+    \b
+    Example:
+      aclcheck impls
+    """
+    table = Table(title="implementations (--impl NAME)")
+    table.add_column("name", no_wrap=True)
+    table.add_column("here", no_wrap=True)
+    table.add_column("what", overflow="fold")
+    table.add_column("scope / why not", overflow="fold")
+    for info in available():
+        here = Text("yes", style="green") if info.available else Text("no", style="red")
+        table.add_row(info.name, here, info.description, info.note)
+    table.caption = ("Third-party adapters register in the entry-point group "
+                     "'aclcheck.implementations'.")
+    stdout_console().print(table)

@@ -1,0 +1,20 @@
+"""Implementation adapters: reference, torch (cpu/cuda/npu), Python callables, plugins,
+and stored results."""
+
+from aclcheck.impls.base import CallInputs, Implementation, Outcome
+from aclcheck.impls.registry import (
+    ImplementationUnavailable,
+    UnknownImplementation,
+    available,
+    create,
+)
+
+__all__ = [
+    "CallInputs",
+    "Implementation",
+    "ImplementationUnavailable",
+    "Outcome",
+    "UnknownImplementation",
+    "available",
+    "create",
+]

@@ -1,0 +1,60 @@
+"""`--impl module:function`: any Python callable `function(grad_output, self) -> out`.
+
+Arguments are numpy arrays of the case dtype (ml_dtypes.bfloat16 for bf16) and the case
+layout: real strided views into read-only storage, never silently made contiguous.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from aclcheck.impls.base import CallInputs, Implementation, Outcome, numpy_view, timed_call
+
+
+def load_callable(spec: str) -> Callable[..., object]:
+    """Import `module:function` (module may be dotted; `path/to/file.py:function` works)."""
+    module_name, _, attr = spec.rpartition(":")
+    if not module_name or not attr:
+        raise ValueError(f"expected module:function, got {spec!r}")
+    if module_name.endswith(".py"):
+        path = Path(module_name).resolve()
+        if not path.is_file():
+            raise ValueError(f"{spec}: no such file {path}")
+        sys.path.insert(0, str(path.parent))
+        module_name = path.stem
+    elif "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # like `python -m`: modules in the working directory
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"{spec}: cannot import {module_name!r}: {exc}") from None
+    obj: object = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{spec}: {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"{spec}: {attr!r} is not callable")
+    return obj  # type: ignore[return-value]
+
+
+class CallableImpl(Implementation):
+    has_status_codes = False
+    models_products = False
+
+    def __init__(self, spec: str, fn: Callable[..., object] | None = None) -> None:
+        self.fn = fn if fn is not None else load_callable(spec)
+        self.name = spec
+        self.spec = spec
+        self.description = f"Python callable {spec}(grad_output, self) -> out"
+        # optional declarations on the function object itself
+        self.dtypes = getattr(self.fn, "aclcheck_dtypes", None)
+        self.products = getattr(self.fn, "aclcheck_products", None)
+
+    def run(self, call: CallInputs) -> Outcome:
+        grad, self_ = numpy_view(call.grad_output), numpy_view(call.self)
+        result, seconds, raised = timed_call(lambda: self.fn(grad, self_))
+        return Outcome(output=result, time_s=seconds, raised=raised)

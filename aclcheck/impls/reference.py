@@ -1,0 +1,39 @@
+"""`--impl reference`: the float64 reference rounded once to the case dtype.
+
+It answers invalid calls with the contract's expected status, so it passes every case by
+construction: a self-test of the pipeline (store, comparison, reports), not a kernel.
+"""
+
+from __future__ import annotations
+
+from aclcheck.cases import NUMPY_DTYPES
+from aclcheck.contract import SUCCESS, UNSPECIFIED
+from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
+from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
+from aclcheck.reference import backward
+
+
+class ReferenceImpl(Implementation):
+    name = "reference"
+    description = "float64 reference, correctly rounded to the case dtype (pipeline self-test)"
+    has_status_codes = True
+    models_products = True
+    spec = "reference"
+
+    def run(self, call: CallInputs) -> Outcome:
+        case = call.case
+        expected = case.expectation.status
+        if expected not in (SUCCESS, UNSPECIFIED):
+            return Outcome(status=expected)
+        if expected == UNSPECIFIED:
+            return Outcome(status=SUCCESS, notes=("reference accepts undocumented calls",))
+        assert call.grad_output is not None
+        fmt = FLOAT_FORMATS[case.dtype]
+
+        def compute() -> object:
+            out = backward(call.grad_output.view(), tuple(case.self_shape[-2:]))
+            return correctly_rounded(out, fmt).astype(NUMPY_DTYPES[case.dtype])
+
+        output, seconds, raised = timed_call(compute)
+        return Outcome(status=SUCCESS if raised is None else None, output=output,
+                       time_s=seconds, raised=raised)

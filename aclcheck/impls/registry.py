@@ -1,0 +1,97 @@
+"""Adapter names -> adapters: built-ins, `module:function`, and third-party plugins
+from the entry-point group `aclcheck.implementations`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+from aclcheck.impls.base import Implementation
+
+ENTRY_POINT_GROUP = "aclcheck.implementations"
+BUILTIN = ("reference", "torch", "torch:cpu", "torch:cuda", "torch:npu")
+
+
+class UnknownImplementation(ValueError):
+    """--impl names nothing we can build."""
+
+
+class ImplementationUnavailable(RuntimeError):
+    """The adapter exists but cannot run here (a package or device is missing)."""
+
+
+@dataclass(frozen=True)
+class ImplInfo:
+    name: str
+    available: bool
+    description: str
+    note: str
+
+
+def _plugins() -> dict[str, object]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def create(spec: str) -> Implementation:
+    """Build the adapter named by spec (see `aclcheck impls`)."""
+    from aclcheck.impls.torch_impl import TorchImpl, Unavailable
+
+    if spec == "reference":
+        from aclcheck.impls.reference import ReferenceImpl
+
+        return ReferenceImpl()
+    if spec == "torch" or spec.startswith("torch:"):
+        device = spec.partition(":")[2] or "cpu"
+        try:
+            return TorchImpl(device)
+        except Unavailable as exc:
+            raise ImplementationUnavailable(str(exc)) from None
+        except ValueError as exc:
+            raise UnknownImplementation(str(exc)) from None
+    plugins = _plugins()
+    if spec in plugins:
+        factory = plugins[spec].load()  # type: ignore[attr-defined]
+        impl = factory() if not isinstance(factory, Implementation) else factory
+        if not isinstance(impl, Implementation):
+            raise UnknownImplementation(
+                f"plugin {spec!r} did not produce an aclcheck Implementation")
+        impl.spec = impl.spec or spec
+        return impl
+    if ":" in spec:
+        from aclcheck.impls.callable_impl import CallableImpl
+
+        try:
+            return CallableImpl(spec)
+        except ValueError as exc:
+            raise UnknownImplementation(str(exc)) from None
+    valid = list(BUILTIN) + sorted(plugins) + ["module:function", "--results FILE"]
+    raise UnknownImplementation(f"unknown implementation {spec!r}; available: "
+                                f"{', '.join(valid)}")
+
+
+def available() -> list[ImplInfo]:
+    """Every adapter name this installation knows, and whether it can run here."""
+    infos: list[ImplInfo] = []
+    names = list(BUILTIN) + sorted(_plugins())
+    for name in names:
+        try:
+            impl = create(name)
+        except (ImplementationUnavailable, UnknownImplementation) as exc:
+            infos.append(ImplInfo(name, False, "", str(exc)))
+            continue
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the others
+            infos.append(ImplInfo(name, False, "", f"failed to load: {exc}"))
+            continue
+        scope = []
+        scope.append("dtypes: " + (", ".join(impl.dtypes) if impl.dtypes else "any"))
+        scope.append("products: " + (", ".join(impl.products) if impl.products else "any"))
+        scope.append("status codes" if impl.has_status_codes else "rejects by raising")
+        infos.append(ImplInfo(name, True, impl.description, "; ".join(scope)))
+        impl.close()
+    infos.append(ImplInfo("module:function", True,
+                          "any callable fn(grad_output, self) -> out (numpy arrays)",
+                          "declare fn.aclcheck_dtypes / fn.aclcheck_products to SKIP others"))
+    infos.append(ImplInfo("--results FILE", True,
+                          "stored outputs of a run elsewhere (results layout)",
+                          "status codes; missing cases are ERROR"))
+    return infos

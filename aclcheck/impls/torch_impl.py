@@ -1,0 +1,106 @@
+"""`--impl torch[:cpu|:cuda|:npu]`: torch.ops.aten._adaptive_avg_pool2d_backward.
+
+Inputs keep their real strides and storage offset on the device (no silent .contiguous()),
+so layout bugs of the framework's kernels surface. `F.adaptive_avg_pool2d` is avoided on
+purpose: it routes output (1, 1) through mean(). The npu device reaches the vendor's aclnn
+kernel through torch_npu.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from aclcheck.cases import Case
+from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
+from aclcheck.layouts import StridedTensor
+
+DEVICES = ("cpu", "cuda", "npu")
+
+
+class Unavailable(RuntimeError):
+    """The adapter cannot run here (package or device missing)."""
+
+
+def _torch() -> Any:
+    try:
+        return importlib.import_module("torch")
+    except ImportError:
+        raise Unavailable("PyTorch is not installed (pip install torch==2.13.0)") from None
+
+
+def _check_device(torch: Any, device: str) -> None:
+    if device == "cuda" and not torch.cuda.is_available():
+        raise Unavailable("torch:cuda: no CUDA device is available")
+    if device == "npu":
+        try:
+            importlib.import_module("torch_npu")
+        except ImportError:
+            raise Unavailable("torch:npu: torch_npu is not installed") from None
+        if not torch.npu.is_available():  # type: ignore[attr-defined]
+            raise Unavailable("torch:npu: no NPU device is available")
+
+
+class TorchImpl(Implementation):
+    has_status_codes = False
+    models_products = False
+    dtypes = ("float16", "float32", "bfloat16")
+
+    def __init__(self, device: str = "cpu") -> None:
+        if device not in DEVICES:
+            raise ValueError(f"unknown torch device {device!r}; valid: {', '.join(DEVICES)}")
+        self.device = device
+        self.name = f"torch:{device}"
+        self.spec = self.name
+        self.description = f"torch.ops.aten._adaptive_avg_pool2d_backward on {device}"
+        self._torch = _torch()
+        _check_device(self._torch, device)
+
+    def supports(self, case: Case) -> bool | str:
+        base = super().supports(case)
+        if base is not True:
+            return base
+        if any(len(case.tensor_desc(n).shape) == 0 for n in ("grad_output", "self")):
+            return "scalar tensors"
+        return True
+
+    def set_deterministic(self, on: bool) -> str | None:
+        self._torch.use_deterministic_algorithms(on)
+        return None
+
+    def _to_torch(self, tensor: StridedTensor) -> Any:
+        torch = self._torch
+        storage = tensor.storage
+        if storage.dtype == ml_dtypes.bfloat16:
+            flat = torch.from_numpy(storage.view(np.int16).copy()).view(torch.bfloat16)
+        else:
+            flat = torch.from_numpy(storage.copy())
+        flat = flat.to(self.device)
+        return flat.as_strided(tensor.shape, tensor.strides, tensor.offset)
+
+    def _to_numpy(self, result: Any) -> np.ndarray:
+        torch = self._torch
+        result = result.detach().to("cpu")
+        if result.dtype == torch.bfloat16:
+            return result.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        return result.numpy()
+
+    def run(self, call: CallInputs) -> Outcome:
+        if call.grad_output is None or call.self is None:
+            return Outcome(raised="null pointer cannot be passed to torch")
+        grad, self_ = self._to_torch(call.grad_output), self._to_torch(call.self)
+        op = self._torch.ops.aten._adaptive_avg_pool2d_backward
+
+        def compute() -> object:
+            out = op(grad, self_)
+            if self.device != "cpu":
+                getattr(self._torch, self.device).synchronize()
+            return out
+
+        result, seconds, raised = timed_call(compute)
+        if raised is not None:
+            return Outcome(raised=raised, time_s=seconds)
+        return Outcome(output=self._to_numpy(result), time_s=seconds)

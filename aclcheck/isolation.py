@@ -1,0 +1,152 @@
+"""Run an implementation in a worker process that may crash or hang.
+
+One long-lived worker per run (started with "spawn": safe after torch or OpenMP threads
+exist); it is replaced only after a crash or a timeout, so isolation costs one process
+start plus the pickling of each case's arrays.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from aclcheck.cases import Case
+from aclcheck.impls.base import CallInputs, Outcome
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """'killed by SIGSEGV (segmentation fault)' / 'exited with code 3'."""
+    if exitcode is None:
+        return "worker vanished"
+    if exitcode < 0:
+        try:
+            sig = signal.Signals(-exitcode)
+            text = signal.strsignal(sig) or ""
+            return f"killed by {sig.name}" + (f" ({text.lower()})" if text else "")
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exited with code {exitcode}"
+
+
+def _worker_main(conn: Connection, spec: str, deterministic: bool | None) -> None:
+    """Child process: build the adapter from its spec, then serve calls until closed."""
+    from aclcheck.impls.registry import create
+
+    try:
+        impl = create(spec)
+        if deterministic is not None:
+            impl.set_deterministic(deterministic)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        conn.send(("setup-error", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", None))
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        record, grad, self_ = message
+        call = CallInputs(Case.from_record(record), grad, self_)
+        try:
+            outcome = impl.run(call)
+        except Exception as exc:  # noqa: BLE001 - an adapter bug is this case's ERROR
+            outcome = Outcome(raised=f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(("outcome", outcome))
+        except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable output object
+            conn.send(("outcome", Outcome(raised=f"output cannot be returned: {exc}")))
+
+
+@dataclass
+class _Live:
+    process: Any
+    conn: Connection
+
+
+class IsolatedRunner:
+    """Calls an adapter (rebuilt from `spec`) in a worker process with a per-call timeout."""
+
+    def __init__(self, spec: str, timeout: float, deterministic: bool | None = None) -> None:
+        self.spec = spec
+        self.timeout = timeout
+        self.deterministic = deterministic
+        self._ctx = mp.get_context("spawn")
+        self._live: _Live | None = None
+        self.restarts = 0
+
+    def _start(self) -> _Live:
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_worker_main, args=(child, self.spec, self.deterministic),
+                                 daemon=True)
+        proc.start()
+        child.close()
+        live = _Live(proc, parent)
+        # adapter start-up (imports, devices) gets its own generous allowance
+        if not parent.poll(max(self.timeout, 120.0)):
+            self._kill(live)
+            raise RuntimeError(f"isolated worker for {self.spec} did not start")
+        try:
+            kind, payload = parent.recv()
+        except EOFError:
+            proc.join(5)
+            raise RuntimeError(f"isolated worker for {self.spec} died at start: "
+                               f"{describe_exit(proc.exitcode)}") from None
+        if kind != "ready":
+            self._kill(live)
+            raise RuntimeError(f"isolated worker for {self.spec}: {payload}")
+        return live
+
+    def _kill(self, live: _Live) -> None:
+        if live.process.is_alive():
+            live.process.kill()
+        live.process.join(5)
+        live.conn.close()
+
+    def run(self, call: CallInputs) -> Outcome:
+        """One call; a crash or timeout becomes Outcome(crashed=...) and a fresh worker."""
+        if self._live is None:
+            self._live = self._start()
+        live = self._live
+        start = time.perf_counter()
+        try:
+            live.conn.send((call.case.to_record(), call.grad_output, call.self))
+            ready = live.conn.poll(self.timeout)
+            if ready:
+                kind, outcome = live.conn.recv()
+                return outcome
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            ready = True  # the worker died mid-call
+        elapsed = time.perf_counter() - start
+        if not ready and live.process.is_alive():
+            reason = f"timeout: no answer after {self.timeout:g} s (worker killed)"
+        else:
+            live.process.join(5)
+            reason = f"worker {describe_exit(live.process.exitcode)}"
+        self._kill(live)
+        self._live = None
+        self.restarts += 1
+        return Outcome(crashed=reason, time_s=elapsed)
+
+    def recycle(self) -> None:
+        """Replace the worker: after it accepted an invalid call its memory may be
+        corrupted (out-of-bounds reads and writes), which must not blame the next case."""
+        if self._live is not None:
+            self._kill(self._live)
+            self._live = None
+            self.restarts += 1
+
+    def close(self) -> None:
+        if self._live is not None:
+            try:
+                self._live.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            self._live.process.join(5)
+            self._kill(self._live)
+            self._live = None

@@ -1,0 +1,61 @@
+"""JUnit XML: one testcase per case, valid XML even when messages hold control chars."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+from aclcheck.verdicts import CaseVerdict, Verdict, summarize
+
+# XML 1.0 allows tab, newline, carriage return and the ranges below; nothing else.
+_INVALID_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def clean(text: str) -> str:
+    """Text with characters XML 1.0 forbids replaced by '?'."""
+    return _INVALID_XML.sub("?", text)
+
+
+def build(verdicts: Sequence[CaseVerdict], suite_name: str) -> ET.ElementTree:
+    s = summarize(verdicts)
+    failures = s["failed"] + s["wrong_status"] + s["unimplemented"] + s["nondeterministic"]
+    suite = ET.Element("testsuite", {
+        "name": clean(suite_name),
+        "tests": str(s["cases"]),
+        "failures": str(failures),
+        "errors": str(s["error"]),
+        "skipped": str(s["skipped"] + s["xfailed"]),
+        "time": f"{sum(v.time_s for v in verdicts):.6f}",
+    })
+    for v in verdicts:
+        case = ET.SubElement(suite, "testcase", {
+            "classname": clean(f"aclcheck.{v.product}.{v.dtype}.{v.format}"),
+            "name": clean(v.case_id),
+            "time": f"{v.time_s:.6f}",
+        })
+        body = "\n".join(x for x in (v.message, v.detail, *v.notes, v.repro) if x)
+        if v.verdict in (Verdict.SKIP, Verdict.XFAIL):
+            ET.SubElement(case, "skipped", {"message": clean(v.message)}).text = clean(body)
+        elif v.verdict == Verdict.ERROR:
+            ET.SubElement(case, "error", {"message": clean(v.message), "type": "ERROR"}
+                          ).text = clean(body)
+        elif v.failing:
+            ET.SubElement(case, "failure", {"message": clean(v.message),
+                                            "type": v.verdict.value}).text = clean(body)
+        elif body:
+            ET.SubElement(case, "system-out").text = clean(body)
+    return ET.ElementTree(_wrap(suite))
+
+
+def _wrap(suite: ET.Element) -> ET.Element:
+    root = ET.Element("testsuites")
+    root.append(suite)
+    return root
+
+
+def write(path: str | Path, verdicts: Sequence[CaseVerdict], suite_name: str) -> None:
+    tree = build(verdicts, suite_name)
+    ET.indent(tree)
+    tree.write(path, encoding="utf-8", xml_declaration=True)

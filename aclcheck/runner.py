@@ -1,0 +1,199 @@
+"""Run cases through an adapter (in-process or isolated) and collect verdicts.
+
+Only the caller touches files: a `CaseSource` hands over plain arrays per case, and the
+runner returns plain verdicts. Determinism (`repeat`) and crash isolation live here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from aclcheck.cases import Case, make_tensors
+from aclcheck.contract import SUCCESS
+from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
+from aclcheck.impls.base import CallInputs, Implementation, Outcome
+from aclcheck.isolation import IsolatedRunner
+from aclcheck.judge import Capabilities, JudgeOptions, judge, not_expressible, skipped
+from aclcheck.layouts import StridedTensor
+from aclcheck.verdicts import CaseVerdict, Verdict
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    """One case's data as the runner needs it."""
+
+    case: Case
+    grad_output: StridedTensor | None
+    self: StridedTensor | None
+    golden: np.ndarray | None
+
+
+class CaseSource(Protocol):
+    """Anything that yields loaded cases (a golden file, or cases made in memory)."""
+
+    def load(self, case: Case) -> LoadedCase: ...
+
+
+class MemorySource:
+    """Materialises cases on the fly (tests, and verify without a golden file)."""
+
+    def load(self, case: Case) -> LoadedCase:
+        t = make_tensors(case)
+        return LoadedCase(case, t.grad_output, t.self, t.golden)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    judge: JudgeOptions = field(default_factory=JudgeOptions)
+    isolate: bool = False
+    timeout: float = 60.0
+    repeat: int = 1
+    deterministic: bool = False
+    #: run calls the contract rejects in the isolated worker even without `isolate`:
+    #: an implementation that accepts them may read out of bounds and take the run down
+    isolate_invalid: bool = True
+    #: command prefix for repro lines, e.g. "aclcheck verify golden.h5 --impl torch"
+    repro_prefix: str = ""
+
+
+class Executor:
+    """Runs calls in-process or in the isolated worker, as the options say."""
+
+    def __init__(self, impl: Implementation, opts: RunOptions) -> None:
+        self.impl = impl
+        self.opts = opts
+        self._isolated: IsolatedRunner | None = None
+        self.deterministic_note: str | None = None
+        if opts.deterministic:
+            try:
+                self.deterministic_note = impl.set_deterministic(True)
+            except Exception as exc:  # noqa: BLE001 - reported per case, not a crash
+                self.deterministic_note = f"cannot switch deterministic mode: {exc}"
+
+    def _needs_isolation(self, case: Case) -> bool:
+        if self.opts.isolate:
+            return True
+        return (self.opts.isolate_invalid and not self.impl.has_status_codes
+                and case.expected_status != SUCCESS and bool(self.impl.spec))
+
+    def call(self, call: CallInputs) -> Outcome:
+        if self._needs_isolation(call.case):
+            if self._isolated is None:
+                self._isolated = IsolatedRunner(self.impl.spec, self.opts.timeout,
+                                                self.opts.deterministic or None)
+            outcome = self._isolated.run(call)
+            if call.case.expected_status != SUCCESS and outcome.output is not None:
+                self._isolated.recycle()
+            return outcome
+        try:
+            return self.impl.run(call)
+        except Exception as exc:  # noqa: BLE001 - an adapter bug is this case's ERROR
+            return Outcome(raised=f"{type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        if self._isolated is not None:
+            self._isolated.close()
+
+
+def _repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
+    """Max ULP distance between the first output and any repeat (0 = bitwise equal)."""
+    fmt = FLOAT_FORMATS.get(case.dtype)
+    first = outputs[0]
+    worst = 0
+    for other in outputs[1:]:
+        if fmt is None:
+            worst = max(worst, int(not np.array_equal(first, other, equal_nan=True)))
+            continue
+        dist = ulp_distance(first, other, fmt)
+        nan_diff = np.isnan(first.astype(np.float32)) != np.isnan(other.astype(np.float32))
+        if np.any(nan_diff):
+            worst = max(worst, 2**31)
+        if dist.size:
+            worst = max(worst, int(dist.max()))
+    return worst
+
+
+def run_case(executor: Executor, loaded: LoadedCase, caps: Capabilities) -> CaseVerdict:
+    """Run, repeat if asked, and judge one case."""
+    case, opts = loaded.case, executor.opts
+    reason = executor.impl.supports(case)
+    if reason is not True:
+        return skipped(case, str(reason))
+    cannot = not_expressible(case, caps)
+    if cannot is not None:
+        return skipped(case, cannot)
+    call = CallInputs(case, loaded.grad_output, loaded.self)
+    outcome = executor.call(call)
+    grad_values = loaded.grad_output.view() if loaded.grad_output is not None else None
+    verdict = judge(case, loaded.golden, grad_values, outcome, caps, opts.judge)
+    if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
+        verdict = _judge_repeats(executor, call, outcome, verdict)
+    if executor.deterministic_note:
+        verdict = _with_note(verdict, executor.deterministic_note)
+    if opts.repro_prefix:
+        verdict = _replace(verdict, repro=f"{opts.repro_prefix} --id {shlex.quote(case.id)}")
+    return verdict
+
+
+def _judge_repeats(executor: Executor, call: CallInputs, first: Outcome,
+                   verdict: CaseVerdict) -> CaseVerdict:
+    outputs = [first.output]
+    for _ in range(executor.opts.repeat - 1):
+        again = executor.call(call)
+        if again.crashed or not isinstance(again.output, np.ndarray) or (
+            again.output.shape != first.output.shape  # type: ignore[union-attr]
+        ):
+            what = again.crashed or again.raised or "no output"
+            return _replace(verdict, verdict=Verdict.ERROR,
+                            message=f"a repeat failed where the first run did not: {what}")
+        outputs.append(again.output)
+    worst = _repeat_variation(call.case, outputs)  # type: ignore[arg-type]
+    metrics = dict(verdict.metrics, repeat_max_ulp=worst)
+    verdict = _replace(verdict, metrics=metrics)
+    if worst == 0:
+        return _with_note(verdict, f"deterministic over {executor.opts.repeat} runs")
+    note = f"run-to-run variation over {executor.opts.repeat} runs: max {worst} ULP"
+    if executor.opts.deterministic and not executor.deterministic_note:
+        return _replace(verdict, verdict=Verdict.NONDETERMINISTIC,
+                        message=f"outputs differ between repeats with determinism on "
+                                f"(max {worst} ULP)", notes=verdict.notes + (note,))
+    return _with_note(verdict, note)
+
+
+def _replace(v: CaseVerdict, **changes: object) -> CaseVerdict:
+    from dataclasses import replace
+
+    return replace(v, **changes)  # type: ignore[arg-type]
+
+
+def _with_note(v: CaseVerdict, note: str) -> CaseVerdict:
+    return _replace(v, notes=v.notes + (note,))
+
+
+ProgressFn = Callable[[CaseVerdict], None]
+
+
+def run_cases(impl: Implementation, cases: Sequence[Case], source: CaseSource,
+              opts: RunOptions, progress: ProgressFn | None = None) -> list[CaseVerdict]:
+    """Every case through the adapter, in order; one verdict each."""
+    return list(iter_verdicts(impl, cases, source, opts, progress))
+
+
+def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSource,
+                  opts: RunOptions, progress: ProgressFn | None = None
+                  ) -> Iterator[CaseVerdict]:
+    caps = Capabilities.of(impl)
+    executor = Executor(impl, opts)
+    try:
+        for case in cases:
+            verdict = run_case(executor, source.load(case), caps)
+            if progress is not None:
+                progress(verdict)
+            yield verdict
+    finally:
+        executor.close()
