@@ -168,6 +168,9 @@ def judge(case: Case, golden: np.ndarray | None, grad_values: np.ndarray | None,
           outcome: Outcome, caps: Capabilities, opts: JudgeOptions) -> CaseVerdict:
     """The verdict of one case from what the implementation returned."""
     exp = case.expectation
+    if outcome.crashed and exp.unspecified:  # a crash is never an acceptable answer
+        return _base(case, Verdict.ERROR, f"crashed on an undocumented call "
+                     f"({exp.reason}): {outcome.crashed}", time_s=outcome.time_s)
     if exp.unspecified:
         return judge_unspecified(case, outcome)
     if not exp.success:

@@ -158,7 +158,9 @@ def _judge_repeats(executor: Executor, call: CallInputs, first: Outcome,
     if worst == 0:
         return _with_note(verdict, f"deterministic over {executor.opts.repeat} runs")
     note = f"run-to-run variation over {executor.opts.repeat} runs: max {worst} ULP"
-    if executor.opts.deterministic and not executor.deterministic_note:
+    refused = executor.deterministic_note or any("refuses deterministic" in n
+                                                 for n in first.notes)
+    if executor.opts.deterministic and not refused:
         return _replace(verdict, verdict=Verdict.NONDETERMINISTIC,
                         message=f"outputs differ between repeats with determinism on "
                                 f"(max {worst} ULP)", notes=verdict.notes + (note,))

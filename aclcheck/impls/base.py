@@ -65,8 +65,11 @@ class Implementation:
         return True
 
     def set_deterministic(self, on: bool) -> str | None:
-        """Switch deterministic mode; returns a note when the adapter cannot."""
-        return None if not on else f"{self.name} has no deterministic switch"
+        """Switch deterministic mode; returns a note when the adapter cannot comply.
+
+        Plain callables have one mode only: they must be deterministic when asked.
+        """
+        return None
 
     def run(self, call: CallInputs) -> Outcome:
         raise NotImplementedError

@@ -69,6 +69,7 @@ class TorchImpl(Implementation):
 
     def set_deterministic(self, on: bool) -> str | None:
         self._torch.use_deterministic_algorithms(on)
+        self._deterministic = on
         return None
 
     def _to_torch(self, tensor: StridedTensor) -> Any:
@@ -101,6 +102,18 @@ class TorchImpl(Implementation):
             return out
 
         result, seconds, raised = timed_call(compute)
+        notes: tuple[str, ...] = ()
+        if raised is not None and getattr(self, "_deterministic", False) and (
+                "deterministic" in raised):
+            # e.g. CUDA: "does not have a deterministic implementation": say so, run anyway
+            torch = self._torch
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            try:
+                result, seconds, raised = timed_call(compute)
+            finally:
+                torch.use_deterministic_algorithms(True)
+            notes = (f"{self.name} refuses deterministic mode for this op; ran its "
+                     "non-deterministic kernel",)
         if raised is not None:
             return Outcome(raised=raised, time_s=seconds)
-        return Outcome(output=self._to_numpy(result), time_s=seconds)
+        return Outcome(output=self._to_numpy(result), time_s=seconds, notes=notes)

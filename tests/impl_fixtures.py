@@ -1,0 +1,97 @@
+"""Test-only implementations for the verify pipeline: misbehaving adapters of every kind.
+
+Imported by spec (`impl_fixtures:NAME`) in-process and in isolated workers, so each is a
+plain module-level function with the adapter signature fn(grad_output, self) -> out.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+
+import numpy as np
+
+from aclcheck.cases import NUMPY_DTYPES
+from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
+from aclcheck.reference import backward
+
+
+def _dtype_name(a: np.ndarray) -> str:
+    return next(name for name, t in NUMPY_DTYPES.items() if np.dtype(t) == a.dtype)
+
+
+def correct(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """The reference rounded once: correct everywhere; rejects what the contract can
+    check without products (rank, N/C, dtype mismatch) by raising."""
+    if grad_output.ndim != self.ndim or grad_output.ndim not in (3, 4):
+        raise ValueError("rank mismatch")
+    if grad_output.shape[:-2] != self.shape[:-2]:
+        raise ValueError("N/C mismatch")
+    if grad_output.dtype != self.dtype:
+        raise TypeError("dtype mismatch")
+    fmt = FLOAT_FORMATS[_dtype_name(self)]
+    out = backward(grad_output, self.shape[-2:])
+    with np.errstate(over="ignore"):
+        return correctly_rounded(out, fmt).astype(self.dtype)
+
+
+def accepts_everything(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """Correct numbers, but never validates N/C: accepts invalid calls."""
+    return np.zeros(self.shape, dtype=self.dtype)
+
+
+def returns_none(grad_output: np.ndarray, self: np.ndarray) -> None:
+    return None
+
+
+def returns_list(grad_output: np.ndarray, self: np.ndarray) -> list[float]:
+    return [0.0]
+
+
+def returns_float64(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    return backward(grad_output, self.shape[-2:])
+
+
+def raises(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    raise RuntimeError("kernel launch failed: \x1b[31mcontrol\x07 chars\x00")
+
+
+def segfaults(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """Dereferences a null pointer on 3-D inputs (a real SIGSEGV), correct otherwise."""
+    if grad_output.ndim == 3:
+        ctypes.string_at(0)
+    return correct(grad_output, self)
+
+
+def aborts(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    if grad_output.ndim == 3:
+        os.abort()
+    return correct(grad_output, self)
+
+
+def exits(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    if grad_output.ndim == 3:
+        os._exit(7)
+    return correct(grad_output, self)
+
+
+def hangs(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    if grad_output.ndim == 3:
+        time.sleep(600)
+    return correct(grad_output, self)
+
+
+def noisy(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """Correct up to random last-bit noise: passes tolerances, fails determinism."""
+    out = correct(grad_output, self)
+    if out.size and out.dtype == np.float32:
+        bits = out.view(np.uint32).copy()
+        bits ^= np.random.default_rng().integers(0, 2, out.size, dtype=np.uint32).reshape(
+            out.shape)
+        finite = np.isfinite(out)
+        return np.where(finite, bits.view(np.float32), out)
+    return out
+
+
+noisy.aclcheck_dtypes = ("float32",)  # type: ignore[attr-defined]

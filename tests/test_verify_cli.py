@@ -1,0 +1,213 @@
+"""`aclcheck verify` end to end: real golden files, real adapters, every verdict kind."""
+
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from aclcheck.cli import cli
+from aclcheck.generate import generate
+from aclcheck.store import open_golden, run_meta, write_results
+from aclcheck.suite import Selection, build_suite
+
+POSITIVE = ("divisible", "nondivisible", "upsampling", "global", "identity", "rank3",
+            "alignment", "exactint", "special", "empty", "layout")
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A2 (FP32 accumulation) and training (input-dtype accumulation), every family."""
+    path = tmp_path_factory.mktemp("golden") / "suite.h5"
+    cases = build_suite(Selection(products=("atlas-a2", "atlas-training"), seed=7))
+    generate(path, cases, run_meta("test", "verify-tests"))
+    return path
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["verify", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def families(*names: str) -> list[str]:
+    return [arg for name in names for arg in ("--family", name)]
+
+
+def test_reference_passes_everything(golden: Path, tmp_path: Path) -> None:
+    code, out = run(str(golden), "--impl", "reference", "--json", str(tmp_path / "r.json"))
+    assert code == 0, out
+    report = json.loads((tmp_path / "r.json").read_text())
+    s = report["summary"]
+    assert s["cases"] == len(open_golden(golden).ids())
+    assert s["passed"] + s["mistrusted"] == s["cases"]
+    assert "cases: " in out and "failed: 0" in out
+
+
+def test_torch_float32_passes_every_positive_case(golden: Path) -> None:
+    pytest.importorskip("torch")
+    code, out = run(str(golden), "--impl", "torch", "--dtype", "float32",
+                    *families(*[f for f in POSITIVE if f != "empty"]))
+    assert code == 0, out
+
+
+def test_broken_kernel_fails_with_index_golden_actual_and_repro(golden: Path) -> None:
+    code, out = run(str(golden), "--impl", "kernels:off_by_one_end", "--product", "atlas-a2",
+                    "--dtype", "float32", *families("nondivisible"))
+    assert code == 1
+    assert "FAIL" in out
+    assert "worst elements" in out or "golden" in out
+    assert "repro: aclcheck verify" in out and "--id" in out
+
+
+def test_reports_json_junit_html(golden: Path, tmp_path: Path) -> None:
+    paths = {k: tmp_path / f"r.{k}" for k in ("json", "xml", "html")}
+    code, _ = run(str(golden), "--impl", "impl_fixtures:raises", "--product", "atlas-a2",
+                  "--dtype", "float32", *families("divisible", "invalid"),
+                  "--json", str(paths["json"]), "--junit", str(paths["xml"]),
+                  "--html", str(paths["html"]))
+    assert code == 1
+    report = json.loads(paths["json"].read_text())
+    assert set(report["summary"]) >= {"cases", "passed", "failed", "wrong_status",
+                                      "unimplemented", "nondeterministic", "error",
+                                      "skipped", "mistrusted"}
+    verdicts = {c["verdict"] for c in report["cases"]}
+    assert "ERROR" in verdicts  # raising on valid calls
+    assert "PASS" in verdicts  # raising on invalid calls is a rejection
+    for case in report["cases"]:
+        assert {"id", "verdict", "metrics", "repro"} <= set(case)
+    tree = ET.parse(paths["xml"])  # control characters in messages must not break XML
+    suite = tree.getroot().find("testsuite")
+    assert suite is not None
+    assert int(suite.get("tests", "0")) == report["summary"]["cases"]
+    assert int(suite.get("errors", "0")) == report["summary"]["error"]
+    assert "<html" in paths["html"].read_text().lower()
+
+
+@pytest.mark.parametrize("fixture", ["returns_none", "returns_list", "returns_float64",
+                                     "kernels:wrong_shape"])
+def test_bad_outputs_are_errors_and_the_run_goes_on(golden: Path, fixture: str) -> None:
+    spec = fixture if ":" in fixture else f"impl_fixtures:{fixture}"
+    code, out = run(str(golden), "--impl", spec, "--product", "atlas-a2", "--dtype",
+                    "float32", *families("divisible", "identity"), "-v")
+    assert code == 1
+    assert "ERROR" in out
+    assert "error: " in out
+
+
+def test_invalid_calls_rejected_pass_accepted_wrong_status(golden: Path, tmp_path: Path
+                                                           ) -> None:
+    rep = tmp_path / "ok.json"
+    run(str(golden), "--impl", "impl_fixtures:correct", *families("invalid"), "--json",
+        str(rep))
+    good = {c["id"]: c for c in json.loads(rep.read_text())["cases"]}
+    nc = [c for cid, c in good.items() if "_n_grad" in cid or "_c_grad" in cid]
+    assert nc and all(c["verdict"] == "PASS" for c in nc)
+    null = [c for cid, c in good.items() if "null_" in cid]
+    assert null and all(c["verdict"] == "SKIP" and "null" in c["message"] for c in null)
+    rep2 = tmp_path / "bad.json"
+    code, _ = run(str(golden), "--impl", "impl_fixtures:accepts_everything",
+                  *families("invalid"), "--json", str(rep2))
+    assert code == 1
+    bad = {c["id"]: c for c in json.loads(rep2.read_text())["cases"]}
+    assert all(bad[c["id"]]["verdict"] == "WRONG_STATUS" for c in nc)
+    unspecified = [c for c in bad.values() if c["expected_status"] == -1]
+    assert all(c["verdict"] in ("PASS", "SKIP") for c in unspecified)
+
+
+def test_unknown_impl_is_a_usage_error(golden: Path) -> None:
+    code, out = run(str(golden), "--impl", "nope")
+    assert code == 2
+    assert "reference" in out and "torch" in out
+
+
+def test_unknown_standard_is_a_usage_error(golden: Path) -> None:
+    code, out = run(str(golden), "--standard", "strictest")
+    assert code == 2 and "cann-mixed" in out
+
+
+def test_not_a_golden_file_exits_3(tmp_path: Path) -> None:
+    bad = tmp_path / "x.h5"
+    bad.write_bytes(b"not hdf5 at all")
+    code, out = run(str(bad))
+    assert code == 3
+    assert str(bad) in out
+
+
+def test_results_file_judged_and_missing_cases_are_errors(golden: Path, tmp_path: Path
+                                                          ) -> None:
+    from tests_support import reference_rows
+
+    with open_golden(golden) as gf:
+        rows = reference_rows(gf, "atlas-a2")
+    assert len(rows) > 3
+    kept = rows[:-2]
+    results = tmp_path / "results.h5"
+    write_results(results, "board-run", kept)
+    code, out = run(str(golden), "--results", str(results), "--product", "atlas-a2",
+                    "-v")
+    assert code == 1
+    assert "no result" in out
+    assert f"error: {2}" in out
+
+
+@pytest.mark.parametrize(
+    ("fixture", "reason"),
+    [("segfaults", "SIGSEGV"), ("aborts", "SIGABRT"), ("exits", "exited with code 7"),
+     ("hangs", "timeout")],
+)
+def test_isolate_turns_crashes_into_errors(golden: Path, tmp_path: Path, fixture: str,
+                                           reason: str) -> None:
+    rep = tmp_path / "r.json"
+    start = time.monotonic()
+    code, out = run(str(golden), "--impl", f"impl_fixtures:{fixture}", "--isolate",
+                    "--timeout", "3", "--product", "atlas-a2", "--dtype", "float32",
+                    *families("nondivisible", "rank3"), "--json", str(rep))
+    elapsed = time.monotonic() - start
+    assert code == 1
+    cases = json.loads(rep.read_text())["cases"]
+    three_d = [c for c in cases if c["id"].split("-")[4].startswith("c")]  # c3h5w7: 3-D
+    assert three_d, "suite must hold 3-D cases"
+    for c in cases:
+        if c in three_d:
+            assert c["verdict"] == "ERROR" and reason in c["message"], c
+        else:
+            assert c["verdict"] == "PASS", c
+    assert elapsed < 3 * len(three_d) + 60
+
+
+def test_determinism_repeat(golden: Path, tmp_path: Path) -> None:
+    rep = tmp_path / "r.json"
+    code, _ = run(str(golden), "--impl", "impl_fixtures:noisy", "--product", "atlas-a2",
+                  "--dtype", "float32", *families("divisible"), "--repeat", "3",
+                  "--deterministic", "--json", str(rep))
+    assert code == 1
+    verdicts = {c["verdict"] for c in json.loads(rep.read_text())["cases"]}
+    assert "NONDETERMINISTIC" in verdicts
+    code, out = run(str(golden), "--impl", "impl_fixtures:noisy", "--product", "atlas-a2",
+                    "--dtype", "float32", *families("divisible"), "--repeat", "3", "-v")
+    assert code == 0, out
+    assert "run-to-run variation" in out
+
+
+def test_torch_repeat_is_deterministic(golden: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    rep = tmp_path / "r.json"
+    code, out = run(str(golden), "--impl", "torch", "--dtype", "float32", "--product",
+                    "atlas-a2", *families("nondivisible", "upsampling"), "--repeat", "5",
+                    "--deterministic", "--json", str(rep))
+    assert code == 0, out
+    for c in json.loads(rep.read_text())["cases"]:
+        assert c["metrics"].get("repeat_max_ulp") == 0
+
+
+def test_reference_rows_helper_matches_golden_shapes(golden: Path) -> None:
+    from tests_support import reference_rows
+
+    with open_golden(golden) as gf:
+        for row in reference_rows(gf, "atlas-a2")[:5]:
+            if row.output is not None:
+                assert row.output.shape == tuple(gf.entry(row.case_id).out_shape)

@@ -1,0 +1,22 @@
+"""Helpers shared by test modules (not fixtures: plain functions over real files)."""
+
+from __future__ import annotations
+
+from aclcheck.impls.base import CallInputs
+from aclcheck.impls.reference import ReferenceImpl
+from aclcheck.store import GoldenFile, ResultRow
+
+
+def reference_rows(gf: GoldenFile, product: str) -> list[ResultRow]:
+    """What a perfect implementation would store for every case of one product."""
+    impl = ReferenceImpl()
+    rows = []
+    for entry in gf.index:
+        if entry.product != product:
+            continue
+        case = gf.case(entry.id)
+        grad, self_ = gf.inputs(entry.id)
+        outcome = impl.run(CallInputs(case, grad, self_))
+        status = outcome.status if outcome.status is not None else 0
+        rows.append(ResultRow(entry.id, status, outcome.output, outcome.time_s))
+    return rows
