@@ -32,9 +32,17 @@ def describe_exit(exitcode: int | None) -> str:
     return f"exited with code {exitcode}"
 
 
-def _worker_main(conn: Connection, spec: str, deterministic: bool | None) -> None:
+def _worker_main(conn: Connection, spec: str, deterministic: bool | None,
+                 memory_limit: int | None = None) -> None:
     """Child process: build the adapter from its spec, then serve calls until closed."""
     from aclcheck.impls.registry import create
+
+    if memory_limit:
+        import resource
+
+        # address-space cap: a runaway allocation raises MemoryError (or the kernel
+        # kills the worker) instead of taking the machine down
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
     try:
         impl = create(spec)
@@ -72,8 +80,10 @@ class _Live:
 class IsolatedRunner:
     """Calls an adapter (rebuilt from `spec`) in a worker process with a per-call timeout."""
 
-    def __init__(self, spec: str, timeout: float, deterministic: bool | None = None) -> None:
+    def __init__(self, spec: str, timeout: float, deterministic: bool | None = None,
+                 memory_limit: int | None = None) -> None:
         self.spec = spec
+        self.memory_limit = memory_limit
         self.timeout = timeout
         self.deterministic = deterministic
         self._ctx = mp.get_context("spawn")
@@ -82,7 +92,8 @@ class IsolatedRunner:
 
     def _start(self) -> _Live:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_worker_main, args=(child, self.spec, self.deterministic),
+        proc = self._ctx.Process(target=_worker_main, args=(child, self.spec, self.deterministic,
+                                                             self.memory_limit),
                                  daemon=True)
         proc.start()
         child.close()

@@ -52,6 +52,8 @@ class RunOptions:
     judge: JudgeOptions = field(default_factory=JudgeOptions)
     isolate: bool = False
     timeout: float = 60.0
+    #: address-space cap of the isolated worker in bytes (None: no cap)
+    memory_limit: int | None = None
     repeat: int = 1
     deterministic: bool = False
     #: run calls the contract rejects in the isolated worker even without `isolate`:
@@ -85,7 +87,8 @@ class Executor:
         if self._needs_isolation(call.case):
             if self._isolated is None:
                 self._isolated = IsolatedRunner(self.impl.spec, self.opts.timeout,
-                                                self.opts.deterministic or None)
+                                                self.opts.deterministic or None,
+                                                self.opts.memory_limit)
             outcome = self._isolated.run(call)
             if call.case.expected_status != SUCCESS and outcome.output is not None:
                 self._isolated.recycle()

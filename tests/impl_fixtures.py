@@ -95,3 +95,21 @@ def noisy(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
 
 
 noisy.aclcheck_dtypes = ("float32",)  # type: ignore[attr-defined]
+
+
+def allocates_forever(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """Memory blow-up on 3-D inputs: asks for far more than the worker's cap."""
+    if grad_output.ndim == 3:
+        hog = [np.ones(2**27) for _ in range(64)]  # 64 GiB if it were allowed
+        return hog[0]
+    return correct(grad_output, self)
+
+
+def writes_out(grad_output: np.ndarray, self: np.ndarray, out: np.ndarray) -> None:
+    """out= style: writes every element but the last (left as aclcheck's NaN sentinel)."""
+    result = correct(grad_output, self)
+    out.reshape(-1)[:-1] = result.reshape(-1)[:-1]
+
+
+def writes_out_fully(grad_output: np.ndarray, self: np.ndarray, out: np.ndarray) -> None:
+    out[...] = correct(grad_output, self)

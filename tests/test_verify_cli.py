@@ -211,3 +211,48 @@ def test_reference_rows_helper_matches_golden_shapes(golden: Path) -> None:
         for row in reference_rows(gf, "atlas-a2")[:5]:
             if row.output is not None:
                 assert row.output.shape == tuple(gf.entry(row.case_id).out_shape)
+
+
+def test_memory_blow_up_is_an_error(golden: Path, tmp_path: Path) -> None:
+    rep = tmp_path / "r.json"
+    code, _ = run(str(golden), "--impl", "impl_fixtures:allocates_forever", "--isolate",
+                  "--memory-limit", "1500", "--product", "atlas-a2", "--dtype", "float32",
+                  *families("rank3", "divisible"), "--json", str(rep))
+    assert code == 1
+    cases = json.loads(rep.read_text())["cases"]
+    for c in cases:
+        if c["id"].split("-")[4].startswith("c"):  # 3-D: blows up
+            assert c["verdict"] == "ERROR" and "MemoryError" in c["message"], c
+        else:
+            assert c["verdict"] == "PASS", c
+
+
+def test_out_buffer_is_nan_prefilled(golden: Path, tmp_path: Path) -> None:
+    args = ["--product", "atlas-a2", "--dtype", "float32", *families("divisible", "identity")]
+    code, out = run(str(golden), "--impl", "impl_fixtures:writes_out", *args)
+    assert code == 1 and "FAIL" in out and "nan" in out.lower()
+    code, out = run(str(golden), "--impl", "impl_fixtures:writes_out_fully", *args)
+    assert code == 0, out
+
+
+def test_ignoring_strides_fails_on_the_layout_family(golden: Path, tmp_path: Path) -> None:
+    rep = tmp_path / "r.json"
+    code, _ = run(str(golden), "--impl", "kernels:ignores_strides", "--product", "atlas-a2",
+                  "--dtype", "float32", *families("layout"), "--json", str(rep))
+    assert code == 1
+    layouts = [c for c in json.loads(rep.read_text())["cases"]]
+    assert layouts and all(c["verdict"] == "FAIL" for c in layouts), layouts
+    code, _ = run(str(golden), "--impl", "kernels:window_sum", "--product", "atlas-a2",
+                  "--dtype", "float32", *families("layout"))
+    assert code == 0
+
+
+def test_empty_gradoutput_says_whether_out_was_written(golden: Path, tmp_path: Path) -> None:
+    rep = tmp_path / "r.json"
+    code, _ = run(str(golden), "--impl", "impl_fixtures:writes_out_fully", "--family", "empty",
+                  "--json", str(rep))
+    assert code == 0
+    empty_grad = [c for c in json.loads(rep.read_text())["cases"]
+                  if c["verdict"] == "PASS" and "not written" in c["message"]]
+    assert empty_grad
+    assert all(any(n.startswith("out ") for n in c["notes"]) for c in empty_grad)

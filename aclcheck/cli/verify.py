@@ -117,6 +117,9 @@ def _standards(names: Sequence[str]) -> tuple[str, ...]:
                    "ERROR and the run goes on.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="Seconds per call in the worker (--isolate, and invalid calls).")
+@click.option("--memory-limit", type=click.IntRange(min=64), default=None, metavar="MB",
+              help="Address-space cap of the isolated worker: a runaway allocation becomes "
+                   "ERROR instead of exhausting the machine.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run each case N times and compare the outputs bitwise.")
 @click.option("--deterministic", is_flag=True,
@@ -133,7 +136,8 @@ def _standards(names: Sequence[str]) -> tuple[str, ...]:
 def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...],
            dtype: tuple[str, ...], format_: tuple[str, ...], family: tuple[str, ...],
            id_pattern: str | None, standard: tuple[str, ...], tolerances: str | None,
-           accumulate: str | None, isolate: bool, timeout: float, repeat: int,
+           accumulate: str | None, isolate: bool, timeout: float,
+           memory_limit: int | None, repeat: int,
            deterministic: bool, verbose: bool, json_path: str | None, junit_path: str | None,
            html_path: str | None) -> None:
     """Run an implementation on every case of GOLDEN and judge it against the contract.
@@ -168,6 +172,7 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
                 judge=JudgeOptions(standards=standards, overrides=overrides,
                                    accumulate=accumulate),
                 isolate=isolate, timeout=timeout, repeat=repeat, deterministic=deterministic,
+                memory_limit=memory_limit * 2**20 if memory_limit else None,
                 repro_prefix=repro_prefix(golden, adapter, params),
             )
             with progress_bar(err, len(cases)) as progress:
