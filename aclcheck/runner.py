@@ -202,3 +202,63 @@ def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSourc
             yield verdict
     finally:
         executor.close()
+
+
+# -- fan-out over a concurrent.futures-style executor --------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One case shipped to an executor worker: plain, picklable data (no file handles)."""
+
+    spec: str
+    loaded: LoadedCase
+    opts: RunOptions
+
+
+_WORKER_CACHE: dict[tuple[str, str], tuple[Implementation, Executor]] = {}
+
+
+def run_work_item(item: WorkItem) -> CaseVerdict:
+    """Executor-side: build (once per process) the adapter from its spec and run one case."""
+    from aclcheck.impls.registry import create
+
+    key = (item.spec, repr(item.opts))  # options may hold unhashable overrides
+    if key not in _WORKER_CACHE:
+        impl = create(item.spec)
+        _WORKER_CACHE[key] = (impl, Executor(impl, item.opts))
+    impl, executor = _WORKER_CACHE[key]
+    return run_case(executor, item.loaded, Capabilities.of(impl))
+
+
+class SubmitExecutor(Protocol):
+    def submit(self, fn: Callable[..., object], /, *args: object) -> object: ...
+
+
+def iter_verdicts_parallel(impl: Implementation, cases: Iterable[Case], source: CaseSource,
+                           opts: RunOptions, pool: SubmitExecutor, *, window: int = 8,
+                           progress: ProgressFn | None = None) -> Iterator[CaseVerdict]:
+    """Like iter_verdicts, but each case runs on `pool` (ProcessPoolExecutor, a Dask
+    client's executor, ...). Only this process reads the source; at most `window` cases
+    are in flight, and verdicts come back in case order, identical to a serial run."""
+    if not impl.spec:
+        raise ValueError(f"{impl.name} cannot be rebuilt in another process; run it serially")
+    from collections import deque
+
+    pending: deque = deque()
+    it = iter(cases)
+    exhausted = False
+    while True:
+        while not exhausted and len(pending) < window:
+            case = next(it, None)
+            if case is None:
+                exhausted = True
+                break
+            item = WorkItem(impl.spec, source.load(case), opts)
+            pending.append(pool.submit(run_work_item, item))
+        if not pending:
+            return
+        verdict = pending.popleft().result()  # type: ignore[attr-defined]
+        if progress is not None:
+            progress(verdict)
+        yield verdict

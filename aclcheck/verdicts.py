@@ -66,6 +66,7 @@ class CaseVerdict:
     actual_status: int | None = None
     time_s: float = 0.0
     repro: str = ""
+    index: int = -1  # position in the golden file's index (orders merged shard reports)
 
     @property
     def failing(self) -> bool:
@@ -88,6 +89,7 @@ class CaseVerdict:
             "detail": self.detail,
             "time_s": self.time_s,
             "repro": self.repro,
+            "index": self.index,
         }
 
     @classmethod
@@ -108,6 +110,7 @@ class CaseVerdict:
             actual_status=data.get("actual_status"),
             time_s=float(data.get("time_s", 0.0)),
             repro=data.get("repro", ""),
+            index=int(data.get("index", -1)),
         )
 
 

@@ -6,6 +6,7 @@ import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,18 +14,23 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from aclcheck import sharding, xfail
+from aclcheck.baseline import diff as baseline_diff
 from aclcheck.cli.common import handle_errors, stderr_console
 from aclcheck.cli.inspect import select
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
+from aclcheck.executors import open_executor
 from aclcheck.impls import ImplementationUnavailable, UnknownImplementation, create
+from aclcheck.impls.aclnn_impl import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.judge import JudgeOptions
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
-from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts
+from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
 from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides
 from aclcheck.store import GoldenFile, open_golden
-from aclcheck.verdicts import CaseVerdict, gate_failed
+from aclcheck.suite import parse_shard
+from aclcheck.verdicts import CaseVerdict
 
 
 class GoldenSource:
@@ -65,6 +71,12 @@ def repro_prefix(golden: str, impl: Implementation, params: dict[str, Any]) -> s
             parts += [f"--{key}", str(params[key])]
     if params["deterministic"]:
         parts.append("--deterministic")
+    for d in params.get("aclnn_lib_dir") or ():
+        parts += ["--aclnn-lib-dir", d]
+    if params.get("aclnn_device") is not None:
+        parts += ["--aclnn-device", str(params["aclnn_device"])]
+    if params.get("aclnn_product"):
+        parts += ["--product", params["aclnn_product"]]
     if params["repeat"] > 1:
         parts += ["--repeat", str(params["repeat"])]
     return shlex.join(parts)
@@ -89,6 +101,33 @@ def _standards(names: Sequence[str]) -> tuple[str, ...]:
         if name not in STANDARDS:
             raise click.UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}")
     return tuple(dict.fromkeys(chosen))
+
+
+def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
+                  selection: dict[str, Any], shard: tuple[int, int] | None, jobs: int,
+                  executor_url: str | None) -> list[CaseVerdict]:
+    """Select cases from the golden file, run them (serially or fanned out), in order."""
+    with open_golden(golden) as gf:
+        positions = {e.id: i for i, e in enumerate(gf.index)}
+        rows = select(gf.index, **selection)
+        if shard is not None:
+            keep = sharding.select([(r.id, r.nbytes) for r in rows], *shard)
+            rows = [r for r in rows if r.id in keep]
+        if not rows:
+            raise UsageError(f"{golden}: no case matches the selection")
+        cases = [gf.case(r.id) for r in rows]
+        source = GoldenSource(gf)
+        with progress_bar(stderr_console(), len(cases)) as progress, \
+                open_executor(jobs, executor_url) as pool:
+            if pool is None:
+                stream = iter_verdicts(adapter, cases, source, opts, progress)
+            else:
+                if not adapter.spec:
+                    raise UsageError(f"{adapter.name} cannot run in worker processes; "
+                                     "drop --jobs / --executor")
+                stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
+                                                window=max(2 * jobs, 8), progress=progress)
+            return [replace(v, index=positions[v.case_id]) for v in stream]
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -125,6 +164,28 @@ def _standards(names: Sequence[str]) -> tuple[str, ...]:
 @click.option("--deterministic", is_flag=True,
               help="Ask the implementation for deterministic mode; with --repeat, any "
                    "difference is NONDETERMINISTIC.")
+@click.option("--aclnn-lib-dir", "aclnn_lib_dir", multiple=True, metavar="DIR",
+              type=click.Path(file_okay=False),
+              help="--impl aclnn: folder with libascendcl.so, libnnopbase.so, libopapi.so "
+                   "(repeatable; replaces the ASCEND_HOME_PATH / LD_LIBRARY_PATH search). "
+                   "A single --product names the device's product.")
+@click.option("--aclnn-device", type=click.IntRange(min=0), default=None, metavar="N",
+              help="--impl aclnn: device id (default 0).")
+@click.option("--shard", default=None, metavar="K/N",
+              help="Only the K-th of N size-balanced slices of the selection (CI matrices; "
+                   "join the JSON reports with `aclcheck merge`).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run cases on N local worker processes.")
+@click.option("--executor", "executor_url", default=None, metavar="URL",
+              help="Fan cases out over a Dask cluster: dask://HOST:PORT.")
+@click.option("--xfail", "xfail_path", type=click.Path(dir_okay=False), default=None,
+              help="Known-failure list (TOML): listed failures are XFAIL and do not fail "
+                   "the gate.")
+@click.option("--strict-xfail", is_flag=True,
+              help="A listed case that now passes (XPASS) fails the gate.")
+@click.option("--baseline", type=click.Path(dir_okay=False), default=None,
+              help="Previous JSON report: show new failures, fixed cases and metric "
+                   "regressions; the gate then fails only on new failures.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every case, not only failures.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the JSON report here.")
@@ -138,8 +199,10 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
            id_pattern: str | None, standard: tuple[str, ...], tolerances: str | None,
            accumulate: str | None, isolate: bool, timeout: float,
            memory_limit: int | None, repeat: int,
-           deterministic: bool, verbose: bool, json_path: str | None, junit_path: str | None,
-           html_path: str | None) -> None:
+           deterministic: bool, aclnn_lib_dir: tuple[str, ...], aclnn_device: int | None,
+           shard: str | None, jobs: int, executor_url: str | None,
+           xfail_path: str | None, strict_xfail: bool, baseline: str | None, verbose: bool,
+           json_path: str | None, junit_path: str | None, html_path: str | None) -> None:
     """Run an implementation on every case of GOLDEN and judge it against the contract.
 
     Exits 1 on any nonconformance (FAIL, WRONG_STATUS, UNIMPLEMENTED, NONDETERMINISTIC,
@@ -155,39 +218,49 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
     """
     params = {"impl": impl, "results": results, "standard": standard,
               "tolerances": tolerances, "accumulate": accumulate,
-              "deterministic": deterministic, "repeat": repeat}
+              "deterministic": deterministic, "repeat": repeat,
+              "aclnn_lib_dir": aclnn_lib_dir, "aclnn_device": aclnn_device,
+              "aclnn_product": product[0] if impl == "aclnn" and len(product) == 1 else None}
     standards = _standards(standard)
     overrides = load_overrides(tolerances) if tolerances else None
+    xfails = xfail.load(xfail_path) if xfail_path else None
+    old = json_report.read(baseline)[1] if baseline else None
+    shard_kn = parse_shard(shard) if shard else None
+    click.get_current_context().call_on_close(configure_environment(  # inherited by workers
+        aclnn_lib_dir, aclnn_device, product if impl == "aclnn" else ()))
     adapter = build_impl(impl, results)
-    err = stderr_console()
     out = Console(record=html_path is not None, highlight=False)
+    opts = RunOptions(
+        judge=JudgeOptions(standards=standards, overrides=overrides, accumulate=accumulate),
+        isolate=isolate, timeout=timeout, repeat=repeat, deterministic=deterministic,
+        memory_limit=memory_limit * 2**20 if memory_limit else None,
+        repro_prefix=repro_prefix(golden, adapter, params),
+    )
+    selection = {"products": product, "dtypes": dtype, "formats": format_,
+                 "families": family, "id_pattern": id_pattern}
     try:
-        with open_golden(golden) as gf:
-            rows = select(gf.index, products=product, dtypes=dtype, formats=format_,
-                          families=family, id_pattern=id_pattern)
-            if not rows:
-                raise UsageError(f"{golden}: no case matches the selection")
-            cases = [gf.case(r.id) for r in rows]
-            opts = RunOptions(
-                judge=JudgeOptions(standards=standards, overrides=overrides,
-                                   accumulate=accumulate),
-                isolate=isolate, timeout=timeout, repeat=repeat, deterministic=deterministic,
-                memory_limit=memory_limit * 2**20 if memory_limit else None,
-                repro_prefix=repro_prefix(golden, adapter, params),
-            )
-            with progress_bar(err, len(cases)) as progress:
-                verdicts: list[CaseVerdict] = list(
-                    iter_verdicts(adapter, cases, GoldenSource(gf), opts, progress))
+        verdicts = run_selection(golden, adapter, opts, selection, shard_kn, jobs,
+                                 executor_url)
     finally:
         adapter.close()
+    if xfails is not None:
+        verdicts = xfail.apply(verdicts, xfails, adapter.name)
     console_report.render(out, verdicts, implementation=adapter.name, verbose=verbose)
+    failed = xfail.gate_failed(verdicts, strict_xfail)
+    if old is not None:
+        changes = baseline_diff(old, verdicts)
+        console_report.render_diff(out, changes, baseline)
+        # against a baseline only what got worse gates (XPASS only when strict)
+        failed = any(now.failing or strict_xfail for _, now in changes.new_failures)
+    extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]])}
+    if shard:
+        extra["shard"] = shard
     if json_path:
         report = json_report.build(verdicts, implementation=adapter.name, standards=standards,
-                                   golden=str(golden),
-                                   extra={"command": shlex.join(["aclcheck", *sys.argv[1:]])})
+                                   golden=str(golden), extra=extra)
         json_report.write(json_path, report)
     if junit_path:
         junit.write(junit_path, verdicts, suite_name=f"aclcheck {adapter.name} {Path(golden).name}")
     if html_path:
         out.save_html(html_path)
-    sys.exit(EXIT_NONCONFORMANT if gate_failed(verdicts) else EXIT_OK)
+    sys.exit(EXIT_NONCONFORMANT if failed else EXIT_OK)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from aclcheck.baseline import Diff
 from aclcheck.verdicts import CaseVerdict, Verdict, summarize, summary_line
 
 STYLE: dict[Verdict, str] = {
@@ -106,3 +107,30 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
     line = summary_line(summarize(verdicts))
     style = "bold red" if failing else "bold green"
     console.print(Text(line, style=style), soft_wrap=True)
+
+
+def render_diff(console: Console, d: Diff, old_name: str) -> None:
+    """New failures, fixed cases and metric regressions against a baseline report."""
+    table = Table(title=f"against baseline {old_name}")
+    table.add_column("change")
+    table.add_column("case", overflow="fold")
+    table.add_column("before")
+    table.add_column("now")
+    for was, now in d.new_failures:
+        table.add_row(Text("NEW FAILURE", style="bold red"), now.case_id,
+                      was.verdict.value if was else "(absent)", now.verdict.value)
+    for was, now in d.fixed:
+        table.add_row(Text("fixed", style="green"), now.case_id, was.verdict.value,
+                      now.verdict.value)
+    for was, now in d.changed:
+        table.add_row("changed", now.case_id, was.verdict.value, now.verdict.value)
+    for r in d.regressions:
+        table.add_row(Text("regression", style="yellow"), r.case_id, f"{r.metric} {r.old:g}",
+                      f"{r.metric} {r.new:g}")
+    if table.row_count:
+        console.print(table)
+    console.print(Text(
+        f"baseline: new failures: {len(d.new_failures)} still failing: "
+        f"{len(d.still_failing)} fixed: {len(d.fixed)} regressions: {len(d.regressions)} "
+        f"added: {len(d.added)} removed: {len(d.removed)}",
+        style="bold red" if d.worse else "bold green"), soft_wrap=True)
