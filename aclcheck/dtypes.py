@@ -89,11 +89,22 @@ def correctly_rounded(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """
     x = np.asarray(values, dtype=np.float64)
     if fmt is FLOAT32:
-        return x.astype(np.float32).astype(np.float64)
+        with np.errstate(over="ignore"):  # beyond the format's range: inf, as intended
+            return x.astype(np.float32).astype(np.float64)
     if fmt is FLOAT16:
-        return x.astype(np.float16).astype(np.float64)
-    # bfloat16: round float64 -> bf16 without double rounding through float32.
-    return x.astype(ml_dtypes.bfloat16).astype(np.float64)
+        with np.errstate(over="ignore"):
+            return x.astype(np.float16).astype(np.float64)
+    # bfloat16: ml_dtypes casts float64 through float32 (double rounding). Round to float32
+    # with round-to-odd first (truncate, then set the last bit if inexact): float32 keeps
+    # 16 more bits than bf16, so the final round-to-nearest-even is then exact.
+    with np.errstate(over="ignore", invalid="ignore"):
+        near = x.astype(np.float32)
+        bits = near.view(np.uint32).copy()
+        inexact = np.isfinite(x) & (near.astype(np.float64) != x)
+        away = inexact & (np.abs(near.astype(np.float64)) > np.abs(x))
+        bits[away] -= 1  # step toward zero: truncation (inf steps back to max)
+        bits[inexact] |= 1
+        return bits.view(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
 
 
 def ulp(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
@@ -104,7 +115,7 @@ def ulp(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     x = np.abs(np.asarray(values, dtype=np.float64))
     _, exp = np.frexp(x)  # x = m * 2**exp, m in [0.5, 1)
     e = np.maximum(exp.astype(np.int64) - fmt.precision, fmt.min_exp - fmt.precision + 1)
-    out = np.ldexp(1.0, e)
+    out = np.ldexp(1.0, np.where(x == 0, fmt.min_exp - fmt.precision + 1, e))
     return np.where(np.isfinite(x), out, np.nan)
 
 
