@@ -9,7 +9,7 @@ from importlib.metadata import entry_points
 from aclcheck.impls.base import Implementation
 
 ENTRY_POINT_GROUP = "aclcheck.implementations"
-BUILTIN = ("reference", "torch", "torch:cpu", "torch:cuda", "torch:npu")
+BUILTIN = ("reference", "torch", "torch:cpu", "torch:cuda", "torch:npu", "aclnn")
 
 
 class UnknownImplementation(ValueError):
@@ -45,6 +45,15 @@ def create(spec: str) -> Implementation:
         try:
             return TorchImpl(device)
         except Unavailable as exc:
+            raise ImplementationUnavailable(str(exc)) from None
+        except ValueError as exc:
+            raise UnknownImplementation(str(exc)) from None
+    if spec == "aclnn":
+        from aclcheck.impls.aclnn_impl import AclnnUnavailable, from_environment
+
+        try:
+            return from_environment()
+        except AclnnUnavailable as exc:
             raise ImplementationUnavailable(str(exc)) from None
         except ValueError as exc:
             raise UnknownImplementation(str(exc)) from None

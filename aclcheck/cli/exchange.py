@@ -1,0 +1,90 @@
+"""`aclcheck export` / `aclcheck import`: the .bin folder exchange with C/C++ harnesses."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from aclcheck.binexchange import export_cases, import_folder
+from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
+from aclcheck.cli.inspect import select
+from aclcheck.errors import EXIT_CODES_HELP, UsageError
+from aclcheck.store import check_output_path, open_golden, run_meta, write_results
+
+
+@click.command("export", epilog=EXIT_CODES_HELP)
+@click.argument("golden", type=click.Path(dir_okay=False))
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--product", multiple=True, help="Only these products (repeatable).")
+@click.option("--dtype", multiple=True, help="Only these dtypes (repeatable).")
+@click.option("--format", "format_", multiple=True, help="Only these formats (repeatable).")
+@click.option("--family", multiple=True, help="Only these families (repeatable).")
+@click.option("--id", "id_pattern", default=None, metavar="PATTERN",
+              help="Only case ids matching this glob pattern.")
+@click.option("--force", is_flag=True, help="Write into a non-empty folder (each exported "
+              "case's folder is replaced, stale out.bin files included).")
+@handle_errors
+def export(golden: str, folder: str, product: tuple[str, ...], dtype: tuple[str, ...],
+           format_: tuple[str, ...], family: tuple[str, ...], id_pattern: str | None,
+           force: bool) -> None:
+    """Write GOLDEN's cases into FOLDER as raw .bin files and a manifest.json that a C/C++
+    harness can follow without HDF5 (see docs/bin-exchange.md).
+
+    \b
+    Per case: FOLDER/<case_id>/grad_output.bin, self.bin (storage buffers, little-endian,
+    bf16 as its 16-bit pattern), golden.bin (float64). The harness writes out.bin and,
+    for a non-zero status, status.txt next to them; `aclcheck import` reads them back.
+
+    \b
+    Examples:
+      aclcheck export suite.h5 xfer/ --product atlas-a2
+      aclcheck import xfer/ -o board.h5 && aclcheck verify suite.h5 --results board.h5
+    """
+    with open_golden(golden) as gf:
+        rows = select(gf.index, products=product, dtypes=dtype, formats=format_,
+                      families=family, id_pattern=id_pattern)
+        if not rows:
+            raise UsageError(f"{golden}: no case matches the selection")
+        stats = export_cases(gf, [r.id for r in rows], Path(folder), force=force)
+    stdout_console().print(f"exported {stats.cases} cases to {folder} ({stats.files} files, "
+                           f"{stats.bytes / 1e6:.2f} MB); manifest: "
+                           f"{Path(folder) / 'manifest.json'}")
+
+
+@click.command("import", epilog=EXIT_CODES_HELP)
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="Results file to write (judge it with `verify --results`).")
+@click.option("--implementation", default=None, metavar="NAME",
+              help="What produced the outputs (stored in the results file). Default: "
+                   "bin:<folder name>.")
+@click.option("--force", is_flag=True, help="Overwrite an existing results file.")
+@handle_errors
+def import_(folder: str, output: str, implementation: str | None, force: bool) -> None:
+    """Read FOLDER/<case_id>/out.bin and status.txt (written by a harness into an
+    `aclcheck export` folder) into a results file.
+
+    \b
+    status.txt: first line the integer status, the rest a message; absent = 0 when out.bin
+    exists. A case with neither file is left out (verify then reports ERROR "no result").
+
+    \b
+    Example:
+      aclcheck import xfer/ -o board.h5 --implementation "aclnn on Atlas A2"
+    """
+    check_output_path(output, force)
+    result = import_folder(folder)
+    name = implementation or f"bin:{Path(folder).resolve().name}"
+    meta = run_meta(shlex.join(["aclcheck", *sys.argv[1:]]), result.meta.get("suite", ""),
+                    golden=result.meta.get("golden", ""), source_folder=str(folder))
+    write_results(output, name, result.rows, meta, force=force)
+    with_output = sum(row.output is not None for row in result.rows)
+    stdout_console().print(f"imported {len(result.rows)} cases ({with_output} with out.bin) "
+                           f"into {output}")
+    if result.missing:
+        shown = ", ".join(result.missing[:5]) + (" ..." if len(result.missing) > 5 else "")
+        stderr_console().print(f"{len(result.missing)} cases have neither out.bin nor "
+                               f"status.txt (verify reports them as ERROR): {shown}")

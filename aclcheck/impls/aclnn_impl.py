@@ -1,0 +1,323 @@
+"""`--impl aclnn`: the vendor kernel itself, called through ctypes like the CANN example.
+
+Per case (contract.md §2): device buffers for the storage of gradOutput and self, one
+aclTensor each with the case's real view shape, element strides, storage offset, dtype and
+format enums and a 1-D storage shape (the storage length: the form the vendor examples use
+for views); a contiguous out buffer pre-filled with NaN; both phases; stream sync; copy
+back; then every tensor destroyed and every buffer freed, on every path. Tensors named in
+`case.null` are passed as NULL pointers. The first phase's status is reported as is, with
+aclGetRecentErrMsg's text; a runtime failure (malloc, copy, sync) is reported as ERROR.
+
+Runtime set-up (aclInit once per process, aclrtSetDevice, one stream) happens when the
+adapter is built; the product is the one named by ACLCHECK_ACLNN_PRODUCT (`verify
+--product`) or the one the SoC name maps to. Options travel in environment variables so
+an isolated worker, which rebuilds the adapter from its spec, sees them too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from aclcheck import contract
+from aclcheck.cases import NUMPY_DTYPES, Case
+from aclcheck.errors import UsageError
+from aclcheck.impls import aclnn_abi as abi
+from aclcheck.impls.base import CallInputs, Implementation, Outcome
+from aclcheck.layouts import contiguous_strides, gap_fill
+
+#: SoC name prefixes (aclrtGetSocName) -> product id; the first match wins.
+SOC_PRODUCTS: tuple[tuple[str, str], ...] = (
+    ("Ascend910_93", "atlas-a3"),
+    ("Ascend910B", "atlas-a2"),
+    ("Ascend910", "atlas-training"),
+    ("Ascend310P", "atlas-inference"),
+)
+
+
+class AclnnUnavailable(RuntimeError):
+    """The libraries are missing or the runtime / device cannot be set up."""
+
+
+class _RuntimeFailure(Exception):
+    """A runtime call (not the operator) failed during a case."""
+
+
+def product_for_soc(soc: str) -> str | None:
+    """The product id a SoC name belongs to (None when unknown)."""
+    for prefix, product in SOC_PRODUCTS:
+        if soc.startswith(prefix):
+            return product
+    return None
+
+
+def _text(raw: bytes | None) -> str:
+    return raw.decode("utf-8", "replace").strip() if raw else ""
+
+
+_INITIALIZED: set[int] = set()
+
+
+def _init_runtime(api: abi.Api) -> None:
+    """aclInit once per process and library set; aclFinalize at exit."""
+    if id(api) in _INITIALIZED:
+        return
+    rc = api.aclInit(None)
+    if rc not in (abi.ACL_SUCCESS, abi.ACL_ERROR_REPEAT_INITIALIZE):
+        raise AclnnUnavailable(f"aclInit returned {rc}{_recent(api)}")
+    _INITIALIZED.add(id(api))
+    if rc == abi.ACL_SUCCESS:
+        atexit.register(api.aclFinalize)
+
+
+def _recent(api: abi.Api) -> str:
+    fn = api.aclGetRecentErrMsg
+    msg = _text(fn()) if fn is not None else ""
+    return f": {msg}" if msg else ""
+
+
+class _Resources:
+    """Device buffers and tensors of one call, released in reverse order on every path."""
+
+    def __init__(self, api: abi.Api) -> None:
+        self.api = api
+        self.buffers: list[int] = []
+        self.tensors: list[int] = []
+
+    def malloc(self, nbytes: int) -> int:
+        ptr = ctypes.c_void_p()
+        # aclrtMalloc refuses 0 bytes: empty tensors still get a (1-byte) buffer
+        rc = self.api.aclrtMalloc(ctypes.byref(ptr), max(int(nbytes), 1),
+                                  abi.ACL_MEM_MALLOC_HUGE_FIRST)
+        if rc != abi.ACL_SUCCESS or not ptr.value:
+            raise _RuntimeFailure(f"aclrtMalloc({nbytes}) returned {rc}{_recent(self.api)}")
+        self.buffers.append(ptr.value)
+        return ptr.value
+
+    def upload(self, host: np.ndarray) -> int:
+        host = np.ascontiguousarray(host)
+        dev = self.malloc(host.nbytes)
+        if host.nbytes:
+            rc = self.api.aclrtMemcpy(dev, host.nbytes, host.ctypes.data, host.nbytes,
+                                      abi.ACL_MEMCPY_HOST_TO_DEVICE)
+            if rc != abi.ACL_SUCCESS:
+                raise _RuntimeFailure(f"aclrtMemcpy (host to device, {host.nbytes} bytes) "
+                                      f"returned {rc}{_recent(self.api)}")
+        return dev
+
+    def download(self, host: np.ndarray, dev: int) -> None:
+        if not host.nbytes:
+            return
+        rc = self.api.aclrtMemcpy(host.ctypes.data, host.nbytes, dev, host.nbytes,
+                                  abi.ACL_MEMCPY_DEVICE_TO_HOST)
+        if rc != abi.ACL_SUCCESS:
+            raise _RuntimeFailure(f"aclrtMemcpy (device to host, {host.nbytes} bytes) "
+                                  f"returned {rc}{_recent(self.api)}")
+
+    def tensor(self, name: str, shape: Sequence[int], dtype: str, strides: Sequence[int],
+               offset: int, fmt: str, storage_len: int, data: int) -> int:
+        """aclCreateTensor with the case's geometry; storage shape = (storage length,)."""
+        dims = abi.int64_array(shape)
+        strd = abi.int64_array(strides)
+        storage = abi.int64_array([storage_len])
+        handle = self.api.aclCreateTensor(dims, len(shape), contract.ACL_DTYPE_ENUM[dtype],
+                                          strd, int(offset), contract.ACL_FORMAT_ENUM[fmt],
+                                          storage, 1, data)
+        if not handle:
+            raise _RuntimeFailure(f"aclCreateTensor returned NULL for {name} (shape "
+                                  f"{tuple(shape)}, dtype {dtype}, format {fmt})"
+                                  f"{_recent(self.api)}")
+        self.tensors.append(handle)
+        return int(handle)
+
+    def release(self) -> list[str]:
+        """Destroy tensors, free buffers; the failures, as text (never raises)."""
+        problems = []
+        for handle in reversed(self.tensors):
+            rc = self.api.aclDestroyTensor(handle)
+            if rc != abi.ACL_SUCCESS:
+                problems.append(f"aclDestroyTensor returned {rc}")
+        for ptr in reversed(self.buffers):
+            rc = self.api.aclrtFree(ptr)
+            if rc != abi.ACL_SUCCESS:
+                problems.append(f"aclrtFree returned {rc}")
+        self.tensors.clear()
+        self.buffers.clear()
+        return problems
+
+
+class AclnnImpl(Implementation):
+    """aclnnAdaptiveAvgPool2dBackward from libopapi, on one device, judged on status codes."""
+
+    name = "aclnn"
+    spec = "aclnn"
+    has_status_codes = True
+    models_products = True
+
+    def __init__(self, lib_dirs: Sequence[str] | None = None, device: int = 0,
+                 product: str | None = None, env: Mapping[str, str] | None = None) -> None:
+        if product is not None:
+            contract.product(product)  # ValueError naming the valid ones
+        try:
+            self.paths = abi.find_libraries(lib_dirs, env)
+            self.api = abi.load(self.paths)
+        except abi.LibraryNotFound as exc:
+            raise AclnnUnavailable(str(exc)) from None
+        _init_runtime(self.api)
+        self.device = int(device)
+        rc = self.api.aclrtSetDevice(self.device)
+        if rc != abi.ACL_SUCCESS:
+            raise AclnnUnavailable(f"aclrtSetDevice({self.device}) returned {rc}"
+                                   f"{_recent(self.api)}")
+        stream = ctypes.c_void_p()
+        rc = self.api.aclrtCreateStream(ctypes.byref(stream))
+        if rc != abi.ACL_SUCCESS:
+            self.api.aclrtResetDevice(self.device)
+            raise AclnnUnavailable(f"aclrtCreateStream returned {rc}{_recent(self.api)}")
+        self.stream: int | None = stream.value
+        get_soc = self.api.aclrtGetSocName
+        self.soc = _text(get_soc()) if get_soc is not None else ""
+        self.soc_product = product_for_soc(self.soc)
+        self.product = product or self.soc_product
+        self.products = (self.product,) if self.product else None
+        origin = "--product" if product else "SoC"
+        self.description = (f"aclnnAdaptiveAvgPool2dBackward from {self.paths['operator']}, "
+                            f"device {self.device}, SoC {self.soc or '?'}, product "
+                            f"{self.product or '?'} (from {origin})")
+
+    def supports(self, case: Case) -> bool | str:
+        if self.product is None:
+            return (f"SoC {self.soc or '(unnamed)'} maps to no known product: name it with "
+                    "--product")
+        if case.product != self.product:
+            return (f"this device runs {self.product} (SoC {self.soc or '?'}); the case is "
+                    f"for {case.product}")
+        return True
+
+    def set_deterministic(self, on: bool) -> str | None:
+        fn = self.api.aclrtCtxSetSysParamOpt
+        if fn is None:
+            return "aclrtCtxSetSysParamOpt is missing: cannot switch deterministic mode"
+        rc = fn(abi.ACL_OPT_DETERMINISTIC, 1 if on else 0)
+        if rc != abi.ACL_SUCCESS:
+            return f"aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC) returned {rc}"
+        return None
+
+    def run(self, call: CallInputs) -> Outcome:
+        res = _Resources(self.api)
+        try:
+            outcome = self._run(call, res)
+        except _RuntimeFailure as exc:
+            outcome = Outcome(crashed=f"runtime failure: {exc}")
+        finally:
+            problems = res.release()
+        if problems:
+            outcome = replace(outcome, notes=outcome.notes + ("cleanup: " + "; ".join(problems),))
+        return outcome
+
+    def _run(self, call: CallInputs, res: _Resources) -> Outcome:
+        case = call.case
+        handles: dict[str, int | None] = {}
+        for name, tensor in (("grad_output", call.grad_output), ("self", call.self)):
+            if name in case.null or tensor is None:
+                handles[name] = None
+                continue
+            desc = case.tensor_desc(name)
+            dev = res.upload(tensor.storage)
+            handles[name] = res.tensor(name, tensor.shape, desc.dtype, tensor.strides,
+                                       tensor.offset, desc.format, int(tensor.storage.size), dev)
+        out_host: np.ndarray | None = None
+        out_dev = 0
+        if "out" in case.null:
+            handles["out"] = None
+        else:
+            desc = case.tensor_desc("out")
+            np_dtype = np.dtype(NUMPY_DTYPES[desc.dtype])
+            out_host = np.full(desc.shape, gap_fill(np_dtype), dtype=np_dtype)
+            out_dev = res.upload(out_host)
+            handles["out"] = res.tensor("out", desc.shape, desc.dtype,
+                                        contiguous_strides(tuple(desc.shape)), 0, desc.format,
+                                        math.prod(desc.shape), out_dev)
+        size = ctypes.c_uint64(0)
+        executor = ctypes.c_void_p()
+        start = time.perf_counter()
+        status = self.api.aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize(
+            handles["grad_output"], handles["self"], handles["out"], ctypes.byref(size),
+            ctypes.byref(executor))
+        if status != contract.SUCCESS:
+            return self._rejected(status, "first phase", start)
+        workspace = res.malloc(size.value) if size.value else None
+        status = self.api.aclnnAdaptiveAvgPool2dBackward(workspace, size.value, executor,
+                                                         self.stream)
+        if status != contract.SUCCESS:
+            return self._rejected(status, "second phase", start)
+        rc = self.api.aclrtSynchronizeStream(self.stream)
+        if rc != abi.ACL_SUCCESS:
+            raise _RuntimeFailure(f"aclrtSynchronizeStream returned {rc}{_recent(self.api)}")
+        elapsed = time.perf_counter() - start
+        if out_host is not None:
+            res.download(out_host, out_dev)
+        return Outcome(status=contract.SUCCESS, output=out_host, time_s=elapsed)
+
+    def _rejected(self, status: int, phase: str, start: float) -> Outcome:
+        elapsed = time.perf_counter() - start
+        msg = _recent(self.api).removeprefix(": ")
+        text = msg or f"{phase} returned {status} {contract.status_name(status)}"
+        notes = () if phase == "first phase" else (f"the {phase} returned {status}",)
+        return Outcome(status=int(status), raised=text, time_s=elapsed, notes=notes)
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.api.aclrtDestroyStream(self.stream)
+            self.api.aclrtResetDevice(self.device)
+            self.stream = None
+
+
+def from_environment(env: Mapping[str, str] | None = None) -> AclnnImpl:
+    """The adapter as `--impl aclnn` builds it: options from ACLCHECK_ACLNN_* variables."""
+    env = os.environ if env is None else env
+    device_text = env.get(abi.ENV_DEVICE, "").strip() or "0"
+    try:
+        device = int(device_text)
+    except ValueError:
+        raise ValueError(f"{abi.ENV_DEVICE}={device_text!r} is not a device number") from None
+    return AclnnImpl(None, device, env.get(abi.ENV_PRODUCT) or None, env)
+
+
+def configure_environment(lib_dirs: Sequence[str] = (), device: int | None = None,
+                          products: Sequence[str] = ()) -> Callable[[], None]:
+    """Put the CLI's aclnn options into the environment (inherited by isolated workers);
+    returns the function that restores the previous values.
+
+    A single --product names the device's product (more than one: the SoC decides).
+    """
+    wanted: dict[str, str] = {}
+    if lib_dirs:
+        wanted[abi.ENV_LIB_DIR] = os.pathsep.join(str(d) for d in lib_dirs)
+    if device is not None:
+        wanted[abi.ENV_DEVICE] = str(device)
+    if len(products) == 1:
+        try:
+            contract.product(products[0])
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        wanted[abi.ENV_PRODUCT] = products[0]
+    saved = {key: os.environ.get(key) for key in wanted}
+    os.environ.update(wanted)
+
+    def restore() -> None:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+    return restore
+
