@@ -182,6 +182,19 @@ def _rank_for(fmt: str, family: str, rng: np.random.Generator) -> int | None:
     return 4 if rng.random() < 0.5 else 3
 
 
+def _rotation(product: str, dtype: str, fmt: str) -> int:
+    """Stable ordinal of a (product, dtype, format) combination.
+
+    Families that rotate over variants (special distributions, empty-tensor kinds,
+    layouts) rotate on index + this ordinal, so even a count-1 suite covers every variant
+    across its combinations instead of repeating variant 0 everywhere.
+    """
+    p = list(contract.PRODUCTS).index(product) if product in contract.PRODUCTS else 0
+    d = contract.ALL_DTYPES.index(dtype) if dtype in contract.ALL_DTYPES else 0
+    f = contract.ALL_FORMATS.index(fmt) if fmt in contract.ALL_FORMATS else 0
+    return f + len(contract.ALL_FORMATS) * (d + len(contract.ALL_DTYPES) * p)
+
+
 def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
                suite_seed: int) -> Case | None:
     """One case of a shape family on one product/dtype/format (None if not applicable)."""
@@ -194,7 +207,7 @@ def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
     rank = _rank_for(fmt, family, rng)
     if rank is None:
         return None
-    s = fn(rng, rank, index)
+    s = fn(rng, rank, index + _rotation(product, dtype, fmt))
     cid = make_id(product, dtype, fmt, f"{label}{index}", s.self_shape, s.grad_shape,
                   s.distribution, s.layout)
     return Case(cid, family, product, dtype, fmt, s.self_shape, s.grad_shape, seed,

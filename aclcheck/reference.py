@@ -19,9 +19,11 @@ import numpy as np
 
 from aclcheck.contract import window_bounds
 
-#: Elements of float64 output per chunk (32 MiB): large enough to amortize numpy's
-#: per-call overhead, small enough to keep temporaries far below multi-GB results.
-DEFAULT_CHUNK_ELEMS = 1 << 22
+#: Elements of float64 output per chunk (2 MiB): large enough to amortize numpy's
+#: per-call overhead, small enough that a chunk's temporaries stay in cache (32 MiB chunks
+#: were 2-4x slower on small planes, see benchmarks/README.md). Chunking never changes a
+#: result bit.
+DEFAULT_CHUNK_ELEMS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -60,9 +62,10 @@ def spread_plan(out_size: int, in_size: int) -> SpreadPlan:
     depth = int(counts.max()) if in_size and out_size else 0
     r = np.arange(depth, dtype=np.int64)[:, None]
     index = np.where(r < counts[None, :], lo[None, :] + r, out_size)
-    for arr in (start, end, counts, index):
-        arr.setflags(write=False)
-    return SpreadPlan(out_size, in_size, end - start, counts, index)
+    sizes = end - start
+    for arr in (start, end, sizes, counts, index):
+        arr.setflags(write=False)  # plans are cached and shared: never mutate them
+    return SpreadPlan(out_size, in_size, sizes, counts, index)
 
 
 def term_counts(out_hw: tuple[int, int], in_hw: tuple[int, int]) -> np.ndarray:
@@ -72,51 +75,87 @@ def term_counts(out_hw: tuple[int, int], in_hw: tuple[int, int]) -> np.ndarray:
     return np.multiply.outer(ph.counts, pw.counts)
 
 
-def _spread_axis(x: np.ndarray, plan: SpreadPlan, axis: int, out: np.ndarray | None) -> np.ndarray:
-    """Divide x by the window sizes along `axis`, then spread windows onto positions."""
+class _Workspace:
+    """Reusable float64 scratch buffers, one per name.
+
+    Every chunk of one backward call takes its temporaries from here instead of fresh
+    allocations: a fresh large array is mmap-ed and page-faulted on first touch, which
+    cost 3-5x the arithmetic for planes larger than a chunk (16 planes of 2048 x 2048:
+    1.2-1.7 s -> 0.35 s).
+    """
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, shape: tuple[int, ...] | list[int]) -> np.ndarray:
+        n = math.prod(shape)
+        buf = self._buffers.get(name)
+        if buf is None or buf.size < n:
+            buf = self._buffers[name] = np.empty(n, dtype=np.float64)
+        return buf[:n].reshape(shape)
+
+
+def _spread_axis(x: np.ndarray, plan: SpreadPlan, axis: int, out: np.ndarray | None,
+                 ws: _Workspace, tag: str) -> np.ndarray:
+    """Divide x by the window sizes along `axis`, then spread windows onto positions.
+
+    out[p] = ((s[index[0, p]] + s[index[1, p]]) + ...) in window order, where a padding
+    slot holds -0.0 (the identity of IEEE addition). Temporaries come from `ws`, under
+    names prefixed with `tag`; `out` (when None) too.
+    """
     shape = [1] * x.ndim
     shape[axis] = plan.out_size
-    scaled = x / plan.sizes.reshape(shape).astype(np.float64)
+    sizes = plan.sizes.reshape(shape).astype(np.float64)
     target_shape = list(x.shape)
     target_shape[axis] = plan.in_size
     if out is None:
-        out = np.empty(target_shape, dtype=np.float64)
+        out = ws.get(tag + "out", target_shape)
     if plan.depth == 0:
         out.fill(0.0)
         return out
     if plan.uniform:
+        scaled = np.divide(x, sizes, out=ws.get(tag + "scaled", x.shape))
         k = plan.in_size // plan.out_size
         view_shape = list(x.shape)
         view_shape[axis : axis + 1] = [plan.out_size, k]
-        src = np.expand_dims(scaled, axis + 1)
-        out.reshape(view_shape)[...] = src
+        out.reshape(view_shape)[...] = np.expand_dims(scaled, axis + 1)
         return out
+    # mode="clip" (indices are always in range): with the default "raise", numpy buffers
+    # `out` in a temporary copy, doubling the cost of every gather.
     if plan.depth == 1:
-        np.take(scaled, plan.index[0], axis=axis, out=out)
+        scaled = np.divide(x, sizes, out=ws.get(tag + "scaled", x.shape))
+        np.take(scaled, plan.index[0], axis=axis, out=out, mode="clip")
         return out
     pad_shape = list(x.shape)
-    pad_shape[axis] = 1
-    padded = np.concatenate([scaled, np.full(pad_shape, -0.0)], axis=axis)
-    np.take(padded, plan.index[0], axis=axis, out=out)
-    tmp = np.empty_like(out)
+    pad_shape[axis] = plan.out_size + 1
+    padded = ws.get(tag + "padded", pad_shape)
+    where: list[slice] = [slice(None)] * x.ndim
+    where[axis] = slice(0, plan.out_size)
+    np.divide(x, sizes, out=padded[tuple(where)])
+    where[axis] = slice(plan.out_size, plan.out_size + 1)
+    padded[tuple(where)] = -0.0
+    np.take(padded, plan.index[0], axis=axis, out=out, mode="clip")
+    tmp = ws.get(tag + "tmp", out.shape)
     for r in range(1, plan.depth):
-        np.take(padded, plan.index[r], axis=axis, out=tmp)
+        np.take(padded, plan.index[r], axis=axis, out=tmp, mode="clip")
         out += tmp
     return out
 
 
-def _backward_block(g: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, out: np.ndarray) -> None:
+def _backward_block(g: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, out: np.ndarray,
+                    ws: _Workspace) -> None:
     """Backward of one (rows, Ho, Wo) float64 block into `out` (rows, H, W)."""
     rows = g.shape[0]
-    # Element-granular gathers (along W) cost more than row gathers (along H).
+    # Element-granular gathers (along W) cost more than row gathers (along H). Both costs
+    # are linear in rows, so the order (and every rounding) is the same for any chunking.
     w_first = 3 * pw.depth * rows * ph.out_size * pw.in_size + max(ph.depth, 1) * out.size
     h_first = max(ph.depth, 1) * rows * ph.in_size * pw.out_size + 3 * pw.depth * out.size
     if w_first <= h_first:
-        mid = _spread_axis(g, pw, axis=2, out=None)
-        _spread_axis(mid, ph, axis=1, out=out)
+        mid = _spread_axis(g, pw, 2, None, ws, "w")
+        _spread_axis(mid, ph, 1, out, ws, "h")
     else:
-        mid = _spread_axis(g, ph, axis=1, out=None)
-        _spread_axis(mid, pw, axis=2, out=out)
+        mid = _spread_axis(g, ph, 1, None, ws, "h")
+        _spread_axis(mid, pw, 2, out, ws, "w")
 
 
 def _blocks(lead: tuple[int, ...], budget_rows: int) -> Iterator[tuple[slice, ...]]:
@@ -168,17 +207,21 @@ def backward(
     ph, pw = spread_plan(ho, h), spread_plan(wo, w)
     plane = max(h * w, ho * wo, h * wo, ho * w, 1)
     with np.errstate(invalid="ignore", over="ignore"):
+        ws = _Workspace()
         for idx in _blocks(lead, max(1, chunk_elems // plane)):
-            _backward_into(g[idx], out[idx], ph, pw, absolute)
+            _backward_into(g[idx], out[idx], ph, pw, absolute, ws)
     return out
 
 
 def _backward_into(
-    g: np.ndarray, out: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, absolute: bool
+    g: np.ndarray, out: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, absolute: bool,
+    ws: _Workspace,
 ) -> None:
     """One chunk: convert to float64 (|g| if absolute) and spread into `out` (a view)."""
-    block = g.astype(np.float64).reshape(-1, ph.out_size, pw.out_size)
+    block = ws.get("in", g.shape)
+    np.copyto(block, g, casting="unsafe")
+    block = block.reshape(-1, ph.out_size, pw.out_size)
     if absolute:
         np.abs(block, out=block)
     target = out.reshape(-1, ph.in_size, pw.in_size)  # out is C-contiguous: a view
-    _backward_block(block, ph, pw, target)
+    _backward_block(block, ph, pw, target, ws)

@@ -54,6 +54,8 @@ class Selection:
                 raise SuiteError(f"unknown family {fam!r}; valid: {', '.join(ALL_FAMILIES)}")
         if self.count < 1:
             raise SuiteError(f"count must be >= 1, got {self.count}")
+        if self.seed < 0:
+            raise SuiteError(f"seed must be >= 0, got {self.seed}")
 
 
 def build_suite(sel: Selection) -> list[Case]:
@@ -149,6 +151,8 @@ def _string(value: Any, key: str) -> str:
 def _entry_to_case(entry: Any, index: int, suite_seed: int) -> Case:
     if not isinstance(entry, dict):
         raise _EntryError("-", f"entry must be a table/object, got {type(entry).__name__}")
+    # JSON null = key absent, so Case.to_record() dumps load back as case files
+    entry = {key: value for key, value in entry.items() if value is not None}
     unknown = sorted(set(entry) - CASE_FILE_KEYS)
     if unknown:
         raise _EntryError(unknown[0], f"unknown key (valid: {', '.join(sorted(CASE_FILE_KEYS))})")
@@ -222,7 +226,9 @@ def parse_case_entries(entries: Any, source: str, suite_seed: int = 0) -> list[C
         try:
             case = _entry_to_case(entry, i, suite_seed)
         except _EntryError as err:
-            raise SuiteError(f"{source}: entry {i + 1}, field {err.field!r}: {err.message}") from None
+            raise SuiteError(
+                f"{source}: entry {i + 1}, field {err.field!r}: {err.message}"
+            ) from None
         if case.id in seen:
             raise SuiteError(f"{source}: entry {i + 1}, field 'id': duplicate id {case.id!r} "
                              f"(first in entry {seen[case.id] + 1})")
@@ -254,13 +260,15 @@ def load_case_file(path: str | Path, suite_seed: int | None = None) -> CaseFile:
         else:
             data = tomllib.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'TOML'}: "
+        raise SuiteError(f"{p}: not valid {'JSON' if p.suffix.lower() == '.json' else 'TOML'}: "
                          f"{exc}") from None
     name = data.get("suite") if isinstance(data, dict) else None
     file_seed = data.get("seed", 0) if isinstance(data, dict) else 0
-    if isinstance(file_seed, bool) or not isinstance(file_seed, int):
-        raise SuiteError(f"{p}: top-level 'seed' must be an integer")
+    if isinstance(file_seed, bool) or not isinstance(file_seed, int) or file_seed < 0:
+        raise SuiteError(f"{p}: top-level 'seed' must be a non-negative integer")
     seed = file_seed if suite_seed is None else suite_seed
+    if seed < 0:
+        raise SuiteError(f"seed must be >= 0, got {seed}")
     if name is not None and not isinstance(name, str):
         raise SuiteError(f"{p}: top-level 'suite' must be a string")
     return CaseFile(parse_case_entries(data, str(p), seed), name, seed)

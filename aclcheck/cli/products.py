@@ -12,11 +12,12 @@ from aclcheck.cli.common import handle_errors, stdout_console
 def capability_table() -> Table:
     """Rich table: one row per product, a column per compute dtype, formats and ranks."""
     table = Table(title="aclnnAdaptiveAvgPool2dBackward: products x dtypes x formats")
-    table.add_column("product")
+    # never truncate the ids: they are what --product takes (80-column pipes cut them)
+    table.add_column("product", no_wrap=True, min_width=max(map(len, contract.PRODUCTS)))
     for d in contract.COMPUTE_DTYPES:
         table.add_column(d, justify="center")
-    table.add_column("formats (rank)")
-    table.add_column("accumulates in")
+    table.add_column("formats (rank)", max_width=10)  # wraps, leaves room at 80 columns
+    table.add_column("accumulates in", min_width=len("input dtype"))
     fmts = ", ".join(
         f"{f} ({contract.FORMAT_RANK[f] or '3/4'})" for f in contract.FORMATS
     )

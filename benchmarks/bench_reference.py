@@ -1,0 +1,227 @@
+"""Benchmark: the float64 reference backward against PyTorch CPU, side by side.
+
+Times aclcheck.reference.backward against torch.ops.aten._adaptive_avg_pool2d_backward in
+float64 and in float32 on the issue's shapes, interleaving the three runs of each
+repetition (the machine is shared and noisy), and prints the best time of each, the ratios
+torch / ours, their geometric mean and whether the targets are met:
+
+    geometric mean of torch_f64 / ours >= 3, and no shape with torch_f64 / ours < 1.
+
+With --memory it also measures, each in a fresh subprocess, the peak memory of a case with
+1 GiB of float32 gradOutput: the reference alone, and make_tensors (values + layout +
+golden) end to end. Target: peak below 2.5x (bytes of the case's inputs + float64 result).
+
+    python benchmarks/bench_reference.py                # speed tables (~15 s)
+    python benchmarks/bench_reference.py --memory       # + peak memory (~1 min, 6 GiB RAM)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+
+from aclcheck.reference import DEFAULT_CHUNK_ELEMS, backward
+
+#: (N, C, H, W) of self -> (Ho, Wo) of gradOutput, from the issue.
+SHAPES: list[tuple[tuple[int, int, int, int], tuple[int, int]]] = [
+    ((32, 64, 56, 56), (7, 7)),
+    ((32, 64, 56, 56), (1, 1)),
+    ((8, 64, 33, 47), (10, 13)),
+    ((4, 32, 20, 20), (40, 40)),
+    ((16, 256, 14, 14), (3, 5)),
+    ((8, 3, 224, 224), (7, 7)),
+]
+SPEED_TARGET = 3.0
+MEMORY_TARGET = 2.5
+GIB = 1 << 30
+
+
+def best_of(fns: list[Callable[[], object]], repeats: int) -> list[float]:
+    """Best wall time (ms) of each function, the functions run interleaved per repeat."""
+    best = [math.inf] * len(fns)
+    for _ in range(repeats):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[k] = min(best[k], (time.perf_counter() - t0) * 1e3)
+    return best
+
+
+def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
+    import torch
+
+    torch_bw = torch.ops.aten._adaptive_avg_pool2d_backward
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}; numpy "
+          f"{np.__version__}; reference input {input_dtype}, chunk_elems {chunk_elems}; "
+          f"best of {repeats}, interleaved")
+    header = (f"{'self (N,C,H,W)':>20} {'-> (Ho,Wo)':>10} {'ours ms':>9} {'t_f64 ms':>9} "
+              f"{'t_f32 ms':>9} {'f64/ours':>9} {'f32/ours':>9}")
+    print(header)
+    print("-" * len(header))
+    r64, r32 = [], []
+    for (n, c, h, w), (ho, wo) in SHAPES:
+        g64 = np.random.default_rng(0).normal(0.0, 1.0, (n, c, ho, wo))
+        g32 = g64.astype(np.float32)
+        ours_in = g32 if input_dtype == "float32" else g64
+        tg64, tg32 = torch.from_numpy(g64), torch.from_numpy(g32)
+        ts64 = torch.empty((n, c, h, w), dtype=torch.float64)
+        ts32 = torch.empty((n, c, h, w), dtype=torch.float32)
+        ours, t64, t32 = best_of(
+            [partial(backward, ours_in, (h, w), chunk_elems=chunk_elems),
+             partial(torch_bw, tg64, ts64),
+             partial(torch_bw, tg32, ts32)],
+            repeats,
+        )
+        r64.append(t64 / ours)
+        r32.append(t32 / ours)
+        print(f"{str((n, c, h, w)):>20} {str((ho, wo)):>10} {ours:9.2f} {t64:9.2f} "
+              f"{t32:9.2f} {r64[-1]:9.2f} {r32[-1]:9.2f}")
+    gm64 = math.exp(sum(map(math.log, r64)) / len(r64))
+    gm32 = math.exp(sum(map(math.log, r32)) / len(r32))
+    print(f"{'geometric mean':>31} {'':>29} {gm64:9.2f} {gm32:9.2f}")
+    ok_mean, ok_each = gm64 >= SPEED_TARGET, min(r64) >= 1.0
+    print(f"target geomean torch_f64/ours >= {SPEED_TARGET}: "
+          f"{'met' if ok_mean else 'MISSED'} ({gm64:.2f})")
+    print(f"target no shape slower than torch_f64: {'met' if ok_each else 'MISSED'} "
+          f"(worst {min(r64):.2f})")
+    print(f"float32: geomean torch_f32/ours {gm32:.2f}, worst {min(r32):.2f}")
+    return ok_mean and ok_each
+
+
+def speed_single_thread(repeats: int, chunk_elems: int, input_dtype: str) -> None:
+    """Ours against torch float64 on one thread: immune to the OpenMP stalls that a
+    2-thread torch suffers when another process holds a core (information only)."""
+    import torch
+
+    torch_bw = torch.ops.aten._adaptive_avg_pool2d_backward
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        print("\ntorch float64 on 1 thread (information; the targets use the default threads)")
+        ratios = []
+        for (n, c, h, w), (ho, wo) in SHAPES:
+            g64 = np.random.default_rng(0).normal(0.0, 1.0, (n, c, ho, wo))
+            ours_in = g64.astype(np.float32) if input_dtype == "float32" else g64
+            ts64 = torch.empty((n, c, h, w), dtype=torch.float64)
+            ours, t64 = best_of(
+                [partial(backward, ours_in, (h, w), chunk_elems=chunk_elems),
+                 partial(torch_bw, torch.from_numpy(g64), ts64)],
+                repeats,
+            )
+            ratios.append(t64 / ours)
+            print(f"{str((n, c, h, w)):>20} {str((ho, wo)):>10} {ours:9.2f} {t64:9.2f} "
+                  f"{ratios[-1]:9.2f}")
+        gm = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"torch_f64(1 thread)/ours: geomean {gm:.2f}, worst {min(ratios):.2f}")
+    finally:
+        torch.set_num_threads(threads)
+
+
+# -- memory ----------------------------------------------------------------------------------
+
+#: 1 GiB float32 gradOutput (1, 64, 2048, 2048): identity (uniform path) and a
+#: non-divisible, mildly downsampling self (overlapping windows, the gather path).
+MEMORY_CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "identity": ((1, 64, 2048, 2048), (1, 64, 2048, 2048)),
+    "nondiv": ((1, 64, 2100, 2100), (1, 64, 2048, 2048)),
+}
+
+
+def _rss_peak_bytes() -> int:
+    """High-water mark of the resident set (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _rss_now_bytes() -> int:
+    """Current resident set (the baseline: the high-water mark may include freed memory)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def memory_child(kind: str, mode: str) -> dict[str, float]:
+    """Runs in a fresh process: peak RSS above the pre-input baseline, in bytes."""
+    from aclcheck.cases import Case, make_tensors
+
+    self_shape, grad_shape = MEMORY_CASES[kind]
+    nbytes = {"grad": math.prod(grad_shape) * 4, "self": math.prod(self_shape) * 4,
+              "result": math.prod(self_shape) * 8}
+    case = Case(f"mem-{kind}", "bench", "atlas-a2", "float32", "NCHW", self_shape,
+                grad_shape, 1, "uniform")
+    baseline = _rss_now_bytes()
+    t0 = time.perf_counter()
+    if mode == "reference":
+        grad = np.ones(grad_shape, dtype=np.float32)  # the inputs, pages touched
+        self_ = np.ones(self_shape, dtype=np.float32)
+        with_inputs = _rss_now_bytes()
+        t0 = time.perf_counter()  # time the reference alone
+        out = backward(grad, self_shape[-2:])
+        assert out.shape == self_shape and self_.size
+    else:
+        with_inputs = baseline
+        tensors = make_tensors(case)
+        assert tensors.golden is not None
+    seconds = time.perf_counter() - t0
+    return {"peak": _rss_peak_bytes() - baseline, "with_inputs": with_inputs - baseline,
+            "seconds": seconds, **nbytes}
+
+
+def memory() -> bool:
+    print("\npeak memory, 1 GiB float32 gradOutput (fresh subprocess each; "
+          "peak RSS above the pre-input baseline)")
+    header = (f"{'case':>9} {'measured':>14} {'inputs+result':>14} {'peak':>9} "
+              f"{'ratio':>6} {'temps':>9} {'time s':>7}")
+    print(header)
+    print("-" * len(header))
+    ok = True
+    for kind in MEMORY_CASES:
+        for mode in ("reference", "make_tensors"):
+            proc = subprocess.run(
+                [sys.executable, __file__, "--memory-child", kind, mode],
+                capture_output=True, text=True, check=True,
+            )
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            own = r["grad"] + r["self"] + r["result"]
+            ratio = r["peak"] / own
+            temps = r["peak"] - own
+            ok &= ratio < MEMORY_TARGET
+            print(f"{kind:>9} {mode:>14} {own / GIB:11.2f} GiB {r['peak'] / GIB:5.2f} GiB "
+                  f"{ratio:6.2f} {temps / GIB:5.2f} GiB {r['seconds']:7.1f}")
+    print(f"target peak < {MEMORY_TARGET}x (inputs + float64 result): "
+          f"{'met' if ok else 'MISSED'}")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--chunk-elems", type=int, default=DEFAULT_CHUNK_ELEMS)
+    parser.add_argument("--input-dtype", choices=("float32", "float64"), default="float32",
+                        help="dtype of the gradOutput handed to the reference")
+    parser.add_argument("--memory", action="store_true", help="also measure peak memory")
+    parser.add_argument("--no-speed", action="store_true", help="skip the speed table")
+    parser.add_argument("--memory-child", nargs=2, metavar=("CASE", "MODE"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        print(json.dumps(memory_child(*args.memory_child)))
+        return 0
+    ok = True
+    if not args.no_speed:
+        ok &= speed(args.repeats, args.chunk_elems, args.input_dtype)
+        speed_single_thread(args.repeats, args.chunk_elems, args.input_dtype)
+    if args.memory:
+        ok &= memory()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
