@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from aclcheck import sharding, xfail
 from aclcheck.baseline import diff as baseline_diff
+from aclcheck.budget import ACCUMULATE_CHOICES
 from aclcheck.cli.common import handle_errors, stderr_console
 from aclcheck.cli.inspect import select
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
@@ -148,9 +149,9 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
                    f"beside it). Default: {DEFAULT_STANDARD}. See `aclcheck tolerances`.")
 @click.option("--tolerances", type=click.Path(dir_okay=False), default=None,
               help="TOML file overriding standard parameters per dtype / product.")
-@click.option("--accumulate", default=None, metavar="DTYPE",
-              help="Override the accumulation dtype the budget assumes (float32, float16, "
-                   "bfloat16, or 'input').")
+@click.option("--accumulate", default=None, type=click.Choice(ACCUMULATE_CHOICES),
+              help="Override the accumulation the error budget assumes ('input' = the "
+                   "input dtype, as the Atlas training/inference path).")
 @click.option("--isolate", is_flag=True,
               help="Run the implementation in a worker process: crashes and hangs become "
                    "ERROR and the run goes on.")

@@ -1,0 +1,305 @@
+"""pytest plugin: a golden file's cases as pytest items, so a CI gate gets -k, -x,
+--junitxml, -n (pytest-xdist) and pytest's reporting for free.
+
+    pytest --aclcheck-golden suite.h5 --aclcheck-impl torch [--aclcheck-xfail known.toml]
+
+Registered through the `pytest11` entry point, so it loads in every pytest run of an
+environment where aclcheck is installed: without --aclcheck-golden it only adds its
+options (this module imports nothing of aclcheck, numpy or h5py at import time).
+
+One item per case, named exactly by the case id, under a collector node for the golden
+file, in golden index order. Each process (every xdist worker) opens the golden file
+read-only and builds the adapter once. A failing item's message is what `aclcheck
+verify` prints for the case; known failures become xfail marks with pytest's own
+XFAIL/XPASS semantics.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from aclcheck.impls.base import Implementation
+    from aclcheck.judge import Capabilities
+    from aclcheck.runner import Executor, RunOptions
+    from aclcheck.store import GoldenFile, IndexEntry
+    from aclcheck.verdicts import CaseVerdict
+    from aclcheck.xfail import XfailEntry, XfailList
+
+PLUGIN_NAME = "aclcheck-gate"
+#: options that mean nothing without --aclcheck-golden
+_DEPENDENT = ("aclcheck_standard", "aclcheck_tolerances", "aclcheck_xfail")
+
+
+class AclcheckMistrustedWarning(UserWarning):
+    """A case passed but cannot discriminate (its golden is all zeros)."""
+
+
+class CaseFailure(Exception):
+    """A nonconforming case; `text` is what `aclcheck verify` prints for it."""
+
+    def __init__(self, verdict: CaseVerdict) -> None:
+        super().__init__(f"{verdict.case_id}: {verdict.verdict.value}: {verdict.message}")
+        self.verdict = verdict
+        self.text = failure_text(verdict)
+
+
+class KnownFailure(CaseFailure):
+    """A nonconforming case the known-failure list expects (the xfail mark's `raises`)."""
+
+
+def failure_text(v: CaseVerdict) -> str:
+    """The failing-case block of verify's console report, as plain text (pytest's
+    section header already names the case, so the first line is verdict and message:
+    it is also what pytest's short summary shows)."""
+    lines = [f"{v.verdict.value}: {v.message}"]
+    if v.detail:
+        lines.append(v.detail.rstrip("\n"))
+    lines += [f"note: {note}" for note in v.notes]
+    if v.repro:
+        lines.append(f"repro: {v.repro}")
+    return "\n".join(lines)
+
+
+# -- options and activation ------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("aclcheck", "aclcheck conformance gate (one test per case)")
+    group.addoption("--aclcheck-golden", metavar="FILE", default=None,
+                    help="Golden file whose cases become test items (enables the plugin).")
+    group.addoption("--aclcheck-impl", metavar="NAME", default="reference",
+                    help="Implementation: reference, torch, torch:cpu|cuda|npu, "
+                         "module:function, or a plugin name (default: reference).")
+    group.addoption("--aclcheck-standard", metavar="NAME", action="append", default=None,
+                    help="Tolerance standard (repeatable: the first gates, the others "
+                         "are shown beside it; default: aclcheck).")
+    group.addoption("--aclcheck-tolerances", metavar="FILE", default=None,
+                    help="TOML file overriding standard parameters per dtype / product.")
+    group.addoption("--aclcheck-xfail", metavar="FILE", default=None,
+                    help="Known-failure list (TOML): listed failures are reported as xfailed.")
+    group.addoption("--aclcheck-strict-xfail", action="store_true", default=False,
+                    help="A listed case that passes fails (XPASS(strict)).")
+    group.addoption("--aclcheck-isolate", action="store_true", default=False,
+                    help="Run the implementation in a worker process: crashes and hangs "
+                         "fail one case, not the run.")
+    group.addoption("--aclcheck-timeout", metavar="S", type=float, default=60.0,
+                    help="Seconds per call in the isolated worker (default: 60).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    golden = config.getoption("aclcheck_golden")
+    if golden is None:
+        for name in _DEPENDENT:
+            if config.getoption(name):
+                flag = "--" + name.replace("_", "-")
+                raise pytest.UsageError(f"{flag} needs --aclcheck-golden FILE")
+        return
+    gate = GoldenGate(config, golden)
+    config.pluginmanager.register(gate, PLUGIN_NAME)
+    # Collect the golden file like a path on the command line: pytest's own collection
+    # (reports, counts, -k/-m, --collect-only, --lf) then covers it. Without positional
+    # arguments it is the only thing collected, not the rootdir or `testpaths`.
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        config.args.append(str(gate.path))
+    else:
+        config.args[:] = [str(gate.path)]
+
+
+# -- per-process state -----------------------------------------------------------------------
+
+
+class GoldenGate:
+    """Per-process state (open golden file, adapter, executor) and the active hooks."""
+
+    def __init__(self, config: pytest.Config, golden: str) -> None:
+        from aclcheck import xfail
+        from aclcheck.errors import AclcheckError
+        from aclcheck.impls import ImplementationUnavailable, UnknownImplementation, create
+        from aclcheck.judge import Capabilities, JudgeOptions
+        from aclcheck.runner import RunOptions
+        from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides
+        from aclcheck.store import open_golden
+
+        self.config = config
+        self.path = (config.invocation_params.dir / golden).resolve()
+        self.spec: str = config.getoption("aclcheck_impl")
+        self.strict: bool = config.getoption("aclcheck_strict_xfail")
+        standards = tuple(dict.fromkeys(config.getoption("aclcheck_standard")
+                                        or (DEFAULT_STANDARD,)))
+        for name in standards:
+            if name not in STANDARDS:
+                raise pytest.UsageError(f"--aclcheck-standard: unknown standard {name!r}; "
+                                        f"valid: {', '.join(STANDARDS)}")
+        self.standards = standards
+        try:
+            tolerances = config.getoption("aclcheck_tolerances")
+            overrides = load_overrides(tolerances) if tolerances else None
+            xfail_path = config.getoption("aclcheck_xfail")
+            self.xfails: XfailList | None = xfail.load(xfail_path) if xfail_path else None
+            self.golden: GoldenFile = open_golden(self.path)
+        except AclcheckError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        try:
+            self.impl: Implementation = create(self.spec)
+        except (UnknownImplementation, ImplementationUnavailable) as exc:
+            self.golden.close()
+            raise pytest.UsageError(f"--aclcheck-impl {self.spec}: {exc}") from None
+        self.caps: Capabilities = Capabilities.of(self.impl)
+        self.opts: RunOptions = RunOptions(
+            judge=JudgeOptions(standards=standards, overrides=overrides),
+            isolate=config.getoption("aclcheck_isolate"),
+            timeout=config.getoption("aclcheck_timeout"),
+            repro_prefix=self._repro_prefix(golden, tolerances),
+        )
+        self._executor: Executor | None = None
+
+    def _repro_prefix(self, golden: str, tolerances: str | None) -> str:
+        from aclcheck.cli.verify import repro_prefix
+
+        given = tuple(dict.fromkeys(self.config.getoption("aclcheck_standard") or ()))
+        params = {"impl": self.spec, "results": None, "standard": given,
+                  "tolerances": tolerances, "accumulate": None, "deterministic": False,
+                  "repeat": 1}
+        return repro_prefix(golden, self.impl, params)
+
+    @property
+    def executor(self) -> Executor:
+        """The runner's executor, built on first use (an isolated worker starts lazily)."""
+        if self._executor is None:
+            from aclcheck.runner import Executor
+
+            self._executor = Executor(self.impl, self.opts)
+        return self._executor
+
+    def run(self, case_id: str, position: int) -> CaseVerdict:
+        from dataclasses import replace
+
+        from aclcheck.runner import LoadedCase, run_case
+
+        case = self.golden.case(case_id)
+        grad, self_ = self.golden.inputs(case_id)
+        loaded = LoadedCase(case, grad, self_, self.golden.golden(case_id))
+        verdict = run_case(self.executor, loaded, self.caps)
+        return replace(verdict, index=position)
+
+    def known(self, case_id: str) -> XfailEntry | None:
+        return self.xfails.find(case_id, self.impl.name) if self.xfails else None
+
+    def nodeid(self, session: pytest.Session) -> str:
+        """The golden file's node id: relative to rootdir, else its name (same in every
+        xdist worker, which is all that matters)."""
+        try:
+            return self.path.relative_to(session.config.rootpath).as_posix()
+        except ValueError:
+            return self.path.name
+
+    # -- hooks
+
+    def pytest_report_header(self) -> str:
+        xfails = f", known failures {self.xfails.source}" if self.xfails else ""
+        return (f"aclcheck: {self.path} ({len(self.golden.index)} cases), "
+                f"impl {self.impl.name}, standard {', '.join(self.standards)}{xfails}")
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector
+                            ) -> pytest.Collector | None:
+        if file_path.resolve() != self.path:
+            return None
+        return GoldenCollector.from_parent(parent, path=file_path,
+                                           nodeid=self.nodeid(parent.session))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # outside the skipping plugin's wrapper
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        rep = yield
+        if not isinstance(item, CaseItem) or item.entry is None or call.when != "call":
+            return rep
+        entry, where = item.entry, self.xfails.source if self.xfails else ""
+        if rep.skipped and hasattr(rep, "wasxfail") and call.excinfo is not None \
+                and isinstance(call.excinfo.value, KnownFailure):
+            v = call.excinfo.value.verdict
+            rep.wasxfail = f"{entry.reason} (was {v.verdict.value}: {v.message})"
+        elif rep.passed and hasattr(rep, "wasxfail"):
+            rep.wasxfail = (f"listed in {where} ({entry.reason}) but passed: "
+                            "remove it from the list")
+        elif rep.failed and isinstance(rep.longrepr, str) \
+                and rep.longrepr.startswith("[XPASS(strict)]"):
+            rep.longrepr = (f"[XPASS(strict)] listed in {where} "
+                            f"({entry.reason}) but passed: remove it from the list")
+        return rep
+
+    def pytest_unconfigure(self) -> None:
+        try:
+            if self._executor is not None:
+                self._executor.close()
+            self.impl.close()
+        finally:
+            self.golden.close()
+
+
+def _gate(config: pytest.Config) -> GoldenGate:
+    gate = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    assert isinstance(gate, GoldenGate)
+    return gate
+
+
+# -- nodes ------------------------------------------------------------------------------------
+
+
+class GoldenCollector(pytest.File):
+    """The golden file: one CaseItem per /index row, in index order."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        gate = _gate(self.config)
+        for position, entry in enumerate(gate.golden.index):
+            yield CaseItem.from_parent(self, name=entry.id, index_entry=entry,
+                                       position=position)
+
+
+class CaseItem(pytest.Item):
+    """One golden case; passes, skips, fails with verify's text, or is a known failure."""
+
+    def __init__(self, *, index_entry: IndexEntry, position: int, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.index_entry = index_entry
+        self.position = position
+        for word in (index_entry.product, index_entry.dtype, index_entry.format,
+                     index_entry.family):
+            self.extra_keyword_matches.add(word)
+        gate = _gate(self.config)
+        self.entry = gate.known(self.name)
+        if self.entry is not None:
+            self.add_marker(pytest.mark.xfail(reason=self.entry.reason, strict=gate.strict,
+                                              raises=KnownFailure))
+
+    def runtest(self) -> None:
+        from aclcheck.verdicts import Verdict
+
+        v = _gate(self.config).run(self.name, self.position)
+        self.user_properties.append(("aclcheck_verdict", v.verdict.value))
+        if v.verdict == Verdict.SKIP:
+            pytest.skip(v.message)
+        if v.failing:
+            listed = self.entry is not None and (not self.entry.verdicts
+                                                 or v.verdict in self.entry.verdicts)
+            raise (KnownFailure if listed else CaseFailure)(v)
+        if v.verdict == Verdict.MISTRUSTED:
+            warnings.warn(AclcheckMistrustedWarning(f"{v.case_id}: {v.message}"), stacklevel=1)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        from aclcheck.errors import AclcheckError
+
+        if isinstance(excinfo.value, CaseFailure):
+            return excinfo.value.text
+        if isinstance(excinfo.value, AclcheckError):  # a damaged case in the golden file
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.name
