@@ -8,7 +8,14 @@ from __future__ import annotations
 import click
 
 from aclcheck import __version__
+from aclcheck.cli import exchange as _exchange
+from aclcheck.cli import generate as _generate
+from aclcheck.cli import impls as _impls
+from aclcheck.cli import inspect as _inspect
 from aclcheck.cli import products as _products
+from aclcheck.cli import reports as _reports
+from aclcheck.cli import tolerances as _tolerances
+from aclcheck.cli import verify as _verify
 from aclcheck.errors import EXIT_CODES_HELP
 
 
@@ -30,6 +37,15 @@ def cli() -> None:
 
 
 cli.add_command(_products.products)
+cli.add_command(_tolerances.tolerances)
+cli.add_command(_generate.generate)
+cli.add_command(_inspect.inspect)
+cli.add_command(_verify.verify)
+cli.add_command(_impls.impls)
+cli.add_command(_exchange.export)
+cli.add_command(_exchange.import_)
+cli.add_command(_reports.diff)
+cli.add_command(_reports.merge)
 
 
 def main() -> None:

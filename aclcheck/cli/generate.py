@@ -1,0 +1,133 @@
+"""`aclcheck generate`: write a golden suite (inputs + float64 goldens) to an HDF5 file."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from aclcheck import contract
+from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
+from aclcheck.errors import EXIT_CODES_HELP
+from aclcheck.generate import GenerateStats, ProgressFn, plan_suite
+from aclcheck.generate import generate as run_generate
+from aclcheck.store import COMPRESSIONS, check_output_path, run_meta
+
+
+def command_line(params: dict[str, Any]) -> str:
+    """The canonical command that reproduces this file (stored in its root attributes)."""
+    parts = ["aclcheck", "generate", "-o", str(params["output"])]
+    for opt in ("product", "dtype", "format", "family"):
+        for value in params[opt]:
+            parts += [f"--{opt}", value]
+    for opt in ("count", "seed", "cases_file", "shard", "suite_name"):
+        if params[opt] is not None:
+            parts += [f"--{opt.replace('_', '-')}", str(params[opt])]
+    if params["compress"] != "none":
+        parts += ["--compress", params["compress"]]
+    if params["jobs"] != 1:
+        parts += ["--jobs", str(params["jobs"])]
+    return shlex.join(parts)
+
+
+def summary_table(stats: GenerateStats) -> Table:
+    """Cases per product/dtype (a column per format), goldens and bytes, totals below."""
+    formats = sorted({fmt for _, _, fmt in stats.combos},
+                     key=lambda f: (contract.ALL_FORMATS + (f,)).index(f))
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for (prod, dtype, fmt), combo in stats.combos.items():
+        row = rows.setdefault((prod, dtype), {"golden": 0, "bytes": 0})
+        row[fmt] = row.get(fmt, 0) + combo.cases
+        row["golden"] += combo.valid
+        row["bytes"] += combo.array_bytes
+    table = Table(title=str(stats.path))
+    table.add_column("product", no_wrap=True)
+    table.add_column("dtype", no_wrap=True)
+    for fmt in formats:
+        table.add_column(fmt, justify="right")
+    table.add_column("golden", justify="right")
+    table.add_column("MB", justify="right")
+    for (prod, dtype), row in sorted(rows.items()):
+        table.add_row(prod, dtype, *(str(row.get(f, "")) for f in formats),
+                      str(row["golden"]), f"{row['bytes'] / 1e6:.2f}")
+    table.caption = (
+        f"{stats.cases} cases, {stats.array_bytes / 1e6:.1f} MB of arrays, file "
+        f"{stats.file_bytes / 1e6:.1f} MB, {stats.seconds:.1f} s"
+    )
+    return table
+
+
+@contextmanager
+def progress_reporter(console: Console, total: int, path: Path) -> Iterator[ProgressFn]:
+    """A rich progress bar on a terminal; otherwise one line at start (CI logs)."""
+    if not console.is_terminal:
+        console.print(f"aclcheck: generating {total} cases -> {path}")
+        yield lambda done, total_, case: None
+        return
+    columns = (TextColumn("generating"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("", total=total)
+
+        def update(done: int, total_: int, case: Any) -> None:
+            bar.update(task, completed=done, description=case.id)
+
+        yield update
+
+
+@click.command(epilog=EXIT_CODES_HELP)
+@click.option("-o", "--output", required=True,
+              type=click.Path(dir_okay=False, path_type=Path), help="Golden file to write.")
+@click.option("--product", multiple=True, metavar="NAME",
+              help="Product (repeatable; default: all).")
+@click.option("--dtype", multiple=True, metavar="NAME",
+              help="Dtype, e.g. bf16 (repeatable; default: each product's own).")
+@click.option("--format", "format", multiple=True, metavar="NAME",
+              help="Format: ND, NCHW, NCL (repeatable; default: all).")
+@click.option("--family", multiple=True, metavar="NAME",
+              help="Case family (repeatable; default: all but 'stress').")
+@click.option("--count", type=int, default=None, help="Cases per combination [default: 1].")
+@click.option("--seed", type=int, default=None, help="Suite seed [default: 0].")
+@click.option("--cases-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="TOML/JSON case file (replaces the family selection).")
+@click.option("--shard", default=None, metavar="K/N", help="Write only the K-th of N slices.")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes computing tensors (only the parent writes).")
+@click.option("--compress", type=click.Choice(COMPRESSIONS), default="none", show_default=True,
+              help="gzip for archives (slower to write and read).")
+@click.option("--suite-name", default=None, help="Name stored in the file [default: derived].")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@handle_errors
+def generate(**params: Any) -> None:
+    """Generate a golden suite: inputs and float64 goldens, in one HDF5 file.
+
+    With no selection, writes the default suite: every product, dtype and format and all
+    main families, one case each. The file appears only when complete.
+
+    \b
+    Examples:
+      aclcheck generate -o suite.h5
+      aclcheck generate -o a2-bf16.h5 --product atlas-a2 --dtype bf16 --count 5
+      aclcheck generate -o mine.h5 --cases-file cases.toml --jobs 4
+    """
+    suite = plan_suite(
+        products=params["product"], dtypes=params["dtype"], formats=params["format"],
+        families=params["family"], count=params["count"], seed=params["seed"],
+        cases_file=params["cases_file"], shard_spec=params["shard"],
+        suite_name=params["suite_name"],
+    )
+    check_output_path(params["output"], params["force"])  # before any work or output
+    meta = run_meta(command_line(params), suite.suite, selection=suite.selection)
+    err = stderr_console()
+    with progress_reporter(err, len(suite.cases), params["output"]) as progress:
+        stats = run_generate(params["output"], suite.cases, meta, force=params["force"],
+                             compress=params["compress"], jobs=params["jobs"],
+                             progress=progress)
+    stdout_console().print(summary_table(stats))

@@ -1,0 +1,244 @@
+"""The generate pipeline: cases -> tensors (optionally in worker processes) -> golden file.
+
+Workers only compute (make_tensors); the parent alone writes, in suite order, so the
+file is the same whatever --jobs is. A bounded window of in-flight batches keeps memory
+flat on large suites.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aclcheck import contract
+from aclcheck.cases import Case, CaseTensors, make_tensors
+from aclcheck.errors import UsageError
+from aclcheck.store import GoldenWriter, check_ids, check_output_path
+from aclcheck.suite import (
+    Selection,
+    SuiteError,
+    build_suite,
+    check_unique,
+    load_case_file,
+    parse_shard,
+    shard,
+)
+
+#: progress(done, total, case): called after each case is written.
+ProgressFn = Callable[[int, int, Case], None]
+#: A worker batch holds up to this many cases or this many elements, whichever first.
+BATCH_CASES = 32
+BATCH_ELEMENTS = 1 << 22
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The cases to generate and what produced them (stored in the file's root)."""
+
+    cases: list[Case]
+    suite: str
+    selection: dict[str, Any]
+
+
+def plan_suite(
+    *,
+    products: Sequence[str] = (),
+    dtypes: Sequence[str] = (),
+    formats: Sequence[str] = (),
+    families: Sequence[str] = (),
+    count: int | None = None,
+    seed: int | None = None,
+    cases_file: str | Path | None = None,
+    shard_spec: str | None = None,
+    suite_name: str | None = None,
+) -> Plan:
+    """Build the case list from CLI-style selections (empty = all applicable).
+
+    With `cases_file`, the file's cases replace the family selection; products, dtypes
+    and formats then filter them. Raises SuiteError for bad names or combinations.
+    """
+    norm_dtypes = tuple(_norm(contract.normalize_dtype, d) for d in dtypes)
+    norm_formats = tuple(_norm(contract.normalize_format, f) for f in formats)
+    selection: dict[str, Any] = {
+        "products": list(products), "dtypes": list(norm_dtypes), "formats": list(norm_formats),
+    }
+    if cases_file is not None:
+        if families:
+            raise SuiteError("--family does not apply with --cases-file (the file's cases "
+                             "replace the families)")
+        if count is not None:
+            raise SuiteError("--count does not apply with --cases-file")
+        cf = load_case_file(cases_file, seed)
+        for p in products:
+            if p not in contract.PRODUCTS:
+                raise SuiteError(f"unknown product {p!r}; valid: {', '.join(contract.PRODUCTS)}")
+        cases = [c for c in cf.cases
+                 if (not products or c.product in products)
+                 and (not norm_dtypes or c.dtype in norm_dtypes)
+                 and (not norm_formats or c.format in norm_formats)]
+        name = suite_name or cf.name or Path(cases_file).stem
+        selection.update(cases_file=str(cases_file), seed=cf.seed)
+    else:
+        sel_kwargs: dict[str, Any] = {"count": 1 if count is None else count,
+                                      "seed": 0 if seed is None else seed}
+        if products:
+            sel_kwargs["products"] = tuple(products)
+        if norm_dtypes:
+            sel_kwargs["dtypes"] = norm_dtypes
+        if norm_formats:
+            sel_kwargs["formats"] = norm_formats
+        if families:
+            sel_kwargs["families"] = tuple(families)
+        sel = Selection(**sel_kwargs)
+        cases = build_suite(sel)
+        custom = bool(products or dtypes or formats or families) or count is not None \
+            or seed is not None
+        name = suite_name or ("custom" if custom else "default")
+        selection.update(families=list(sel.families), count=sel.count, seed=sel.seed)
+    if shard_spec:
+        k, n = parse_shard(shard_spec)
+        cases = shard(cases, k, n)
+        selection["shard"] = f"{k}/{n}"
+    check_unique(cases, name)
+    try:
+        check_ids(cases)
+    except UsageError as exc:  # the suite layer speaks SuiteError
+        raise SuiteError(str(exc)) from None
+    if not cases:
+        raise SuiteError("the selection matches no cases")
+    return Plan(cases, name, selection)
+
+
+def _norm(fn: Callable[[str], str], value: str) -> str:
+    try:
+        return fn(value)
+    except ValueError as exc:
+        raise SuiteError(str(exc)) from None
+
+
+# -- materialising ------------------------------------------------------------------------
+
+
+def _batch_tensors(cases: list[Case]) -> list[CaseTensors]:
+    """Worker entry point (top level, so it pickles)."""
+    return [make_tensors(c) for c in cases]
+
+
+def batches(cases: Sequence[Case]) -> Iterator[list[Case]]:
+    """Consecutive groups of cases, small enough to bound memory and IPC per task."""
+    batch: list[Case] = []
+    elements = 0
+    for case in cases:
+        n = max(1, case.numel)
+        if batch and (len(batch) >= BATCH_CASES or elements + n > BATCH_ELEMENTS):
+            yield batch
+            batch, elements = [], 0
+        batch.append(case)
+        elements += n
+    if batch:
+        yield batch
+
+
+def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, CaseTensors]]:
+    """(case, tensors) in suite order; with jobs > 1 computed in a process pool, at most
+    2 * jobs batches in flight."""
+    if jobs <= 1:
+        for case in cases:
+            yield case, make_tensors(case)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pending: deque[tuple[list[Case], Future[list[CaseTensors]]]] = deque()
+        source = batches(cases)
+        try:
+            for batch in source:
+                pending.append((batch, pool.submit(_batch_tensors, batch)))
+                if len(pending) >= 2 * jobs:
+                    yield from _drain_one(pending)
+            while pending:
+                yield from _drain_one(pending)
+        finally:
+            for _, fut in pending:
+                fut.cancel()
+
+
+def _drain_one(
+    pending: deque[tuple[list[Case], Future[list[CaseTensors]]]],
+) -> Iterator[tuple[Case, CaseTensors]]:
+    batch, fut = pending.popleft()
+    yield from zip(batch, fut.result(), strict=True)
+
+
+# -- the whole run ------------------------------------------------------------------------
+
+
+@dataclass
+class ComboStats:
+    cases: int = 0
+    valid: int = 0  # cases with a golden
+    array_bytes: int = 0
+
+
+@dataclass
+class GenerateStats:
+    """What a run wrote: totals and a per (product, dtype, format) breakdown."""
+
+    path: Path
+    cases: int = 0
+    array_bytes: int = 0
+    file_bytes: int = 0
+    seconds: float = 0.0
+    combos: dict[tuple[str, str, str], ComboStats] = field(default_factory=dict)
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.array_bytes / 1e6 / self.seconds if self.seconds > 0 else math.inf
+
+
+def generate(
+    path: str | Path,
+    cases: Sequence[Case],
+    meta: dict[str, Any],
+    *,
+    force: bool = False,
+    compress: str = "none",
+    jobs: int = 1,
+    progress: ProgressFn | None = None,
+) -> GenerateStats:
+    """Materialise `cases` and write them to `path` atomically, in order."""
+    check_output_path(path, force)
+    start = time.perf_counter()
+    stats = GenerateStats(Path(path))
+    total = len(cases)
+    source = iter_tensors(cases, jobs)
+    writer: GoldenWriter | None = None
+    try:
+        for done, (case, tensors) in enumerate(source, 1):
+            if writer is None:  # opened after the pool has forked its workers
+                writer = GoldenWriter(path, meta, force=force, compress=compress)
+            nbytes = writer.add(case, tensors)
+            combo = stats.combos.setdefault((case.product, case.dtype, case.format),
+                                            ComboStats())
+            combo.cases += 1
+            combo.valid += tensors.golden is not None
+            combo.array_bytes += nbytes
+            if progress is not None:
+                progress(done, total, case)
+        if writer is None:
+            writer = GoldenWriter(path, meta, force=force, compress=compress)
+        stats.file_bytes = writer.commit()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    finally:
+        source.close()
+    stats.cases = total
+    stats.array_bytes = writer.array_bytes
+    stats.seconds = time.perf_counter() - start
+    return stats
