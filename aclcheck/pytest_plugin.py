@@ -189,7 +189,7 @@ class GoldenGate:
         return replace(verdict, index=position)
 
     def known(self, case_id: str) -> XfailEntry | None:
-        return self.xfails.find(case_id, self.impl.name) if self.xfails else None
+        return self.xfails.combined(case_id, self.impl.name) if self.xfails else None
 
     def nodeid(self, session: pytest.Session) -> str:
         """The golden file's node id: relative to rootdir, else its name (same in every
@@ -274,7 +274,8 @@ class CaseItem(pytest.Item):
         gate = _gate(self.config)
         self.entry = gate.known(self.name)
         if self.entry is not None:
-            self.add_marker(pytest.mark.xfail(reason=self.entry.reason, strict=gate.strict,
+            self.add_marker(pytest.mark.xfail(reason=self.entry.reason,
+                                              strict=gate.strict and not self.entry.may_pass,
                                               raises=KnownFailure))
 
     def runtest(self) -> None:

@@ -8,6 +8,8 @@ TOML format:
     reason = "PyTorch CPU accumulates BF16 in BF16"   # required
     impl = "torch*"                  # optional glob over implementation names
     verdicts = ["FAIL"]              # optional: only these verdicts are expected
+    may_pass = true                  # optional: a pattern over cases of which only some
+                                     # fail; passing matches stay PASS instead of XPASS
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from aclcheck.errors import UsageError
 from aclcheck.verdicts import FAILING, CaseVerdict, Verdict
 
-ENTRY_KEYS = frozenset({"id", "reason", "impl", "verdicts"})
+ENTRY_KEYS = frozenset({"id", "reason", "impl", "verdicts", "may_pass"})
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class XfailEntry:
     reason: str
     impl: str = "*"
     verdicts: tuple[Verdict, ...] = ()
+    may_pass: bool = False
 
     def matches(self, case_id: str, implementation: str) -> bool:
         return fnmatch.fnmatchcase(case_id, self.pattern) and fnmatch.fnmatchcase(
@@ -41,11 +44,29 @@ class XfailList:
     entries: tuple[XfailEntry, ...] = ()
     source: str = ""
 
-    def find(self, case_id: str, implementation: str) -> XfailEntry | None:
-        for entry in self.entries:
-            if entry.matches(case_id, implementation):
+    def matching(self, case_id: str, implementation: str) -> list[XfailEntry]:
+        return [e for e in self.entries if e.matches(case_id, implementation)]
+
+    def find(self, case_id: str, implementation: str,
+             verdict: Verdict | None = None) -> XfailEntry | None:
+        """The first entry listing this case (and this verdict, when one is given)."""
+        for entry in self.matching(case_id, implementation):
+            if verdict is None or not entry.verdicts or verdict in entry.verdicts:
                 return entry
         return None
+
+    def combined(self, case_id: str, implementation: str) -> XfailEntry | None:
+        """All entries listing a case as one: any of their verdicts is expected, and the
+        case may pass only if every entry allows it (for marking before it runs)."""
+        found = self.matching(case_id, implementation)
+        if not found:
+            return None
+        unrestricted = any(not e.verdicts for e in found)
+        verdicts = () if unrestricted else tuple(dict.fromkeys(
+            v for e in found for v in e.verdicts))
+        reason = "; ".join(dict.fromkeys(e.reason for e in found))
+        return XfailEntry(found[0].pattern, reason, found[0].impl, verdicts,
+                          all(e.may_pass for e in found))
 
 
 def load(path: str | Path) -> XfailList:
@@ -86,7 +107,10 @@ def load(path: str | Path) -> XfailList:
         except ValueError:
             raise UsageError(f"{where}: 'verdicts' must name verdicts among "
                              f"{', '.join(v.value for v in FAILING)}") from None
-        entries.append(XfailEntry(item["id"], item["reason"], impl, parsed))
+        may_pass = item.get("may_pass", False)
+        if not isinstance(may_pass, bool):
+            raise UsageError(f"{where}: 'may_pass' must be true or false")
+        entries.append(XfailEntry(item["id"], item["reason"], impl, parsed, may_pass))
     return XfailList(tuple(entries), str(p))
 
 
@@ -95,21 +119,21 @@ def apply(verdicts: Sequence[CaseVerdict], xfails: XfailList,
     """Listed failures become XFAIL (not gating); listed cases that pass become XPASS."""
     out = []
     for v in verdicts:
-        entry = xfails.find(v.case_id, implementation)
-        if entry is None:
-            out.append(v)
-        elif v.failing and (not entry.verdicts or v.verdict in entry.verdicts):
-            out.append(replace(v, verdict=Verdict.XFAIL,
-                               message=f"known failure ({entry.reason}): was {v.verdict.value}: "
-                                       f"{v.message}",
-                               notes=v.notes + (f"xfail: {entry.reason}",)))
+        if v.failing:
+            entry = xfails.find(v.case_id, implementation, v.verdict)
+            if entry is not None:
+                v = replace(v, verdict=Verdict.XFAIL,
+                            message=f"known failure ({entry.reason}): was "
+                                    f"{v.verdict.value}: {v.message}",
+                            notes=v.notes + (f"xfail: {entry.reason}",))
         elif v.verdict in (Verdict.PASS, Verdict.MISTRUSTED):
-            out.append(replace(v, verdict=Verdict.XPASS,
-                               message=f"listed as a known failure ({entry.reason}) but "
-                                       "passed: remove it from the list",
-                               notes=v.notes + (f"xfail: {entry.reason}",)))
-        else:
-            out.append(v)
+            entry = xfails.combined(v.case_id, implementation)
+            if entry is not None and not entry.may_pass:
+                v = replace(v, verdict=Verdict.XPASS,
+                            message=f"listed as a known failure ({entry.reason}) but "
+                                    "passed: remove it from the list",
+                            notes=v.notes + (f"xfail: {entry.reason}",))
+        out.append(v)
     return out
 
 

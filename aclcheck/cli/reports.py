@@ -20,14 +20,26 @@ from aclcheck.verdicts import summarize, summary_line
 @click.argument("new", type=click.Path(dir_okay=False))
 @handle_errors
 def diff(old: str, new: str) -> None:
-    """Compare two verify JSON reports: new failures, fixed cases, metric regressions.
+    """Compare two verify JSON reports (new failures, fixed cases, metric regressions), or
+    two golden files (data drift: index, records, byte-identical datasets).
 
-    Exits 1 when NEW has failures OLD did not have.
+    Exits 1 when NEW has failures OLD did not have, or when the golden files differ.
 
     \b
-    Example:
+    Examples:
       aclcheck diff reports/main.json reports/branch.json
+      aclcheck diff golden/ci-suite.h5 regenerated.h5
     """
+    if not (old.lower().endswith(".json") and new.lower().endswith(".json")):
+        from aclcheck.store import diff_golden
+
+        differences = diff_golden(old, new)
+        console = stdout_console()
+        for line in differences:
+            console.print(line, soft_wrap=True, markup=False)
+        console.print(f"{len(differences)} difference(s)" if differences
+                      else f"{old} and {new} hold identical data", soft_wrap=True)
+        sys.exit(EXIT_NONCONFORMANT if differences else EXIT_OK)
     _, before = json_report.read(old)
     _, after = json_report.read(new)
     changes = baseline_diff(before, after)
