@@ -177,3 +177,29 @@ def test_unreachable_dask_scheduler_is_a_usage_error(golden: Path) -> None:
     code, out = cli_run("verify", str(golden), "--executor", "dask://127.0.0.1:9",
                         "--family", "divisible")
     assert code == 2 and "scheduler" in out
+
+
+def test_xfail_entries_match_by_verdict_and_may_pass(tmp_path: Path) -> None:
+    from aclcheck import xfail
+    from aclcheck.verdicts import CaseVerdict, Verdict
+
+    xf = tmp_path / "k.toml"
+    xf.write_text('[[xfail]]\nid = "a2-*"\nreason = "precision"\nverdicts = ["FAIL"]\n'
+                  'may_pass = true\n\n'
+                  '[[xfail]]\nid = "*-empty*"\nreason = "rejects empty"\nverdicts = ["ERROR"]\n')
+    known = xfail.load(xf)
+    verdicts = [CaseVerdict("a2-x-empty0", Verdict.ERROR, "raised"),
+                CaseVerdict("a2-y-div0", Verdict.FAIL, "off"),
+                CaseVerdict("a2-z-div1", Verdict.PASS, "ok"),
+                CaseVerdict("a3-w-empty1", Verdict.PASS, "ok"),
+                CaseVerdict("a2-v-div2", Verdict.WRONG_STATUS, "accepted")]
+    out = {v.case_id: v for v in xfail.apply(verdicts, known, "torch")}
+    assert out["a2-x-empty0"].verdict == Verdict.XFAIL  # second entry, by verdict
+    assert "rejects empty" in out["a2-x-empty0"].message
+    assert out["a2-y-div0"].verdict == Verdict.XFAIL
+    assert out["a2-z-div1"].verdict == Verdict.PASS  # may_pass: no XPASS
+    assert out["a3-w-empty1"].verdict == Verdict.XPASS  # must fail, passed
+    assert out["a2-v-div2"].verdict == Verdict.WRONG_STATUS  # verdict not listed
+    combined = known.combined("a2-x-empty0", "torch")
+    assert combined is not None and set(combined.verdicts) == {Verdict.FAIL, Verdict.ERROR}
+    assert not combined.may_pass

@@ -47,3 +47,22 @@ def handle_errors(fn: F) -> F:
             sys.exit(EXIT_INTERNAL)
 
     return wrapper  # type: ignore[return-value]
+
+
+def selection_options(fn: F) -> F:
+    """The case filters every command over a golden file shares (see selection.select)."""
+    options = (
+        click.option("--product", multiple=True, metavar="NAME",
+                     help="Only this product (repeatable)."),
+        click.option("--dtype", multiple=True, metavar="NAME",
+                     help="Only this dtype (repeatable)."),
+        click.option("--format", "format_", multiple=True, metavar="NAME",
+                     help="Only this format (repeatable)."),
+        click.option("--family", multiple=True, metavar="NAME",
+                     help="Only this family (repeatable)."),
+        click.option("--id", "id_pattern", default=None, metavar="GLOB",
+                     help="Only case ids matching this glob pattern."),
+    )
+    for option in reversed(options):
+        fn = option(fn)
+    return fn

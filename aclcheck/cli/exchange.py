@@ -9,21 +9,16 @@ from pathlib import Path
 import click
 
 from aclcheck.binexchange import export_cases, import_folder
-from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
-from aclcheck.cli.inspect import select
+from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
 from aclcheck.errors import EXIT_CODES_HELP, UsageError
+from aclcheck.selection import select
 from aclcheck.store import check_output_path, open_golden, run_meta, write_results
 
 
 @click.command("export", epilog=EXIT_CODES_HELP)
 @click.argument("golden", type=click.Path(dir_okay=False))
 @click.argument("folder", type=click.Path(file_okay=False))
-@click.option("--product", multiple=True, help="Only these products (repeatable).")
-@click.option("--dtype", multiple=True, help="Only these dtypes (repeatable).")
-@click.option("--format", "format_", multiple=True, help="Only these formats (repeatable).")
-@click.option("--family", multiple=True, help="Only these families (repeatable).")
-@click.option("--id", "id_pattern", default=None, metavar="PATTERN",
-              help="Only case ids matching this glob pattern.")
+@selection_options
 @click.option("--force", is_flag=True, help="Write into a non-empty folder (each exported "
               "case's folder is replaced, stale out.bin files included).")
 @handle_errors

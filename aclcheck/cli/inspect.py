@@ -15,8 +15,9 @@ import numpy as np
 from rich.table import Table
 
 from aclcheck import contract
-from aclcheck.cli.common import handle_errors, stdout_console
+from aclcheck.cli.common import handle_errors, selection_options, stdout_console
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
+from aclcheck.selection import select
 from aclcheck.store import (
     FORMAT_RESULTS,
     CheckReport,
@@ -28,30 +29,6 @@ from aclcheck.store import (
     read_results,
     results_meta,
 )
-
-
-def select(entries: Sequence[IndexEntry], *, products: Sequence[str] = (),
-           dtypes: Sequence[str] = (), formats: Sequence[str] = (),
-           families: Sequence[str] = (), id_pattern: str | None = None) -> list[IndexEntry]:
-    """Index rows matching every given filter (repeated values of one filter: any)."""
-    for p in products:
-        if p not in contract.PRODUCTS:
-            raise click.UsageError(f"unknown product {p!r}; valid: {', '.join(contract.PRODUCTS)}")
-    dts = {_normalized(contract.normalize_dtype, d) for d in dtypes}
-    fmts = {_normalized(contract.normalize_format, f) for f in formats}
-    return [e for e in entries
-            if (not products or e.product in products)
-            and (not dts or e.dtype in dts)
-            and (not fmts or e.format in fmts)
-            and (not families or e.family in families)
-            and (id_pattern is None or fnmatch.fnmatchcase(e.id, id_pattern))]
-
-
-def _normalized(fn: Any, value: str) -> str:
-    try:
-        return fn(value)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
 
 
 def value_stats(values: np.ndarray | None) -> dict[str, Any]:
@@ -204,19 +181,14 @@ def _results_listing(path: Path, as_json: bool, id_pattern: str | None) -> None:
 
 @click.command(epilog=EXIT_CODES_HELP)
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--product", multiple=True, metavar="NAME", help="Only this product (repeatable).")
-@click.option("--dtype", multiple=True, metavar="NAME", help="Only this dtype (repeatable).")
-@click.option("--format", "format", multiple=True, metavar="NAME",
-              help="Only this format (repeatable).")
-@click.option("--family", multiple=True, metavar="NAME", help="Only this family (repeatable).")
-@click.option("--id", "id_pattern", metavar="GLOB", help="Only ids matching this glob pattern.")
+@selection_options
 @click.option("--case", "case_id", metavar="ID", help="Show one case: record and value stats.")
 @click.option("--check", is_flag=True,
               help="Read every dataset (fletcher32), validate schema and index; exit 3 on damage.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
 @handle_errors
 def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
-            format: tuple[str, ...], family: tuple[str, ...], id_pattern: str | None,
+            format_: tuple[str, ...], family: tuple[str, ...], id_pattern: str | None,
             case_id: str | None, check: bool, as_json: bool) -> None:
     """List the cases of a golden file, show one case, or check the file's integrity.
 
@@ -258,7 +230,7 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
             out.print(rec)
             out.print(stats)
             return
-        rows = select(gf.index, products=product, dtypes=dtype, formats=format,
+        rows = select(gf.index, products=product, dtypes=dtype, formats=format_,
                       families=family, id_pattern=id_pattern)
         if as_json:
             click.echo(json.dumps({"file": str(file), "meta": _json_meta(gf.meta),

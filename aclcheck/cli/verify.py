@@ -17,8 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from aclcheck import sharding, xfail
 from aclcheck.baseline import diff as baseline_diff
 from aclcheck.budget import ACCUMULATE_CHOICES
-from aclcheck.cli.common import handle_errors, stderr_console
-from aclcheck.cli.inspect import select
+from aclcheck.cli.common import handle_errors, selection_options, stderr_console
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
 from aclcheck.executors import open_executor
 from aclcheck.impls import ImplementationUnavailable, UnknownImplementation, create
@@ -28,6 +27,7 @@ from aclcheck.judge import JudgeOptions
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
 from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
+from aclcheck.selection import select
 from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides
 from aclcheck.store import GoldenFile, open_golden
 from aclcheck.suite import parse_shard
@@ -138,12 +138,7 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
                    "or a plugin name (see `aclcheck impls`).")
 @click.option("--results", type=click.Path(dir_okay=False), default=None,
               help="Judge stored outputs (results layout) instead of running --impl.")
-@click.option("--product", multiple=True, help="Only these products (repeatable).")
-@click.option("--dtype", multiple=True, help="Only these dtypes (repeatable).")
-@click.option("--format", "format_", multiple=True, help="Only these formats (repeatable).")
-@click.option("--family", multiple=True, help="Only these families (repeatable).")
-@click.option("--id", "id_pattern", default=None, metavar="PATTERN",
-              help="Only case ids matching this glob pattern.")
+@selection_options
 @click.option("--standard", multiple=True, metavar="NAME",
               help="Tolerance standard (repeatable: the first gates, the others are shown "
                    f"beside it). Default: {DEFAULT_STANDARD}. See `aclcheck tolerances`.")
