@@ -1,20 +1,23 @@
 """Run an implementation in a worker process that may crash or hang.
 
-One long-lived worker per run (started with "spawn": safe after torch or OpenMP threads
-exist); it is replaced only after a crash or a timeout, so isolation costs one process
-start plus the pickling of each case's arrays.
+One long-lived worker per run, replaced only after a crash or a timeout, so isolation
+costs one process start plus the pickling of each case's arrays. The worker is forked
+(milliseconds, modules already imported) when the parent never runs the adapter itself
+and the adapter is fork-safe; otherwise it is spawned (safe after torch or OpenMP threads
+exist in the parent, but it pays the imports again).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from aclcheck.cases import Case
 from aclcheck.impls.base import CallInputs, Outcome
 
 
@@ -33,9 +36,15 @@ def describe_exit(exitcode: int | None) -> str:
 
 
 def _worker_main(conn: Connection, spec: str, deterministic: bool | None,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, forked: bool = False) -> None:
     """Child process: build the adapter from its spec, then serve calls until closed."""
     from aclcheck.impls.registry import create
+
+    faulthandler.disable()  # a crash is reported by the parent, not dumped on stderr
+    if forked and "torch" in sys.modules:
+        # an OpenMP pool the parent may have started does not survive fork(): a parallel
+        # region in the child would wait forever for its threads (a known libgomp limit)
+        sys.modules["torch"].set_num_threads(1)
 
     if memory_limit:
         import resource
@@ -59,8 +68,7 @@ def _worker_main(conn: Connection, spec: str, deterministic: bool | None,
             return
         if message is None:
             return
-        record, grad, self_ = message
-        call = CallInputs(Case.from_record(record), grad, self_)
+        call = message  # a CallInputs: plain frozen dataclasses and numpy arrays
         try:
             outcome = impl.run(call)
         except Exception as exc:  # noqa: BLE001 - an adapter bug is this case's ERROR
@@ -81,20 +89,21 @@ class IsolatedRunner:
     """Calls an adapter (rebuilt from `spec`) in a worker process with a per-call timeout."""
 
     def __init__(self, spec: str, timeout: float, deterministic: bool | None = None,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, start_method: str = "spawn") -> None:
         self.spec = spec
         self.memory_limit = memory_limit
         self.timeout = timeout
         self.deterministic = deterministic
-        self._ctx = mp.get_context("spawn")
+        self._ctx = mp.get_context(start_method)
         self._live: _Live | None = None
         self.restarts = 0
 
     def _start(self) -> _Live:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_worker_main, args=(child, self.spec, self.deterministic,
-                                                             self.memory_limit),
-                                 daemon=True)
+        forked = self._ctx.get_start_method() == "fork"
+        proc = self._ctx.Process(
+            target=_worker_main, daemon=True,
+            args=(child, self.spec, self.deterministic, self.memory_limit, forked))
         proc.start()
         child.close()
         live = _Live(proc, parent)
@@ -126,7 +135,7 @@ class IsolatedRunner:
         live = self._live
         start = time.perf_counter()
         try:
-            live.conn.send((call.case.to_record(), call.grad_output, call.self))
+            live.conn.send(call)
             ready = live.conn.poll(self.timeout)
             if ready:
                 kind, outcome = live.conn.recv()

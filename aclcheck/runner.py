@@ -7,6 +7,7 @@ runner returns plain verdicts. Determinism (`repeat`) and crash isolation live h
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -77,6 +78,13 @@ class Executor:
             except Exception as exc:  # noqa: BLE001 - reported per case, not a crash
                 self.deterministic_note = f"cannot switch deterministic mode: {exc}"
 
+    def _start_method(self) -> str:
+        """fork when it is safe: the parent never runs the adapter (--isolate), so no
+        OpenMP pool or device context exists to be inherited half-alive; else spawn."""
+        if self.opts.isolate and self.impl.fork_safe and sys.platform.startswith("linux"):
+            return "fork"
+        return "spawn"
+
     def _needs_isolation(self, case: Case) -> bool:
         if self.opts.isolate:
             return True
@@ -88,7 +96,7 @@ class Executor:
             if self._isolated is None:
                 self._isolated = IsolatedRunner(self.impl.spec, self.opts.timeout,
                                                 self.opts.deterministic or None,
-                                                self.opts.memory_limit)
+                                                self.opts.memory_limit, self._start_method())
             outcome = self._isolated.run(call)
             if call.case.expected_status != SUCCESS and outcome.output is not None:
                 self._isolated.recycle()

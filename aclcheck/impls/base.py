@@ -55,6 +55,9 @@ class Implementation:
     products: tuple[str, ...] | None = None  # None: any
     #: spec string that rebuilds this adapter in another process (see impls.registry)
     spec: str = ""
+    #: a forked copy of a parent that imported (but never ran) the adapter works; false
+    #: for device runtimes (CUDA, NPU, CANN) that must start in a fresh process
+    fork_safe: bool = False
 
     def supports(self, case: Case) -> bool | str:
         """True, or the reason this adapter cannot run the case (reported as SKIP)."""

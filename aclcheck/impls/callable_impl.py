@@ -48,6 +48,7 @@ def load_callable(spec: str) -> Callable[..., object]:
 class CallableImpl(Implementation):
     has_status_codes = False
     models_products = False
+    fork_safe = True
 
     def __init__(self, spec: str, fn: Callable[..., object] | None = None) -> None:
         self.fn = fn if fn is not None else load_callable(spec)

@@ -19,6 +19,7 @@ class ReferenceImpl(Implementation):
     has_status_codes = True
     models_products = True
     spec = "reference"
+    fork_safe = True
 
     def run(self, call: CallInputs) -> Outcome:
         case = call.case

@@ -53,6 +53,7 @@ class TorchImpl(Implementation):
         if device not in DEVICES:
             raise ValueError(f"unknown torch device {device!r}; valid: {', '.join(DEVICES)}")
         self.device = device
+        self.fork_safe = device == "cpu"
         self.name = f"torch:{device}"
         self.spec = self.name
         self.description = f"torch.ops.aten._adaptive_avg_pool2d_backward on {device}"

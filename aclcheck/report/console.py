@@ -79,9 +79,8 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
         console.print(case_table(shown, f"{implementation}: {title}"))
     for v in failing[:max_details]:
         console.rule(f"[bold]{v.case_id}[/] {v.verdict.value}", style="red")
-        console.print(Text(v.message))
-        if v.detail:
-            console.print(Text(v.detail))
+        # the detail opens with the gating standard's verdict line: no need to repeat it
+        console.print(Text(v.detail if v.detail else v.message))
         for note in v.notes:
             console.print(Text(f"note: {note}", style="dim"))
         if v.repro:
