@@ -84,7 +84,7 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
         for note in v.notes:
             console.print(Text(f"note: {note}", style="dim"))
         if v.repro:
-            console.print(Text(f"repro: {v.repro}", style="cyan"))
+            console.print(Text(f"repro: {v.repro}", style="cyan"), soft_wrap=True)  # copyable
     if len(failing) > max_details:
         console.print(f"... {len(failing) - max_details} more nonconforming cases "
                       "(see the JSON report, or filter with --id)")
