@@ -256,3 +256,15 @@ def test_empty_gradoutput_says_whether_out_was_written(golden: Path, tmp_path: P
                   if c["verdict"] == "PASS" and "not written" in c["message"]]
     assert empty_grad
     assert all(any(n.startswith("out ") for n in c["notes"]) for c in empty_grad)
+
+
+def test_interrupted_run_still_reports_what_was_judged(golden: Path, tmp_path: Path) -> None:
+    rep = tmp_path / "r.json"
+    code, out = run(str(golden), "--impl", "impl_fixtures:interrupts", "--product",
+                    "atlas-a2", "--dtype", "float32", "--format", "NCHW", "--format", "NCL",
+                    *families("divisible", "nondivisible"), "--json", str(rep))
+    assert code == 130
+    report = json.loads(rep.read_text())
+    assert report["interrupted"] is True
+    assert 0 < report["summary"]["cases"] < 4  # the 4-D cases before the first 3-D one
+    assert all(c["verdict"] == "PASS" for c in report["cases"])

@@ -106,8 +106,9 @@ def _standards(names: Sequence[str]) -> tuple[str, ...]:
 
 def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
                   selection: dict[str, Any], shard: tuple[int, int] | None, jobs: int,
-                  executor_url: str | None) -> list[CaseVerdict]:
-    """Select cases from the golden file, run them (serially or fanned out), in order."""
+                  executor_url: str | None, done: list[CaseVerdict]) -> None:
+    """Select cases from the golden file, run them (serially or fanned out), in order,
+    appending each verdict to `done` as it comes (so an interruption keeps them)."""
     with open_golden(golden) as gf:
         positions = {e.id: i for i, e in enumerate(gf.index)}
         rows = select(gf.index, **selection)
@@ -128,7 +129,8 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
                                      "drop --jobs / --executor")
                 stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
                                                 window=max(2 * jobs, 8), progress=progress)
-            return [replace(v, index=positions[v.case_id]) for v in stream]
+            for v in stream:
+                done.append(replace(v, index=positions[v.case_id]))
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -234,9 +236,16 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
     )
     selection = {"products": product, "dtypes": dtype, "formats": format_,
                  "families": family, "id_pattern": id_pattern}
+    verdicts: list[CaseVerdict] = []
+    interrupted = False
     try:
-        verdicts = run_selection(golden, adapter, opts, selection, shard_kn, jobs,
-                                 executor_url)
+        run_selection(golden, adapter, opts, selection, shard_kn, jobs, executor_url,
+                      verdicts)
+    except KeyboardInterrupt:
+        # keep what was judged: report it (marked) and exit 130 below
+        interrupted = True
+        stderr_console().print(f"aclcheck: interrupted after {len(verdicts)} cases; "
+                               "reporting those")
     finally:
         adapter.close()
     if xfails is not None:
@@ -248,7 +257,8 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
         console_report.render_diff(out, changes, baseline)
         # against a baseline only what got worse gates (XPASS only when strict)
         failed = any(now.failing or strict_xfail for _, now in changes.new_failures)
-    extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]])}
+    extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]]),
+                             "interrupted": interrupted}
     if shard:
         extra["shard"] = shard
     if json_path:
@@ -259,4 +269,6 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
         junit.write(junit_path, verdicts, suite_name=f"aclcheck {adapter.name} {Path(golden).name}")
     if html_path:
         out.save_html(html_path)
+    if interrupted:
+        sys.exit(130)
     sys.exit(EXIT_NONCONFORMANT if failed else EXIT_OK)
