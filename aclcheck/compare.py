@@ -20,6 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from aclcheck.budget import BudgetModel, budget_model, half_ulp
+from aclcheck.chunks import plane_blocks
 from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, FloatFormat, float_format
 from aclcheck.reference import backward
 from aclcheck.standards import DEFAULT_STANDARD, Overrides, get_standard
@@ -383,24 +384,6 @@ _RULES = {
 # -- iteration ----------------------------------------------------------------------------
 
 
-def _blocks(lead: tuple[int, ...], rows: int) -> Iterator[tuple[slice, ...]]:
-    """Slices over the leading dims, each a contiguous C-order range of at most `rows`
-    planes (or one plane)."""
-    if not lead:
-        yield ()
-        return
-    inner = math.prod(lead[1:])
-    if inner <= rows:
-        step = max(1, rows // max(inner, 1))
-        rest = (slice(None),) * (len(lead) - 1)
-        for s in range(0, lead[0], step):
-            yield (slice(s, min(s + step, lead[0])), *rest)
-        return
-    for s in range(lead[0]):
-        for sub in _blocks(lead[1:], rows):
-            yield (slice(s, s + 1), *sub)
-
-
 def _ordered32(bits: np.ndarray) -> np.ndarray:
     """Sign-magnitude float32 bits (as int32) mapped to integers 1 apart per ULP (+0 == -0)."""
     sign = np.right_shift(bits, 31)  # 0 or -1
@@ -716,7 +699,7 @@ class _Run:
         lead = tuple(int(s) for s in self.shape[:-2])
         h, w = self.h, self.w
         plane = h * w
-        for idx in _blocks(lead, max(1, BLOCK_ELEMS // plane)):
+        for idx in plane_blocks(lead, max(1, BLOCK_ELEMS // plane)):
             g3 = np.asarray(golden[idx], dtype=np.float64).reshape(-1, h, w)
             a3 = actual[idx].reshape(-1, h, w)  # a view, or a copy of one small block
             m3 = backward(grad[idx], (h, w), absolute=True).reshape(-1, h, w)

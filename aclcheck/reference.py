@@ -11,12 +11,12 @@ stays at the result plus a few chunk-sized temporaries.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from aclcheck.chunks import plane_blocks
 from aclcheck.contract import window_bounds
 
 #: Elements of float64 output per chunk (2 MiB): large enough to amortize numpy's
@@ -158,24 +158,6 @@ def _backward_block(g: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, out: np.ndarr
         _spread_axis(mid, pw, 2, out, ws, "w")
 
 
-def _blocks(lead: tuple[int, ...], budget_rows: int) -> Iterator[tuple[slice, ...]]:
-    """Index tuples over the leading dims, each covering at most budget_rows planes
-    (or one plane), in row-major order, each a contiguous range of the flattened dims."""
-    if not lead:
-        yield ()
-        return
-    inner = math.prod(lead[1:])
-    if inner <= budget_rows:
-        step = max(1, budget_rows // max(inner, 1))
-        rest = (slice(None),) * (len(lead) - 1)
-        for a in range(0, lead[0], step):
-            yield (slice(a, min(a + step, lead[0])), *rest)
-        return
-    for a in range(lead[0]):
-        for sub in _blocks(lead[1:], budget_rows):
-            yield (slice(a, a + 1), *sub)
-
-
 def backward(
     grad_output: np.ndarray,
     in_hw: tuple[int, int],
@@ -208,7 +190,7 @@ def backward(
     plane = max(h * w, ho * wo, h * wo, ho * w, 1)
     with np.errstate(invalid="ignore", over="ignore"):
         ws = _Workspace()
-        for idx in _blocks(lead, max(1, chunk_elems // plane)):
+        for idx in plane_blocks(lead, max(1, chunk_elems // plane)):
             _backward_into(g[idx], out[idx], ph, pw, absolute, ws)
     return out
 
