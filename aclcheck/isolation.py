@@ -96,6 +96,8 @@ class IsolatedRunner:
         self.deterministic = deterministic
         self._ctx = mp.get_context(start_method)
         self._live: _Live | None = None
+        self._sent_at = 0.0
+        self._send_failed = False
         self.restarts = 0
 
     def _start(self) -> _Live:
@@ -128,21 +130,33 @@ class IsolatedRunner:
         live.process.join(5)
         live.conn.close()
 
-    def run(self, call: CallInputs) -> Outcome:
-        """One call; a crash or timeout becomes Outcome(crashed=...) and a fresh worker."""
+    def submit(self, call: CallInputs) -> None:
+        """Send one call; the worker computes while the caller does other work."""
         if self._live is None:
             self._live = self._start()
-        live = self._live
-        start = time.perf_counter()
+        self._sent_at = time.perf_counter()
         try:
-            live.conn.send(call)
-            ready = live.conn.poll(self.timeout)
-            if ready:
-                kind, outcome = live.conn.recv()
-                return outcome
-        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
-            ready = True  # the worker died mid-call
-        elapsed = time.perf_counter() - start
+            self._live.conn.send(call)
+            self._send_failed = False
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self._send_failed = True  # the worker is gone: collect() says how
+
+    def collect(self) -> Outcome:
+        """The answer to the submitted call; a crash or a timeout (counted from the
+        submission) becomes Outcome(crashed=...) and the next call gets a fresh worker."""
+        live = self._live
+        assert live is not None, "collect() without submit()"
+        ready = True
+        if not self._send_failed:
+            remaining = max(0.0, self.timeout - (time.perf_counter() - self._sent_at))
+            try:
+                ready = live.conn.poll(remaining)
+                if ready:
+                    _kind, outcome = live.conn.recv()
+                    return outcome
+            except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+                ready = True  # the worker died mid-call
+        elapsed = time.perf_counter() - self._sent_at
         if not ready and live.process.is_alive():
             reason = f"timeout: no answer after {self.timeout:g} s (worker killed)"
         else:
@@ -152,6 +166,11 @@ class IsolatedRunner:
         self._live = None
         self.restarts += 1
         return Outcome(crashed=reason, time_s=elapsed)
+
+    def run(self, call: CallInputs) -> Outcome:
+        """One call, start to finish."""
+        self.submit(call)
+        return self.collect()
 
     def recycle(self) -> None:
         """Replace the worker: after it accepted an invalid call its memory may be

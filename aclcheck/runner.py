@@ -91,15 +91,29 @@ class Executor:
         return (self.opts.isolate_invalid and not self.impl.has_status_codes
                 and case.expected_status != SUCCESS and bool(self.impl.spec))
 
+    def isolated(self) -> IsolatedRunner:
+        if self._isolated is None:
+            self._isolated = IsolatedRunner(self.impl.spec, self.opts.timeout,
+                                            self.opts.deterministic or None,
+                                            self.opts.memory_limit, self._start_method())
+        return self._isolated
+
+    def after_isolated(self, call: CallInputs, outcome: Outcome) -> None:
+        """A worker that accepted an invalid call may have corrupted its memory (out-of-
+        bounds reads and writes): replace it before it can blame the next case."""
+        if call.case.expected_status != SUCCESS and outcome.output is not None:
+            self.isolated().recycle()
+
+    @property
+    def pipelined(self) -> bool:
+        """Every call goes to the worker, one at a time: the parent can read and judge
+        neighbouring cases while the worker computes."""
+        return self.opts.isolate and self.opts.repeat == 1
+
     def call(self, call: CallInputs) -> Outcome:
         if self._needs_isolation(call.case):
-            if self._isolated is None:
-                self._isolated = IsolatedRunner(self.impl.spec, self.opts.timeout,
-                                                self.opts.deterministic or None,
-                                                self.opts.memory_limit, self._start_method())
-            outcome = self._isolated.run(call)
-            if call.case.expected_status != SUCCESS and outcome.output is not None:
-                self._isolated.recycle()
+            outcome = self.isolated().run(call)
+            self.after_isolated(call, outcome)
             return outcome
         try:
             return self.impl.run(call)
@@ -129,17 +143,23 @@ def _repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
     return worst
 
 
-def run_case(executor: Executor, loaded: LoadedCase, caps: Capabilities) -> CaseVerdict:
-    """Run, repeat if asked, and judge one case."""
-    case, opts = loaded.case, executor.opts
+def prepare(executor: Executor, loaded: LoadedCase, caps: Capabilities
+            ) -> CallInputs | CaseVerdict:
+    """The call to make, or the SKIP verdict of a case the adapter cannot run."""
+    case = loaded.case
     reason = executor.impl.supports(case)
     if reason is not True:
         return skipped(case, str(reason))
     cannot = not_expressible(case, caps)
     if cannot is not None:
         return skipped(case, cannot)
-    call = CallInputs(case, loaded.grad_output, loaded.self)
-    outcome = executor.call(call)
+    return CallInputs(case, loaded.grad_output, loaded.self)
+
+
+def conclude(executor: Executor, loaded: LoadedCase, call: CallInputs, outcome: Outcome,
+             caps: Capabilities) -> CaseVerdict:
+    """Judge what came back (repeating the call if asked), with notes and the repro."""
+    case, opts = loaded.case, executor.opts
     grad_values = loaded.grad_output.view() if loaded.grad_output is not None else None
     verdict = judge(case, loaded.golden, grad_values, outcome, caps, opts.judge)
     if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
@@ -149,6 +169,14 @@ def run_case(executor: Executor, loaded: LoadedCase, caps: Capabilities) -> Case
     if opts.repro_prefix:
         verdict = _replace(verdict, repro=f"{opts.repro_prefix} --id {shlex.quote(case.id)}")
     return verdict
+
+
+def run_case(executor: Executor, loaded: LoadedCase, caps: Capabilities) -> CaseVerdict:
+    """Run, repeat if asked, and judge one case."""
+    prepared = prepare(executor, loaded, caps)
+    if isinstance(prepared, CaseVerdict):
+        return prepared
+    return conclude(executor, loaded, prepared, executor.call(prepared), caps)
 
 
 def _judge_repeats(executor: Executor, call: CallInputs, first: Outcome,
@@ -203,13 +231,47 @@ def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSourc
     caps = Capabilities.of(impl)
     executor = Executor(impl, opts)
     try:
-        for case in cases:
-            verdict = run_case(executor, source.load(case), caps)
+        stream = (_pipelined(executor, cases, source, caps) if executor.pipelined else
+                  (run_case(executor, source.load(case), caps) for case in cases))
+        for verdict in stream:
             if progress is not None:
                 progress(verdict)
             yield verdict
     finally:
         executor.close()
+
+
+def _pipelined(executor: Executor, cases: Iterable[Case], source: CaseSource,
+               caps: Capabilities) -> Iterator[CaseVerdict]:
+    """Isolated run with one call in flight: the parent loads the next case and judges
+    the previous one while the worker computes. Same verdicts, same order."""
+    worker = executor.isolated()
+    pending: tuple[LoadedCase, CallInputs] | None = None
+
+    def collect() -> Outcome:
+        assert pending is not None
+        outcome = worker.collect()
+        executor.after_isolated(pending[1], outcome)
+        return outcome
+
+    for case in cases:
+        loaded = source.load(case)  # overlaps with the worker computing `pending`
+        prepared = prepare(executor, loaded, caps)
+        if isinstance(prepared, CaseVerdict):
+            if pending is not None:
+                yield conclude(executor, *pending, collect(), caps)
+                pending = None
+            yield prepared
+            continue
+        if pending is None:
+            worker.submit(prepared)
+        else:
+            outcome = collect()
+            worker.submit(prepared)  # the worker starts on this one...
+            yield conclude(executor, *pending, outcome, caps)  # ...while we judge
+        pending = (loaded, prepared)
+    if pending is not None:
+        yield conclude(executor, *pending, collect(), caps)
 
 
 # -- fan-out over a concurrent.futures-style executor --------------------------------------
