@@ -6,11 +6,17 @@ No matrix product is involved, so the result is bit-identical on every machine (
 kernels differ in FMA use and summation order) and IEEE special values propagate exactly
 (no 0 * inf from a dense pooling matrix). Work is chunked over the leading dims, so memory
 stays at the result plus a few chunk-sized temporaries.
+
+The optional compiled kernel `aclcheck._spread` (built by setup.py where a C compiler
+exists) runs the same fixed-order loops, bit for bit, several times faster on small
+planes; without it, or with ACLCHECK_PURE_NUMPY=1, the numpy path runs.
+ACLCHECK_THREADS=n caps the kernel's row-parallel threads (no result bit depends on it).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -19,11 +25,41 @@ import numpy as np
 from aclcheck.chunks import plane_blocks
 from aclcheck.contract import window_bounds
 
+try:  # the optional compiled kernel (setup.py); numpy below is the fallback
+    from aclcheck import _spread as _native
+except ImportError:  # pragma: no cover - depends on the build
+    _native = None
+
 #: Elements of float64 output per chunk (2 MiB): large enough to amortize numpy's
 #: per-call overhead, small enough that a chunk's temporaries stay in cache (32 MiB chunks
 #: were 2-4x slower on small planes, see benchmarks/README.md). Chunking never changes a
 #: result bit.
 DEFAULT_CHUNK_ELEMS = 1 << 18
+
+
+#: Blocks with fewer elements (the largest of gradOutput, result and intermediate), or
+#: fewer than NATIVE_ROWS_PER_THREAD planes per thread, run the compiled kernel on one
+#: thread: waking a worker (20-50 us on a small VM) or an uneven split of a few planes
+#: costs more than it saves there.
+NATIVE_PARALLEL_MIN_ELEMS = 1 << 17
+NATIVE_ROWS_PER_THREAD = 4
+
+
+def native_available() -> bool:
+    """The compiled kernel is built and not disabled by ACLCHECK_PURE_NUMPY=1."""
+    return _native is not None and os.environ.get("ACLCHECK_PURE_NUMPY", "") in ("", "0")
+
+
+def native_threads() -> int:
+    """Threads the compiled kernel may use: ACLCHECK_THREADS, else the usable CPUs (<= 8)."""
+    env = os.environ.get("ACLCHECK_THREADS", "")
+    if env.strip().isdigit() and int(env) >= 1:
+        return int(env)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))
 
 
 @dataclass(frozen=True)
@@ -142,20 +178,45 @@ def _spread_axis(x: np.ndarray, plan: SpreadPlan, axis: int, out: np.ndarray | N
     return out
 
 
+def _w_first(ph: SpreadPlan, pw: SpreadPlan, rows: int, out_size: int) -> bool:
+    """Spread along W first (else H first): the cheaper order by the numpy path's costs.
+
+    Element-granular gathers (along W) cost more than row gathers (along H). Both costs
+    are linear in rows, so the order (and every rounding) is the same for any chunking;
+    the compiled kernel takes the same order, so both paths round identically.
+    """
+    w_first = 3 * pw.depth * rows * ph.out_size * pw.in_size + max(ph.depth, 1) * out_size
+    h_first = max(ph.depth, 1) * rows * ph.in_size * pw.out_size + 3 * pw.depth * out_size
+    return w_first <= h_first
+
+
 def _backward_block(g: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, out: np.ndarray,
                     ws: _Workspace) -> None:
     """Backward of one (rows, Ho, Wo) float64 block into `out` (rows, H, W)."""
-    rows = g.shape[0]
-    # Element-granular gathers (along W) cost more than row gathers (along H). Both costs
-    # are linear in rows, so the order (and every rounding) is the same for any chunking.
-    w_first = 3 * pw.depth * rows * ph.out_size * pw.in_size + max(ph.depth, 1) * out.size
-    h_first = max(ph.depth, 1) * rows * ph.in_size * pw.out_size + 3 * pw.depth * out.size
-    if w_first <= h_first:
+    if _w_first(ph, pw, g.shape[0], out.size):
         mid = _spread_axis(g, pw, 2, None, ws, "w")
         _spread_axis(mid, ph, 1, out, ws, "h")
     else:
         mid = _spread_axis(g, ph, 1, None, ws, "h")
         _spread_axis(mid, pw, 2, out, ws, "w")
+
+
+def _backward_block_native(g: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, out: np.ndarray,
+                           threads: int) -> None:
+    """_backward_block by the compiled kernel: same order, same roundings, bit for bit.
+
+    g (rows, Ho, Wo) is C-contiguous float64 or float32, out (rows, H, W) C-contiguous
+    float64; every plan has depth >= 1. Rows are split over `threads` only for blocks
+    worth waking a worker.
+    """
+    rows = g.shape[0]
+    if max(out.size, g.size, rows * ph.out_size * pw.in_size,
+           rows * ph.in_size * pw.out_size) < NATIVE_PARALLEL_MIN_ELEMS:
+        threads = 1
+    threads = max(1, min(threads, rows // NATIVE_ROWS_PER_THREAD))
+    assert _native is not None
+    _native.backward_block(g, out, ph.index[0], ph.counts, ph.sizes, pw.index[0], pw.counts,
+                           pw.sizes, rows, _w_first(ph, pw, rows, out.size), threads)
 
 
 def backward(
@@ -187,23 +248,36 @@ def backward(
         out.fill(0.0)  # no terms reach any element (the operator writes nothing)
         return out
     ph, pw = spread_plan(ho, h), spread_plan(wo, w)
+    threads = native_threads() if native_available() else 0  # 0: the numpy path
+    if (threads and not absolute and g.dtype in (np.float32, np.float64)
+            and g.flags.c_contiguous):
+        # The kernel reads this gradOutput as it is (float32 widens exactly) and needs no
+        # float64 copy, so one call covers every plane: no chunk temporaries to bound.
+        _backward_block_native(g.reshape(-1, ho, wo), ph, pw, out.reshape(-1, h, w), threads)
+        return out
     plane = max(h * w, ho * wo, h * wo, ho * w, 1)
     with np.errstate(invalid="ignore", over="ignore"):
         ws = _Workspace()
         for idx in plane_blocks(lead, max(1, chunk_elems // plane)):
-            _backward_into(g[idx], out[idx], ph, pw, absolute, ws)
+            _backward_into(g[idx], out[idx], ph, pw, absolute, ws, threads)
     return out
 
 
 def _backward_into(
     g: np.ndarray, out: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, absolute: bool,
-    ws: _Workspace,
+    ws: _Workspace, threads: int = 0,
 ) -> None:
-    """One chunk: convert to float64 (|g| if absolute) and spread into `out` (a view)."""
+    """One chunk: convert to float64 (|g| if absolute) and spread into `out` (a view).
+
+    threads >= 1: by the compiled kernel on up to that many threads; 0: by numpy.
+    """
     block = ws.get("in", g.shape)
     np.copyto(block, g, casting="unsafe")
     block = block.reshape(-1, ph.out_size, pw.out_size)
     if absolute:
         np.abs(block, out=block)
     target = out.reshape(-1, ph.in_size, pw.in_size)  # out is C-contiguous: a view
-    _backward_block(block, ph, pw, target, ws)
+    if threads and ph.depth and pw.depth:
+        _backward_block_native(block, ph, pw, target, threads)
+    else:
+        _backward_block(block, ph, pw, target, ws)

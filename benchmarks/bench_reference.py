@@ -13,6 +13,10 @@ golden) end to end. Target: peak below 2.5x (bytes of the case's inputs + float6
 
     python benchmarks/bench_reference.py                # speed tables (~15 s)
     python benchmarks/bench_reference.py --memory       # + peak memory (~1 min, 6 GiB RAM)
+
+"ours" is the path backward() takes here: the compiled kernel (aclcheck._spread) when it
+is built, else numpy; the column "numpy ms" times the numpy path (ACLCHECK_PURE_NUMPY=1)
+side by side, for the kernel's speed-up. ACLCHECK_THREADS=n caps the kernel's threads.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -29,6 +34,7 @@ from functools import partial
 
 import numpy as np
 
+from aclcheck import reference
 from aclcheck.reference import DEFAULT_CHUNK_ELEMS, backward
 
 #: (N, C, H, W) of self -> (Ho, Wo) of gradOutput, from the issue.
@@ -56,6 +62,27 @@ def best_of(fns: list[Callable[[], object]], repeats: int) -> list[float]:
     return best
 
 
+def numpy_backward(*args: object, **kwargs: object) -> np.ndarray:
+    """backward() on its numpy path (ACLCHECK_PURE_NUMPY=1), for the side-by-side column."""
+    saved = os.environ.get("ACLCHECK_PURE_NUMPY")
+    os.environ["ACLCHECK_PURE_NUMPY"] = "1"
+    try:
+        return backward(*args, **kwargs)  # type: ignore[arg-type]
+    finally:
+        if saved is None:
+            del os.environ["ACLCHECK_PURE_NUMPY"]
+        else:
+            os.environ["ACLCHECK_PURE_NUMPY"] = saved
+
+
+def path_name() -> str:
+    """Which path backward() takes here (what the "ours" column times)."""
+    if reference.native_available():
+        return f"compiled kernel, {reference.native_threads()} threads max"
+    why = "disabled by ACLCHECK_PURE_NUMPY" if reference._native is not None else "not built"
+    return f"numpy (compiled kernel {why})"
+
+
 def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
     import torch
 
@@ -63,8 +90,9 @@ def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}; numpy "
           f"{np.__version__}; reference input {input_dtype}, chunk_elems {chunk_elems}; "
           f"best of {repeats}, interleaved")
+    print(f"ours: {path_name()}")
     header = (f"{'self (N,C,H,W)':>20} {'-> (Ho,Wo)':>10} {'ours ms':>9} {'t_f64 ms':>9} "
-              f"{'t_f32 ms':>9} {'f64/ours':>9} {'f32/ours':>9}")
+              f"{'t_f32 ms':>9} {'f64/ours':>9} {'f32/ours':>9} {'numpy ms':>9}")
     print(header)
     print("-" * len(header))
     r64, r32 = [], []
@@ -75,16 +103,17 @@ def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
         tg64, tg32 = torch.from_numpy(g64), torch.from_numpy(g32)
         ts64 = torch.empty((n, c, h, w), dtype=torch.float64)
         ts32 = torch.empty((n, c, h, w), dtype=torch.float32)
-        ours, t64, t32 = best_of(
+        ours, t64, t32, pure = best_of(
             [partial(backward, ours_in, (h, w), chunk_elems=chunk_elems),
              partial(torch_bw, tg64, ts64),
-             partial(torch_bw, tg32, ts32)],
+             partial(torch_bw, tg32, ts32),
+             partial(numpy_backward, ours_in, (h, w), chunk_elems=chunk_elems)],
             repeats,
         )
         r64.append(t64 / ours)
         r32.append(t32 / ours)
         print(f"{str((n, c, h, w)):>20} {str((ho, wo)):>10} {ours:9.2f} {t64:9.2f} "
-              f"{t32:9.2f} {r64[-1]:9.2f} {r32[-1]:9.2f}")
+              f"{t32:9.2f} {r64[-1]:9.2f} {r32[-1]:9.2f} {pure:9.2f}")
     gm64 = math.exp(sum(map(math.log, r64)) / len(r64))
     gm32 = math.exp(sum(map(math.log, r32)) / len(r32))
     print(f"{'geometric mean':>31} {'':>29} {gm64:9.2f} {gm32:9.2f}")

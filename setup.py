@@ -1,0 +1,21 @@
+"""Build hook: only the optional compiled kernel; every piece of metadata is in pyproject.toml.
+
+aclcheck._spread (aclcheck/_spread.c) speeds up the float64 reference backward with the
+same arithmetic as its numpy path, bit for bit. It is optional: where no C compiler
+exists the build skips it and aclcheck.reference falls back to numpy. No -march and no
+fast-math: the kernel must round exactly as numpy does on every machine.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "aclcheck._spread",
+            sources=["aclcheck/_spread.c"],
+            extra_compile_args=["-O2", "-ffp-contract=off", "-fno-fast-math"],
+            extra_link_args=["-pthread"],
+            optional=True,
+        )
+    ]
+)
