@@ -19,7 +19,7 @@ import numpy as np
 from aclcheck import contract
 from aclcheck.contract import Call, Expectation, TensorDesc
 from aclcheck.dtypes import FLOAT_FORMATS, round_to
-from aclcheck.layouts import LAYOUT_TAGS, LAYOUTS, StridedTensor, place
+from aclcheck.layouts import LAYOUT_TAGS, StridedTensor, place
 from aclcheck.reference import backward, spread_plan
 
 #: Value distributions. The first four are the vendor suites' random ones; the rest are
@@ -318,15 +318,3 @@ def make_tensors(case: Case) -> CaseTensors:
         # scalar adds: store one canonical quiet NaN so golden bytes are the same anywhere.
         np.copyto(golden, np.nan, where=np.isnan(golden))
     return CaseTensors(grad, self_, golden)
-
-
-def validate_layout(layout: str) -> str:
-    if layout not in LAYOUTS:
-        raise ValueError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
-    return layout
-
-
-def validate_distribution(dist: str) -> str:
-    if dist not in DISTRIBUTIONS:
-        raise ValueError(f"unknown distribution {dist!r}; valid: {', '.join(DISTRIBUTIONS)}")
-    return dist

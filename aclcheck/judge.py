@@ -182,10 +182,6 @@ def skipped(case: Case, reason: str) -> CaseVerdict:
     return _base(case, Verdict.SKIP, reason)
 
 
-def errored(case: Case, message: str) -> CaseVerdict:
-    return _base(case, Verdict.ERROR, message)
-
-
 def _unwritten_state(output: np.ndarray) -> str:
     if output.size == 0:
         return "is empty"

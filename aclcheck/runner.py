@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from aclcheck.cases import Case, make_tensors
+from aclcheck.cases import Case
 from aclcheck.contract import SUCCESS
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
 from aclcheck.impls.base import CallInputs, Implementation, Outcome
@@ -38,14 +38,6 @@ class CaseSource(Protocol):
     """Anything that yields loaded cases (a golden file, or cases made in memory)."""
 
     def load(self, case: Case) -> LoadedCase: ...
-
-
-class MemorySource:
-    """Materialises cases on the fly (tests, and verify without a golden file)."""
-
-    def load(self, case: Case) -> LoadedCase:
-        t = make_tensors(case)
-        return LoadedCase(case, t.grad_output, t.self, t.golden)
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,3 @@ def summary_line(summary: dict[str, int]) -> str:
             continue
         parts.append(f"{key}: {value}")
     return " ".join(parts)
-
-
-def gate_failed(verdicts: Iterable[CaseVerdict]) -> bool:
-    return any(v.failing for v in verdicts)
