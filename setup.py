@@ -13,7 +13,7 @@ setup(
         Extension(
             "aclcheck._spread",
             sources=["aclcheck/_spread.c"],
-            extra_compile_args=["-O2", "-ffp-contract=off", "-fno-fast-math"],
+            extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math", "-Wno-psabi"],
             extra_link_args=["-pthread"],
             optional=True,
         )

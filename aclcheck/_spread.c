@@ -1,13 +1,17 @@
 /* Compiled kernel of the float64 reference backward (aclcheck.reference).
  *
  * One function, backward_block, computes the same fixed-order arithmetic as the numpy
- * path of aclcheck.reference._backward_block, bit for bit:
+ * path of aclcheck.reference, bit for bit:
  *
- *   stage along one axis: scaled = x / (double)size[window]; then for each input
- *   position p: acc = scaled[lo(p)]; acc = acc + scaled[lo(p) + r] for r = 1..count(p)-1.
+ *   terms: t[i, j] = g[i, j] / (kh[i] * kw[j]), one correctly rounded division per term
+ *   (the window area is an exact float64 integer); then, along one axis and then the
+ *   other, each position p gets acc = t[lo(p)]; acc = acc + t[lo(p) + r] for
+ *   r = 1..count(p)-1, in window order, stored as float64 between the two stages.
  *
  * The numpy path also adds a padding -0.0 for r >= count(p); x + (-0.0) == x for every
- * x (+0, -0, NaN, inf included), so skipping it changes nothing.
+ * x (+0, -0, NaN, inf included), so this kernel adds it or skips it as is cheaper. Where
+ * every window size is a power of two it multiplies by the exact reciprocal of the area
+ * instead of dividing: the same real number, so the same rounding.
  *
  * NaN payloads: when both terms of a sum are NaN, IEEE 754 leaves open which one the
  * result carries, and x86 returns its first source operand. numpy's SIMD add loops put
@@ -15,15 +19,15 @@
  * scalar tails and single-element calls do not always, so the numpy path's NaN sign then
  * depends on the chunk size. Here ADD() makes "the accumulator wins" explicit instead of
  * leaving the operand order to the compiler: the same bits as numpy's SIMD body, on any
- * compiler, any thread count. Every other value (default NaN of inf - inf included) comes
- * from the one IEEE addition and is identical. The stage order (W
- * first or H first) is chosen by the caller; the intermediate is stored as float64.
- * No FMA (-ffp-contract=off), no reassociation (no -ffast-math): every sum is formed in
- * the same order as numpy forms it, one IEEE operation at a time.
+ * compiler, any thread count, any vector width. Every other value (default NaN of
+ * inf - inf included) comes from the one IEEE operation and is identical. The stage order
+ * (W first or H first) is chosen by the caller. No FMA (-ffp-contract=off), no
+ * reassociation (no -ffast-math): every sum is formed in the same order as numpy forms
+ * it, one IEEE operation at a time.
  *
- * Planes (rows) are independent; with threads > 1 each thread (the caller and pool
- * workers) takes one contiguous range of rows, so every output element is computed by exactly one thread in the same order
- * and the result does not depend on the thread count.
+ * Planes (rows) are independent; threads claim blocks of planes, so every output element
+ * is computed by exactly one thread in the same order and the result does not depend on
+ * the thread count.
  *
  * Only the buffer protocol is used (no numpy headers).
  */
@@ -54,6 +58,13 @@ typedef struct {
     const int64_t *lo;     /* first window covering each position (in_size) */
     const int64_t *count;  /* windows covering each position (in_size) */
     const double *size;    /* window sizes as float64 (out_size) */
+    const double *recip;   /* 1 / size, exact: set when every size of both axes is a power
+                            * of two (then x * (rh * rw) rounds exactly as x / (sh * sw)) */
+    Py_ssize_t run;        /* in_size / out_size when windows tile the axis (each position
+                            * in exactly one window, `run` positions per window), else 0 */
+    const int64_t *second; /* W axis, when no position has more than two windows: the
+                            * second window of each position, or out_size (a padding
+                            * slot holding -0.0, the identity of IEEE addition) */
 } axis_plan;
 
 typedef struct {
@@ -71,16 +82,133 @@ typedef struct {
 /* Elements of per-thread scratch a job needs. */
 static Py_ssize_t scratch_elems(const axis_plan *ph, const axis_plan *pw, int w_first)
 {
-    if (w_first) /* one scaled gradOutput row (Wo) + the intermediate plane (Ho x W) */
-        return pw->out_size + ph->out_size * pw->in_size;
-    /* the scaled gradOutput plane (Ho x Wo) + the intermediate plane (H x Wo) */
-    return ph->out_size * pw->out_size + ph->in_size * pw->out_size;
+    if (w_first) /* one row of terms and its pad (Wo + 1) + the intermediate (Ho x W) */
+        return pw->out_size + 1 + ph->out_size * pw->in_size;
+    /* the terms of the plane (Ho x Wo) + the intermediate with a pad column (H x Wo+1) */
+    return ph->out_size * pw->out_size + ph->in_size * (pw->out_size + 1);
 }
 
-/* Spread one row of already scaled values s (pw windows) onto dst (pw positions). */
-static void spread_row(const double *restrict s, const axis_plan *pw, double *restrict dst)
+/* Four lanes at a time with GCC/clang vector extensions: every lane is the same IEEE
+ * operation as the scalar code (division, multiplication, addition, float32 -> float64
+ * widening round exactly per element), so vector width never changes a bit. On x86-64 the
+ * compiler lowers them to two SSE2 operations, or one AVX2 operation in the avx2 clone of
+ * run_rows below. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SPREAD_VEC 1
+#define INLINE static inline __attribute__((always_inline))
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef int64_t v4i __attribute__((vector_size(32)));
+INLINE v4d load4(const double *p) { v4d v; memcpy(&v, p, sizeof v); return v; }
+INLINE void store4(double *p, v4d v) { memcpy(p, &v, sizeof v); }
+INLINE v4d load4f(const float *p)
 {
+    v4f v;
+    memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, v4d);
+}
+/* ADD on four lanes: a + b, a's NaN where a is NaN. */
+INLINE v4d add4(v4d a, v4d b)
+{
+    v4i nan = (v4i)(a != a);
+    v4d s = a + b;
+    return (v4d)(((v4i)a & nan) | ((v4i)s & ~nan));
+}
+#else
+#define SPREAD_VEC 0
+#define INLINE static inline
+#endif
+
+/* t[k] = g[k] / (sh * sw[k]) for k < n: one correctly rounded division per term, by the
+ * exact window area (a product of two integers below 2^53 is exact in float64). With
+ * rw (every size a power of two) it multiplies by the exact reciprocal instead: the same
+ * real number, so the same rounding. */
+INLINE void scale_row(double *restrict t, const void *g, int f32, double sh,
+                      const double *sw, double rh, const double *rw, Py_ssize_t n)
+{
+    const double *gd = (const double *)g;
+    const float *gf = (const float *)g;
+    Py_ssize_t k = 0;
+#if SPREAD_VEC
+    v4d vh = {sh, sh, sh, sh}, vr = {rh, rh, rh, rh};
+    for (; k + 4 <= n; k += 4) {
+        v4d x = f32 ? load4f(gf + k) : load4(gd + k);
+        x = rw ? x * (vr * load4(rw + k)) : x / (vh * load4(sw + k));
+        store4(t + k, x);
+    }
+#endif
+    for (; k < n; k++) {
+        double x = f32 ? (double)gf[k] : gd[k];
+        t[k] = rw ? x * (rh * rw[k]) : x / (sh * sw[k]);
+    }
+}
+
+INLINE void copy_row(double *restrict d, const double *restrict a, Py_ssize_t n)
+{
+    if (n >= 256) {
+        memcpy(d, a, (size_t)n * sizeof(double));
+        return;
+    }
+    Py_ssize_t k = 0;
+#if SPREAD_VEC
+    if (n >= 4) {
+        for (; k + 4 < n; k += 4)
+            store4(d + k, load4(a + k));
+        store4(d + n - 4, load4(a + n - 4)); /* the last four, overlapping: no scalar tail */
+        return;
+    }
+#endif
+    for (; k < n; k++)
+        d[k] = a[k];
+}
+
+/* d[k] = ADD(a[k], b[k]); d may be a (in place), never b. */
+INLINE void add_rows(double *d, const double *a, const double *restrict b, Py_ssize_t n)
+{
+    Py_ssize_t k = 0;
+#if SPREAD_VEC
+    for (; k + 4 <= n; k += 4)
+        store4(d + k, add4(load4(a + k), load4(b + k)));
+#endif
+    for (; k < n; k++)
+        d[k] = ADD(a[k], b[k]);
+}
+
+INLINE void fill_row(double *d, double v, Py_ssize_t n)
+{
+    Py_ssize_t k = 0;
+#if SPREAD_VEC
+    v4d vv = {v, v, v, v};
+    for (; k + 4 <= n; k += 4)
+        store4(d + k, vv);
+#endif
+    for (; k < n; k++)
+        d[k] = v;
+}
+
+/* Spread one row of terms s (pw windows) onto dst (pw positions): dst[p] = s[lo(p)] +
+ * s[lo(p) + 1] + ... in window order. */
+INLINE void spread_row(const double *restrict s, const axis_plan *pw, double *restrict dst)
+{
+    if (pw->run == 1) {
+        copy_row(dst, s, pw->in_size);
+        return;
+    }
+    if (pw->run > 1) {
+        for (Py_ssize_t j = 0; j < pw->out_size; j++)
+            fill_row(dst + j * pw->run, s[j], pw->run);
+        return;
+    }
     const int64_t *lo = pw->lo, *cnt = pw->count;
+    if (pw->second) {
+        /* At most two windows per position: branch-free (the count pattern of a
+         * non-divisible axis is irregular, and a mispredicted branch per element cost
+         * more than the rest of the plane). */
+        const int64_t *hi = pw->second;
+        for (Py_ssize_t p = 0; p < pw->in_size; p++)
+            dst[p] = ADD(s[lo[p]], s[hi[p]]);
+        return;
+    }
     for (Py_ssize_t p = 0; p < pw->in_size; p++) {
         const double *w = s + lo[p];
         double acc = w[0];
@@ -90,104 +218,68 @@ static void spread_row(const double *restrict s, const axis_plan *pw, double *re
     }
 }
 
-/* dst[k] = src[k] / den[k] (den NULL: / d), two lanes at a time where the compiler has
- * vector extensions: an elementwise IEEE division rounds each lane exactly as a scalar
- * one, so this only halves the cost of the divisions that dominate small planes. */
-#if defined(__GNUC__) || defined(__clang__)
-typedef double v2d __attribute__((vector_size(16)));
-#endif
-static void divide_row(double *dst, const double *src, const double *den, double d,
-                       Py_ssize_t n)
-{
-    Py_ssize_t k = 0;
-#if defined(__GNUC__) || defined(__clang__)
-    v2d vd = {d, d};
-    for (; k + 2 <= n; k += 2) {
-        v2d a, b;
-        memcpy(&a, src + k, sizeof a);
-        if (den)
-            memcpy(&b, den + k, sizeof b);
-        else
-            b = vd;
-        a = a / b;
-        memcpy(dst + k, &a, sizeof a);
-    }
-#endif
-    for (; k < n; k++)
-        dst[k] = src[k] / (den ? den[k] : d);
-}
-
-/* Spread whole rows: dst[p, :] = src[lo(p), :] + src[lo(p)+1, :] + ... (width n). */
-static void spread_rows(const double *restrict src, Py_ssize_t n, const axis_plan *ph,
-                        double *restrict dst)
+/* Spread whole rows: dst[p, :] = src[lo(p), :] + src[lo(p)+1, :] + ... (width n; rows of
+ * dst `stride` apart). */
+INLINE void spread_rows(const double *restrict src, Py_ssize_t n, const axis_plan *ph,
+                        double *restrict dst, Py_ssize_t stride)
 {
     for (Py_ssize_t p = 0; p < ph->in_size; p++) {
         const double *a = src + ph->lo[p] * n;
-        double *d = dst + p * n;
+        double *d = dst + p * stride;
         int64_t c = ph->count[p];
         if (c == 1) {
-            memcpy(d, a, (size_t)n * sizeof(double));
-        } else if (c == 2) {
-            const double *b = a + n;
-            for (Py_ssize_t k = 0; k < n; k++)
-                d[k] = ADD(a[k], b[k]);
+            copy_row(d, a, n);
+#if SPREAD_VEC
+        } else if (c == 2 && n >= 4) {
+            /* d and a never overlap here: the last four again, overlapping, no tail */
+            Py_ssize_t k = 0;
+            for (; k + 4 < n; k += 4)
+                store4(d + k, add4(load4(a + k), load4(a + n + k)));
+            store4(d + n - 4, add4(load4(a + n - 4), load4(a + 2 * n - 4)));
+#endif
         } else {
-            for (Py_ssize_t k = 0; k < n; k++) {
-                double acc = a[k];
-                for (int64_t r = 1; r < c; r++)
-                    acc = ADD(acc, a[r * n + k]);
-                d[k] = acc;
-            }
+            add_rows(d, a, a + n, n);
+            for (int64_t r = 2; r < c; r++)
+                add_rows(d, d, a + r * n, n);
         }
     }
 }
 
+/* The avx2 clone is picked at load time where the CPU has AVX2 (GCC's ifunc dispatch):
+ * wider lanes, the same roundings. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 static void run_rows(const job *j, Py_ssize_t row_begin, Py_ssize_t row_end)
 {
     const axis_plan *ph = &j->ph, *pw = &j->pw;
     Py_ssize_t ho = ph->out_size, wo = pw->out_size, h = ph->in_size, w = pw->in_size;
+    size_t isz = j->g_f32 ? sizeof(float) : sizeof(double);
+    const double *rh = ph->recip, *rw = pw->recip;
     for (Py_ssize_t row = row_begin; row < row_end; row++) {
-        /* gradOutput as float64: a float32 widens exactly (as numpy's cast does). */
-        const double *gd = (const double *)j->g + row * ho * wo;
-        const float *gf = (const float *)j->g + row * ho * wo;
+        const char *g = (const char *)j->g + (size_t)(row * ho * wo) * isz;
         double *out = j->out + row * h * w;
         if (j->w_first) {
-            double *srow = j->scratch, *mid = j->scratch + wo;
-            /* W stage: mid[i, :] = spread(g[i, :] / wsize), then / hsize[i] (the H
-             * stage's scaling of the stored intermediate, done once per element). */
+            /* W stage per gradOutput row (terms, then spread into mid), then H stage. */
+            double *t = j->scratch, *mid = j->scratch + wo + 1;
+            t[wo] = -0.0; /* the pad slot of spread_row */
             for (Py_ssize_t i = 0; i < ho; i++) {
-                const double *gi = gd + i * wo;
-                if (j->g_f32) {
-                    for (Py_ssize_t q = 0; q < wo; q++)
-                        srow[q] = (double)gf[i * wo + q];
-                    gi = srow;
-                }
-                divide_row(srow, gi, pw->size, 0.0, wo);
-                double *mi = mid + i * w;
-                spread_row(srow, pw, mi);
-                divide_row(mi, mi, NULL, ph->size[i], w);
+                scale_row(t, g + (size_t)(i * wo) * isz, j->g_f32, ph->size[i], pw->size,
+                          rh ? rh[i] : 0.0, rw, wo);
+                spread_row(t, pw, mid + i * w);
             }
-            spread_rows(mid, w, ph, out); /* H stage */
+            spread_rows(mid, w, ph, out, w);
         } else {
-            double *sc = j->scratch, *mid = j->scratch + ho * wo;
-            /* H stage: sc = g / hsize (per row), mid = row spread of sc. */
-            for (Py_ssize_t i = 0; i < ho; i++) {
-                double *si = sc + i * wo;
-                const double *gi = gd + i * wo;
-                if (j->g_f32) {
-                    for (Py_ssize_t q = 0; q < wo; q++)
-                        si[q] = (double)gf[i * wo + q];
-                    gi = si;
-                }
-                divide_row(si, gi, NULL, ph->size[i], wo);
-            }
-            spread_rows(sc, wo, ph, mid);
-            /* W stage: scale the stored intermediate by wsize, then spread each row. */
-            for (Py_ssize_t p = 0; p < h; p++) {
-                double *m = mid + p * wo;
-                divide_row(m, m, pw->size, 0.0, wo);
-                spread_row(m, pw, out + p * w);
-            }
+            /* Terms of the whole plane, H stage into mid (H x Wo), W stage per row. */
+            double *t = j->scratch, *mid = j->scratch + ho * wo;
+            for (Py_ssize_t p = 0; p < h; p++)
+                mid[p * (wo + 1) + wo] = -0.0; /* the pad slot of each row */
+            for (Py_ssize_t i = 0; i < ho; i++)
+                scale_row(t + i * wo, g + (size_t)(i * wo) * isz, j->g_f32, ph->size[i],
+                          pw->size, rh ? rh[i] : 0.0, rw, wo);
+            spread_rows(t, wo, ph, mid, wo + 1);
+            for (Py_ssize_t p = 0; p < h; p++)
+                spread_row(mid + p * (wo + 1), pw, out + p * w);
         }
     }
 }
@@ -356,7 +448,8 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
     Py_buffer bufs[8];
     int got = 0;
     PyObject *result = NULL;
-    double *hsize = NULL, *wsize = NULL, *scratch = NULL;
+    double *sizes = NULL, *scratch = NULL;
+    int64_t *second = NULL;
     for (; got < 8; got++) {
         int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == 1 ? PyBUF_WRITABLE : 0);
         if (PyObject_GetBuffer(objs[got], &bufs[got], flags) < 0)
@@ -378,8 +471,8 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "every spatial size must be >= 1");
         goto done;
     }
-    axis_plan ph = {ho, h, bufs[2].buf, bufs[3].buf, NULL};
-    axis_plan pw = {wo, w, bufs[5].buf, bufs[6].buf, NULL};
+    axis_plan ph = {ho, h, bufs[2].buf, bufs[3].buf, NULL, NULL, 0, NULL};
+    axis_plan pw = {wo, w, bufs[5].buf, bufs[6].buf, NULL, NULL, 0, NULL};
     /* Validate the plans: a bad plan must raise, never read out of bounds. */
     const axis_plan *plans[2] = {&ph, &pw};
     for (int a = 0; a < 2; a++) {
@@ -392,19 +485,47 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
             }
         }
     }
-    hsize = PyMem_Malloc((size_t)ho * sizeof(double));
-    wsize = PyMem_Malloc((size_t)wo * sizeof(double));
-    if (!hsize || !wsize) {
+    /* Sizes as float64, their reciprocals (used only when every size of both axes is a
+     * power of two: then each is exact) and the tiling run of each axis. */
+    sizes = PyMem_Malloc((size_t)(2 * (ho + wo)) * sizeof(double));
+    if (!sizes) {
         PyErr_NoMemory();
         goto done;
     }
     const int64_t *hs = bufs[4].buf, *ws = bufs[7].buf;
-    for (Py_ssize_t i = 0; i < ho; i++)
-        hsize[i] = (double)hs[i];
-    for (Py_ssize_t i = 0; i < wo; i++)
-        wsize[i] = (double)ws[i];
-    ph.size = hsize;
-    pw.size = wsize;
+    int pow2 = 1;
+    for (Py_ssize_t i = 0; i < ho + wo; i++) {
+        int64_t s = i < ho ? hs[i] : ws[i - ho];
+        if (s < 1) {
+            PyErr_Format(PyExc_ValueError, "window size %lld < 1", (long long)s);
+            goto done;
+        }
+        pow2 &= (s & (s - 1)) == 0;
+        sizes[i] = (double)s;
+        sizes[ho + wo + i] = 1.0 / (double)s;
+    }
+    ph.size = sizes;
+    pw.size = sizes + ho;
+    ph.recip = pow2 ? sizes + ho + wo : NULL;
+    pw.recip = pow2 ? sizes + 2 * ho + wo : NULL;
+    second = PyMem_Malloc((size_t)w * sizeof(int64_t));
+    if (!second) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int two = 1;
+    for (Py_ssize_t i = 0; i < w; i++) {
+        two &= pw.count[i] <= 2;
+        second[i] = pw.count[i] == 2 ? pw.lo[i] + 1 : wo;
+    }
+    pw.second = two ? second : NULL;
+    for (int a = 0; a < 2; a++) {
+        axis_plan *p = a ? &pw : &ph;
+        p->run = p->in_size % p->out_size == 0 ? p->in_size / p->out_size : 0;
+        for (Py_ssize_t i = 0; p->run && i < p->in_size; i++)
+            if (p->count[i] != 1 || p->lo[i] != i / p->run)
+                p->run = 0; /* not the tiling a valid plan has: the general loop */
+    }
 
     if (threads < 1)
         threads = 1;
@@ -415,12 +536,15 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
 #if !SPREAD_HAVE_THREADS
     threads = 1;
 #endif
-    Py_ssize_t per = scratch_elems(&ph, &pw, w_first);
-    scratch = PyMem_RawMalloc((size_t)(per * threads + 1) * sizeof(double));
+    /* Each thread's scratch on cache lines of its own (8 doubles = 64 bytes): threads that
+     * wrote neighbouring halves of one line made every row a cache-line ping-pong. */
+    Py_ssize_t per = (scratch_elems(&ph, &pw, w_first) + 7) / 8 * 8;
+    scratch = PyMem_RawMalloc((size_t)(per * threads + 8) * sizeof(double));
     if (!scratch) {
         PyErr_NoMemory();
         goto done;
     }
+    double *lines = (double *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     job jobs[MAX_THREADS];
     Py_ssize_t next = 0;
     /* Blocks small enough to balance (about 8 per thread), large enough to claim rarely. */
@@ -429,7 +553,7 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
         block = 1;
     for (int t = 0; t < threads; t++) {
         jobs[t] = (job){bufs[0].buf, bufs[0].itemsize == 4, bufs[1].buf, ph, pw, w_first,
-                        rows, block, &next, scratch + per * t};
+                        rows, block, &next, lines + per * t};
     }
     Py_BEGIN_ALLOW_THREADS
     run_jobs(jobs, threads);
@@ -437,8 +561,8 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
     result = Py_NewRef(Py_None);
 done:
     PyMem_RawFree(scratch);
-    PyMem_Free(hsize);
-    PyMem_Free(wsize);
+    PyMem_Free(sizes);
+    PyMem_Free(second);
     for (int i = 0; i < got; i++)
         PyBuffer_Release(&bufs[i]);
     return result;

@@ -1,7 +1,8 @@
 """The float64 reference backward of adaptive average pooling 2D.
 
-Separable and gather-based: each output window's gradient is spread first along W, then
-along H (or the other way round when cheaper), as a fixed-order sum of gathered slices.
+Separable and gather-based: every term g / (kh * kw) is formed with one rounding (the
+window area is an exact float64 integer), then the terms are spread first along W, then
+along H (or the other way round when cheaper), as fixed-order sums of gathered slices.
 No matrix product is involved, so the result is bit-identical on every machine (BLAS
 kernels differ in FMA use and summation order) and IEEE special values propagate exactly
 (no 0 * inf from a dense pooling matrix). Work is chunked over the leading dims, so memory
@@ -133,15 +134,12 @@ class _Workspace:
 
 def _spread_axis(x: np.ndarray, plan: SpreadPlan, axis: int, out: np.ndarray | None,
                  ws: _Workspace, tag: str) -> np.ndarray:
-    """Divide x by the window sizes along `axis`, then spread windows onto positions.
+    """Spread window values onto positions along `axis`.
 
-    out[p] = ((s[index[0, p]] + s[index[1, p]]) + ...) in window order, where a padding
+    out[p] = ((x[index[0, p]] + x[index[1, p]]) + ...) in window order, where a padding
     slot holds -0.0 (the identity of IEEE addition). Temporaries come from `ws`, under
     names prefixed with `tag`; `out` (when None) too.
     """
-    shape = [1] * x.ndim
-    shape[axis] = plan.out_size
-    sizes = plan.sizes.reshape(shape).astype(np.float64)
     target_shape = list(x.shape)
     target_shape[axis] = plan.in_size
     if out is None:
@@ -150,24 +148,22 @@ def _spread_axis(x: np.ndarray, plan: SpreadPlan, axis: int, out: np.ndarray | N
         out.fill(0.0)
         return out
     if plan.uniform:
-        scaled = np.divide(x, sizes, out=ws.get(tag + "scaled", x.shape))
         k = plan.in_size // plan.out_size
         view_shape = list(x.shape)
         view_shape[axis : axis + 1] = [plan.out_size, k]
-        out.reshape(view_shape)[...] = np.expand_dims(scaled, axis + 1)
+        out.reshape(view_shape)[...] = np.expand_dims(x, axis + 1)
         return out
     # mode="clip" (indices are always in range): with the default "raise", numpy buffers
     # `out` in a temporary copy, doubling the cost of every gather.
     if plan.depth == 1:
-        scaled = np.divide(x, sizes, out=ws.get(tag + "scaled", x.shape))
-        np.take(scaled, plan.index[0], axis=axis, out=out, mode="clip")
+        np.take(x, plan.index[0], axis=axis, out=out, mode="clip")
         return out
     pad_shape = list(x.shape)
     pad_shape[axis] = plan.out_size + 1
     padded = ws.get(tag + "padded", pad_shape)
     where: list[slice] = [slice(None)] * x.ndim
     where[axis] = slice(0, plan.out_size)
-    np.divide(x, sizes, out=padded[tuple(where)])
+    padded[tuple(where)] = x
     where[axis] = slice(plan.out_size, plan.out_size + 1)
     padded[tuple(where)] = -0.0
     np.take(padded, plan.index[0], axis=axis, out=out, mode="clip")
@@ -176,6 +172,15 @@ def _spread_axis(x: np.ndarray, plan: SpreadPlan, axis: int, out: np.ndarray | N
         np.take(padded, plan.index[r], axis=axis, out=tmp, mode="clip")
         out += tmp
     return out
+
+
+def window_areas(ph: SpreadPlan, pw: SpreadPlan) -> np.ndarray:
+    """kh * kw of every gradOutput position (Ho, Wo), float64.
+
+    Exact: each window size is at most H or W, so an area is at most H * W elements of one
+    plane, far below 2^53 for any plane that fits in memory.
+    """
+    return np.multiply.outer(ph.sizes.astype(np.float64), pw.sizes.astype(np.float64))
 
 
 def _w_first(ph: SpreadPlan, pw: SpreadPlan, rows: int, out_size: int) -> bool:
@@ -190,14 +195,14 @@ def _w_first(ph: SpreadPlan, pw: SpreadPlan, rows: int, out_size: int) -> bool:
     return w_first <= h_first
 
 
-def _backward_block(g: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, out: np.ndarray,
+def _backward_block(terms: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, out: np.ndarray,
                     ws: _Workspace) -> None:
-    """Backward of one (rows, Ho, Wo) float64 block into `out` (rows, H, W)."""
-    if _w_first(ph, pw, g.shape[0], out.size):
-        mid = _spread_axis(g, pw, 2, None, ws, "w")
+    """Spread one (rows, Ho, Wo) float64 block of terms g / (kh * kw) into `out`."""
+    if _w_first(ph, pw, terms.shape[0], out.size):
+        mid = _spread_axis(terms, pw, 2, None, ws, "w")
         _spread_axis(mid, ph, 1, out, ws, "h")
     else:
-        mid = _spread_axis(g, ph, 1, None, ws, "h")
+        mid = _spread_axis(terms, ph, 1, None, ws, "h")
         _spread_axis(mid, pw, 2, out, ws, "w")
 
 
@@ -269,7 +274,8 @@ def _backward_into(
 ) -> None:
     """One chunk: convert to float64 (|g| if absolute) and spread into `out` (a view).
 
-    threads >= 1: by the compiled kernel on up to that many threads; 0: by numpy.
+    threads >= 1: by the compiled kernel on up to that many threads; 0: by numpy, which
+    forms every term g / (kh * kw) here, with one rounding, before both spreads.
     """
     block = ws.get("in", g.shape)
     np.copyto(block, g, casting="unsafe")
@@ -280,4 +286,5 @@ def _backward_into(
     if threads and ph.depth and pw.depth:
         _backward_block_native(block, ph, pw, target, threads)
     else:
+        np.divide(block, window_areas(ph, pw), out=block)
         _backward_block(block, ph, pw, target, ws)

@@ -305,14 +305,16 @@ def test_spread_plan_is_read_only():
 
 
 # -- pinned goldens: the reference must not drift (cross-machine, across optimisations) ----
+# Last bumped on purpose (2026-11-29) when every term became g / (kh * kw) with one rounding
+# instead of (g / kw) / kh: stored golden files made before differ in last bits.
 
 PINNED: list[tuple[tuple[int, ...], tuple[int, int], str]] = [
-    ((2, 3, 5, 4), (17, 9), "8ac28319cfd74a9d"),
+    ((2, 3, 5, 4), (17, 9), "3664032669eca094"),
     ((3, 11, 13), (7, 5), "623ea68c62614a2d"),
-    ((2, 2, 1, 1), (12, 12), "e00b5209e13a9a0b"),
+    ((2, 2, 1, 1), (12, 12), "d69abf4dc073ad29"),
     ((1, 2, 4, 4), (16, 16), "761cf4ae881db4e8"),
-    ((1, 1, 10, 13), (33, 47), "8d319d932217432d"),
-    ((2, 4, 3, 5), (14, 14), "63afbff848671da6"),
+    ((1, 1, 10, 13), (33, 47), "1e6ef7633061d435"),
+    ((2, 4, 3, 5), (14, 14), "cb6f739366f435cd"),
 ]
 
 

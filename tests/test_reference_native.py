@@ -207,6 +207,21 @@ def test_nans_of_both_signs_agree_except_the_sign_of_nan_sums() -> None:
         compare(g, hw, exact=False, chunk_elems=int(rng.choice([3, 1000, 1 << 18])))
 
 
+def test_power_of_two_areas_multiply_exactly() -> None:
+    """Every window size a power of two: the kernel multiplies by the exact reciprocal of
+    the area instead of dividing; subnormal, huge and special terms round the same."""
+    rng = np.random.default_rng(41)
+    for gshape, hw in (((3, 4, 7, 7), (56, 56)), ((2, 5, 4, 8), (32, 8)),
+                       ((6, 1, 1), (64, 128)), ((2, 3, 16, 16), (16, 16))):
+        tiny = rng.normal(size=gshape) * 10.0 ** rng.integers(-320, -300, gshape)
+        huge = rng.normal(size=gshape) * 1e307
+        for g in (tiny, huge, specials(rng, gshape, DEFAULT_NAN)):
+            compare(g, hw)
+            with np.errstate(over="ignore", under="ignore"):  # float32: more inf and zeros
+                g32 = g.astype(np.float32)
+            compare(g32, hw)
+
+
 def test_signed_zero_sums_keep_their_sign() -> None:
     """All -0.0 windows stay -0.0; +0.0 with -0.0 gives +0.0 (as numpy)."""
     for g in (np.full((2, 3, 5), -0.0), np.full((2, 3, 5), 0.0)):
