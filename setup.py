@@ -1,9 +1,12 @@
-"""Build hook: only the optional compiled kernel; every piece of metadata is in pyproject.toml.
+"""Build hook: only the optional compiled parts; every piece of metadata is in pyproject.toml.
 
 aclcheck._spread (aclcheck/_spread.c) speeds up the float64 reference backward with the
 same arithmetic as its numpy path, bit for bit. It is optional: where no C compiler
 exists the build skips it and aclcheck.reference falls back to numpy. No -march and no
-fast-math: the kernel must round exactly as numpy does on every machine.
+fast-math: the kernel must round exactly as numpy does on every machine (an AVX2 clone
+is chosen at run time where the CPU has it: wider lanes, the same roundings).
+aclcheck._resultbuf keeps the memory of freed large results for the next one (see its
+header); without it results come from np.empty.
 """
 
 from setuptools import Extension, setup
@@ -16,6 +19,13 @@ setup(
             extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math", "-Wno-psabi"],
             extra_link_args=["-pthread"],
             optional=True,
-        )
+        ),
+        Extension(
+            "aclcheck._resultbuf",
+            sources=["aclcheck/_resultbuf.c"],
+            extra_compile_args=["-O2"],
+            extra_link_args=["-pthread"],
+            optional=True,
+        ),
     ]
 )

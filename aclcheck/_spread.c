@@ -40,12 +40,15 @@
 
 #ifndef _WIN32
 #include <pthread.h>
+#include <sched.h>
 #define SPREAD_HAVE_THREADS 1
 #else
 #define SPREAD_HAVE_THREADS 0
 #endif
 
 #define MAX_THREADS 64
+/* lanes4 (see wstage4) for intermediates (Ho x W) of at most this many elements. */
+#define LANES4_MAX_ELEMS 4096
 
 /* acc + x, the accumulator's NaN winning over x's (see the header). acc is always a
  * quiet NaN when NaN (the result of a division or an addition), so returning it equals
@@ -73,6 +76,7 @@ typedef struct {
     double *out;           /* rows x H x W */
     axis_plan ph, pw;
     int w_first;
+    int lanes4;            /* W stage of four planes at once (see wstage4) */
     Py_ssize_t rows;       /* planes in all */
     Py_ssize_t block;      /* planes claimed at a time */
     Py_ssize_t *next;      /* shared: the first plane not claimed yet (atomic) */
@@ -80,8 +84,11 @@ typedef struct {
 } job;
 
 /* Elements of per-thread scratch a job needs. */
-static Py_ssize_t scratch_elems(const axis_plan *ph, const axis_plan *pw, int w_first)
+static Py_ssize_t scratch_elems(const axis_plan *ph, const axis_plan *pw, int w_first,
+                                int lanes4)
 {
+    if (lanes4) /* four planes: the terms and pads (Ho x (Wo+1) x 4) + four intermediates */
+        return 4 * ph->out_size * (pw->out_size + 1) + 4 * ph->out_size * pw->in_size;
     if (w_first) /* one row of terms and its pad (Wo + 1) + the intermediate (Ho x W) */
         return pw->out_size + 1 + ph->out_size * pw->in_size;
     /* the terms of the plane (Ho x Wo) + the intermediate with a pad column (H x Wo+1) */
@@ -245,6 +252,67 @@ INLINE void spread_rows(const double *restrict src, Py_ssize_t n, const axis_pla
     }
 }
 
+#if SPREAD_VEC
+#if defined(__clang__)
+#define SHUF(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
+#else
+#define SHUF(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (v4i){i0, i1, i2, i3})
+#endif
+
+/* The terms and W stage of four planes at once, plane k in lane k of every vector:
+ * T[i][q] = g_k[i, q] / (kh[i] * kw[q]) (T[i][Wo] = -0.0, the pad), then for every
+ * position p mid_k[i, p] = ADD(T[i][lo(p)], T[i][second(p)]), the same IEEE operations
+ * per lane as spread_row does per element. Four positions at a time are transposed
+ * (4 x 4) so each plane's row is written with whole vector stores: about a third of the
+ * instructions of four scalar gather loops. g: plane 0 of the four (planes are contiguous);
+ * mid4: four intermediates (Ho x W each), one after the other. */
+INLINE void wstage4(const job *j, const char *g, double *T, double *mid4)
+{
+    const axis_plan *ph = &j->ph, *pw = &j->pw;
+    Py_ssize_t ho = ph->out_size, wo = pw->out_size, w = pw->in_size, plane = ho * wo;
+    const double *gd = (const double *)g;
+    const float *gf = (const float *)g;
+    const double *rh = ph->recip, *rw = pw->recip;
+    const v4d pad = {-0.0, -0.0, -0.0, -0.0};
+    for (Py_ssize_t i = 0; i < ho; i++) {
+        double *Ti = T + 4 * i * (wo + 1);
+        for (Py_ssize_t q = 0; q < wo; q++) {
+            Py_ssize_t e = i * wo + q;
+            v4d x = j->g_f32 ? (v4d){gf[e], gf[e + plane], gf[e + 2 * plane], gf[e + 3 * plane]}
+                             : (v4d){gd[e], gd[e + plane], gd[e + 2 * plane], gd[e + 3 * plane]};
+            double d = rw ? rh[i] * rw[q] : ph->size[i] * pw->size[q];
+            v4d vd = {d, d, d, d};
+            store4(Ti + 4 * q, rw ? x * vd : x / vd);
+        }
+        store4(Ti + 4 * wo, pad);
+    }
+    const int64_t *lo = pw->lo, *hi = pw->second;
+    Py_ssize_t mstride = ho * w;
+    for (Py_ssize_t i = 0; i < ho; i++) {
+        const double *Ti = T + 4 * i * (wo + 1);
+        double *m = mid4 + i * w;
+        Py_ssize_t p = 0;
+        for (; p + 4 <= w; p += 4) {
+            v4d a = add4(load4(Ti + 4 * lo[p]), load4(Ti + 4 * hi[p]));
+            v4d b = add4(load4(Ti + 4 * lo[p + 1]), load4(Ti + 4 * hi[p + 1]));
+            v4d c = add4(load4(Ti + 4 * lo[p + 2]), load4(Ti + 4 * hi[p + 2]));
+            v4d d = add4(load4(Ti + 4 * lo[p + 3]), load4(Ti + 4 * hi[p + 3]));
+            v4d t0 = SHUF(a, b, 0, 4, 2, 6), t1 = SHUF(a, b, 1, 5, 3, 7);
+            v4d t2 = SHUF(c, d, 0, 4, 2, 6), t3 = SHUF(c, d, 1, 5, 3, 7);
+            store4(m + p, SHUF(t0, t2, 0, 1, 4, 5));
+            store4(m + mstride + p, SHUF(t1, t3, 0, 1, 4, 5));
+            store4(m + 2 * mstride + p, SHUF(t0, t2, 2, 3, 6, 7));
+            store4(m + 3 * mstride + p, SHUF(t1, t3, 2, 3, 6, 7));
+        }
+        for (; p < w; p++) {
+            v4d a = add4(load4(Ti + 4 * lo[p]), load4(Ti + 4 * hi[p]));
+            for (int k = 0; k < 4; k++)
+                m[k * mstride + p] = a[k];
+        }
+    }
+}
+#endif
+
 /* The avx2 clone is picked at load time where the CPU has AVX2 (GCC's ifunc dispatch):
  * wider lanes, the same roundings. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
@@ -259,6 +327,16 @@ static void run_rows(const job *j, Py_ssize_t row_begin, Py_ssize_t row_end)
     for (Py_ssize_t row = row_begin; row < row_end; row++) {
         const char *g = (const char *)j->g + (size_t)(row * ho * wo) * isz;
         double *out = j->out + row * h * w;
+#if SPREAD_VEC
+        if (j->lanes4 && row + 4 <= row_end) {
+            double *T = j->scratch, *mid4 = j->scratch + 4 * ho * (wo + 1);
+            wstage4(j, g, T, mid4);
+            for (int k = 0; k < 4; k++)
+                spread_rows(mid4 + k * ho * w, w, ph, out + k * h * w, w);
+            row += 3;
+            continue;
+        }
+#endif
         if (j->w_first) {
             /* W stage per gradOutput row (terms, then spread into mid), then H stage. */
             double *t = j->scratch, *mid = j->scratch + wo + 1;
@@ -318,6 +396,35 @@ static int pool_open = 0;           /* the dispatch still has planes to hand out
 static int pool_busy = 0;           /* workers inside the dispatch */
 static int atfork_registered = 0;
 static unsigned long worker_born[MAX_THREADS]; /* pool_gen when each worker was started */
+static pthread_t worker_tid[MAX_THREADS];
+
+#if defined(__linux__) && defined(CPU_SET)
+#define SPREAD_STEER 1
+static int steered_from = -1; /* the caller's CPU the workers were last kept off */
+
+/* Keep the workers off the CPU the caller runs on. Woken from a busy caller, Linux tends
+ * to queue a worker on the caller's own CPU (wake-affine placement) and only migrates it
+ * milliseconds later: the "parallel" call then ran at one thread's speed about half the
+ * time. Only when the caller's CPU changed since the last call (sched_getcpu is a vDSO
+ * read); the process's affinity mask is respected; with one CPU allowed, nothing. */
+static void steer_workers(void)
+{
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu == steered_from)
+        return;
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0 || !CPU_ISSET(cpu, &mask))
+        return;
+    CPU_CLR(cpu, &mask);
+    if (CPU_COUNT(&mask) == 0)
+        return;
+    for (int i = 0; i < pool_workers; i++)
+        pthread_setaffinity_np(worker_tid[i], sizeof mask, &mask);
+    steered_from = cpu;
+}
+#else
+#define SPREAD_STEER 0
+#endif
 
 static void *worker_main(void *arg)
 {
@@ -357,6 +464,9 @@ static void atfork_child(void)
     done_cv = cv;
     pool_workers = 0;
     pool_gen = 0;
+#if SPREAD_STEER
+    steered_from = -1;
+#endif
     pool_jobs = NULL;
     pool_active = pool_open = pool_busy = 0;
 }
@@ -382,8 +492,14 @@ static void run_jobs(job *jobs, int n)
         pthread_attr_destroy(&attr);
         if (rc != 0)
             break;
-        pool_workers++;
+        worker_tid[pool_workers++] = tid;
+#if SPREAD_STEER
+        steered_from = -1; /* a new worker: steer again */
+#endif
     }
+#if SPREAD_STEER
+    steer_workers();
+#endif
     pool_jobs = jobs;
     pool_active = pool_workers < n - 1 ? pool_workers : n - 1;
     pool_open = 1;
@@ -538,7 +654,11 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
 #endif
     /* Each thread's scratch on cache lines of its own (8 doubles = 64 bytes): threads that
      * wrote neighbouring halves of one line made every row a cache-line ping-pong. */
-    Py_ssize_t per = (scratch_elems(&ph, &pw, w_first) + 7) / 8 * 8;
+    /* Four planes in the lanes of one vector: the W stage of small non-divisible planes
+     * (where its gathers are most of the work), when the planes come in fours. */
+    int lanes4 = SPREAD_VEC && w_first && pw.second && !pw.run && ho * w <= LANES4_MAX_ELEMS &&
+                 rows >= 4;
+    Py_ssize_t per = (scratch_elems(&ph, &pw, w_first, lanes4) + 7) / 8 * 8;
     scratch = PyMem_RawMalloc((size_t)(per * threads + 8) * sizeof(double));
     if (!scratch) {
         PyErr_NoMemory();
@@ -551,8 +671,10 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
     Py_ssize_t block = rows / (8 * threads);
     if (block < 1)
         block = 1;
+    if (lanes4)
+        block = (block + 3) / 4 * 4;
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (job){bufs[0].buf, bufs[0].itemsize == 4, bufs[1].buf, ph, pw, w_first,
+        jobs[t] = (job){bufs[0].buf, bufs[0].itemsize == 4, bufs[1].buf, ph, pw, w_first, lanes4,
                         rows, block, &next, lines + per * t};
     }
     Py_BEGIN_ALLOW_THREADS

@@ -31,6 +31,11 @@ try:  # the optional compiled kernel (setup.py); numpy below is the fallback
 except ImportError:  # pragma: no cover - depends on the build
     _native = None
 
+try:  # optional reusable memory for large results (setup.py); else np.empty
+    from aclcheck import _resultbuf
+except ImportError:  # pragma: no cover - depends on the build
+    _resultbuf = None
+
 #: Elements of float64 output per chunk (2 MiB): large enough to amortize numpy's
 #: per-call overhead, small enough that a chunk's temporaries stay in cache (32 MiB chunks
 #: were 2-4x slower on small planes, see benchmarks/README.md). Chunking never changes a
@@ -44,6 +49,42 @@ DEFAULT_CHUNK_ELEMS = 1 << 18
 #: costs more than it saves there.
 NATIVE_PARALLEL_MIN_ELEMS = 1 << 17
 NATIVE_ROWS_PER_THREAD = 4
+
+
+#: Results of at least this many bytes take their memory from aclcheck._resultbuf, which
+#: keeps the memory of freed results (up to ACLCHECK_RESULT_CACHE_MB, default 512; 0 turns
+#: it off) for the next one: page-faulting a fresh 51 MB result cost 2-4x its arithmetic.
+#: Smaller results come from np.empty, whose allocator reuses freed memory by itself.
+RESULT_CACHE_MIN_BYTES = 4 << 20
+RESULT_CACHE_DEFAULT_MB = 512
+_cache_limit: list[int] = [-1]  # the limit last handed to _resultbuf
+
+
+def result_cache_limit() -> int:
+    """Bytes of freed result memory kept for reuse: ACLCHECK_RESULT_CACHE_MB (MiB)."""
+    env = os.environ.get("ACLCHECK_RESULT_CACHE_MB", "").strip()
+    mb = int(env) if env.isdigit() else RESULT_CACHE_DEFAULT_MB
+    return mb << 20
+
+
+def empty_result(shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialized C-contiguous float64 array for a result (every element is written).
+
+    Large ones reuse the memory of freed results (see RESULT_CACHE_MIN_BYTES); the array
+    behaves as any other: views keep its memory alive, and only when the last one is gone
+    does the memory go back to the cache. With the limit at 0 no result takes memory from
+    the cache (what the cache holds already stays, within the last limit set).
+    """
+    n = math.prod(shape)
+    limit = result_cache_limit() if _resultbuf is not None else 0
+    if limit == 0 or n * 8 < RESULT_CACHE_MIN_BYTES:
+        return np.empty(shape, dtype=np.float64)
+    assert _resultbuf is not None
+    if limit != _cache_limit[0]:
+        _resultbuf.set_limit(limit)
+        _cache_limit[0] = limit
+    block = _resultbuf.empty(n * 8)
+    return np.frombuffer(block, dtype=np.float64, count=n).reshape(shape)
 
 
 def native_available() -> bool:
@@ -246,7 +287,7 @@ def backward(
         raise ValueError(f"negative input size {in_hw}")
     ho, wo = g.shape[-2:]
     lead = tuple(g.shape[:-2])
-    out = np.empty(lead + (h, w), dtype=np.float64)
+    out = empty_result(lead + (h, w))
     if out.size == 0:
         return out
     if g.size == 0:

@@ -222,6 +222,21 @@ def test_power_of_two_areas_multiply_exactly() -> None:
             compare(g32, hw)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_four_plane_lanes_and_remainders(threads: int) -> None:
+    """Small non-divisible planes run four at a time in vector lanes: plane counts that
+    are not a multiple of four, widths that are not, float32 and float64, specials."""
+    rng = np.random.default_rng(43)
+    for rows, (ho, wo), (h, w) in ((7, (5, 3), (14, 11)), (4, (10, 13), (33, 47)),
+                                   (9, (3, 5), (14, 14)), (130, (2, 7), (3, 9)),
+                                   (5, (1, 6), (1, 13))):
+        g = specials(rng, (rows, ho, wo), DEFAULT_NAN)
+        compare(g, (h, w), threads=threads)
+        with np.errstate(over="ignore", under="ignore"):
+            compare(g.astype(np.float32), (h, w), threads=threads)
+        compare(rng.normal(size=(rows, ho, wo)), (h, w), threads=threads)
+
+
 def test_signed_zero_sums_keep_their_sign() -> None:
     """All -0.0 windows stay -0.0; +0.0 with -0.0 gives +0.0 (as numpy)."""
     for g in (np.full((2, 3, 5), -0.0), np.full((2, 3, 5), 0.0)):
