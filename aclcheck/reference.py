@@ -9,9 +9,10 @@ kernels differ in FMA use and summation order) and IEEE special values propagate
 stays at the result plus a few chunk-sized temporaries.
 
 The optional compiled kernel `aclcheck._spread` (built by setup.py where a C compiler
-exists) runs the same fixed-order loops, bit for bit, several times faster on small
-planes; without it, or with ACLCHECK_PURE_NUMPY=1, the numpy path runs.
-ACLCHECK_THREADS=n caps the kernel's row-parallel threads (no result bit depends on it).
+exists) runs the same fixed-order arithmetic, bit for bit, 2-7x faster; without it, or
+with ACLCHECK_PURE_NUMPY=1, the numpy path runs. ACLCHECK_THREADS=n caps the kernel's
+plane-parallel threads (no result bit depends on it). Large results reuse the memory of
+freed ones (aclcheck._resultbuf, ACLCHECK_RESULT_CACHE_MB; see empty_result).
 """
 
 from __future__ import annotations

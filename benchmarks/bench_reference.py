@@ -1,9 +1,11 @@
 """Benchmark: the float64 reference backward against PyTorch CPU, side by side.
 
 Times aclcheck.reference.backward against torch.ops.aten._adaptive_avg_pool2d_backward in
-float64 and in float32 on the issue's shapes, interleaving the three runs of each
-repetition (the machine is shared and noisy), and prints the best time of each, the ratios
-torch / ours, their geometric mean and whether the targets are met:
+float64 and in float32 on the issue's shapes, taking turns (the machine is shared and
+noisy): in each of several rounds every function runs a few times back to back after a
+short pause (see best_of; --block 1 --pause 0 interleaves single calls instead). It prints
+the best time of each, the ratios torch / ours, their geometric mean and whether the
+targets are met:
 
     geometric mean of torch_f64 / ours >= 3, and no shape with torch_f64 / ours < 1.
 
@@ -11,7 +13,7 @@ With --memory it also measures, each in a fresh subprocess, the peak memory of a
 1 GiB of float32 gradOutput: the reference alone, and make_tensors (values + layout +
 golden) end to end. Target: peak below 2.5x (bytes of the case's inputs + float64 result).
 
-    python benchmarks/bench_reference.py                # speed tables (~15 s)
+    python benchmarks/bench_reference.py                # speed tables (~20 s)
     python benchmarks/bench_reference.py --memory       # + peak memory (~1 min, 6 GiB RAM)
 
 "ours" is the path backward() takes here: the compiled kernel (aclcheck._spread) when it
@@ -49,12 +51,13 @@ SHAPES: list[tuple[tuple[int, int, int, int], tuple[int, int]]] = [
     ((8, 3, 224, 224), (7, 7)),
 ]
 SPEED_TARGET = 3.0
-PAUSE_S = 0.05  # before each block of calls (see best_of)
+#: How best_of runs the functions (see there); --block 1 --pause 0 calls them one by one.
+TURNS = {"block": 5, "pause": 0.05}
 MEMORY_TARGET = 2.5
 GIB = 1 << 30
 
 
-def best_of(fns: list[Callable[[], object]], repeats: int, block: int = 5) -> list[float]:
+def best_of(fns: list[Callable[[], object]], repeats: int) -> list[float]:
     """Best wall time (ms) of each function: `repeats` rounds, and in each round every
     function runs `block` times back to back, the functions taking turns.
 
@@ -68,8 +71,8 @@ def best_of(fns: list[Callable[[], object]], repeats: int, block: int = 5) -> li
     best = [math.inf] * len(fns)
     for _ in range(repeats):
         for k, fn in enumerate(fns):
-            time.sleep(PAUSE_S)
-            for _ in range(block):
+            time.sleep(TURNS["pause"])
+            for _ in range(int(TURNS["block"])):
                 t0 = time.perf_counter()
                 fn()
                 best[k] = min(best[k], (time.perf_counter() - t0) * 1e3)
@@ -110,7 +113,8 @@ def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
     torch_bw = torch.ops.aten._adaptive_avg_pool2d_backward
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}; numpy "
           f"{np.__version__}; reference input {input_dtype}, chunk_elems {chunk_elems}; "
-          f"best of {repeats} rounds x 5 back-to-back calls, taking turns")
+          f"best of {repeats} rounds x {int(TURNS['block'])} back-to-back calls, taking turns, "
+          f"{TURNS['pause']:g} s pause before each")
     print(f"ours: {path_name()}")
     header = (f"{'self (N,C,H,W)':>20} {'-> (Ho,Wo)':>10} {'ours ms':>9} {'t_f64 ms':>9} "
               f"{'t_f32 ms':>9} {'f64/ours':>9} {'f32/ours':>9} {'numpy ms':>9} "
@@ -258,6 +262,10 @@ def memory() -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--block", type=int, default=int(TURNS["block"]),
+                        help="calls of one function back to back in each turn")
+    parser.add_argument("--pause", type=float, default=TURNS["pause"],
+                        help="seconds of pause before each turn")
     parser.add_argument("--chunk-elems", type=int, default=DEFAULT_CHUNK_ELEMS)
     parser.add_argument("--input-dtype", choices=("float32", "float64"), default="float32",
                         help="dtype of the gradOutput handed to the reference")
@@ -269,6 +277,7 @@ def main() -> int:
     if args.memory_child:
         print(json.dumps(memory_child(*args.memory_child)))
         return 0
+    TURNS.update(block=max(1, args.block), pause=max(0.0, args.pause))
     ok = True
     if not args.no_speed:
         ok &= speed(args.repeats, args.chunk_elems, args.input_dtype)
