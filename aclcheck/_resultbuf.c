@@ -108,7 +108,8 @@ static void give_back(region r)
     if (r.size > cache_limit) {
         evicted[n_evicted++] = r;
     } else {
-        while (cache_used > 0 && (cache_used == CACHE_SLOTS || cache_bytes + r.size > cache_limit)) {
+        while (cache_used > 0 &&
+               (cache_used == CACHE_SLOTS || cache_bytes + r.size > cache_limit)) {
             evicted[n_evicted++] = cache[0];
             cache_bytes -= cache[0].size;
             memmove(cache, cache + 1, (size_t)(--cache_used) * sizeof(region));

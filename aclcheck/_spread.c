@@ -652,12 +652,12 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
 #if !SPREAD_HAVE_THREADS
     threads = 1;
 #endif
-    /* Each thread's scratch on cache lines of its own (8 doubles = 64 bytes): threads that
-     * wrote neighbouring halves of one line made every row a cache-line ping-pong. */
     /* Four planes in the lanes of one vector: the W stage of small non-divisible planes
      * (where its gathers are most of the work), when the planes come in fours. */
-    int lanes4 = SPREAD_VEC && w_first && pw.second && !pw.run && ho * w <= LANES4_MAX_ELEMS &&
-                 rows >= 4;
+    int lanes4 = SPREAD_VEC && w_first && pw.second && !pw.run &&
+                 ho * w <= LANES4_MAX_ELEMS && rows >= 4;
+    /* Each thread's scratch on cache lines of its own (8 doubles = 64 bytes): threads that
+     * wrote neighbouring halves of one line made every row a cache-line ping-pong. */
     Py_ssize_t per = (scratch_elems(&ph, &pw, w_first, lanes4) + 7) / 8 * 8;
     scratch = PyMem_RawMalloc((size_t)(per * threads + 8) * sizeof(double));
     if (!scratch) {
@@ -674,8 +674,8 @@ static PyObject *backward_block(PyObject *self, PyObject *args)
     if (lanes4)
         block = (block + 3) / 4 * 4;
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (job){bufs[0].buf, bufs[0].itemsize == 4, bufs[1].buf, ph, pw, w_first, lanes4,
-                        rows, block, &next, lines + per * t};
+        jobs[t] = (job){bufs[0].buf, bufs[0].itemsize == 4, bufs[1].buf, ph, pw, w_first,
+                        lanes4, rows, block, &next, lines + per * t};
     }
     Py_BEGIN_ALLOW_THREADS
     run_jobs(jobs, threads);
@@ -695,7 +695,8 @@ static PyMethodDef methods[] = {
      "backward_block(g, out, h_lo, h_count, h_size, w_lo, w_count, w_size, rows, "
      "w_first, threads)\n\n"
      "Backward of adaptive average pooling 2D on a C-contiguous float64 or float32 "
-     "block g (rows, Ho, Wo) into float64 out (rows, H, W), with the numpy path's exact arithmetic.\n"
+     "block g (rows, Ho, Wo) into float64 out (rows, H, W), with the numpy path's exact "
+     "arithmetic (terms g / (kh * kw), then the two spreads).\n"
      "*_lo / *_count: int64 first window and window count of each position; *_size: "
      "int64 window sizes. w_first: spread along W first. threads: row-parallel threads "
      "(the result does not depend on it)."},
