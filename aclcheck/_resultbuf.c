@@ -77,6 +77,27 @@ static void unmap_region(void *p, size_t size)
 #endif
 }
 
+/* Drop slot i, keeping the others in age order (oldest first). Lock held. */
+static void remove_slot_locked(int i)
+{
+    memmove(cache + i, cache + i + 1, (size_t)(cache_used - i - 1) * sizeof(region));
+    cache_used--;
+}
+
+/* Take the oldest regions out of the cache until `room` more bytes fit under the limit
+ * (and, with `slot`, a free slot exists); returns how many went to `out`. Lock held. */
+static int evict_locked(size_t room, int slot, region *out)
+{
+    int n = 0;
+    while (cache_used > 0 &&
+           ((slot && cache_used == CACHE_SLOTS) || cache_bytes + room > cache_limit)) {
+        out[n++] = cache[0];
+        cache_bytes -= cache[0].size;
+        remove_slot_locked(0);
+    }
+    return n;
+}
+
 /* A cached region of at least `size` bytes and at most twice that (the smallest such),
  * taken out of the cache; {NULL, 0} when there is none. */
 static region take_cached(size_t size)
@@ -91,8 +112,8 @@ static region take_cached(size_t size)
     }
     if (best >= 0) {
         r = cache[best];
-        cache[best] = cache[--cache_used];
         cache_bytes -= r.size;
+        remove_slot_locked(best);
     }
     UNLOCK();
     return r;
@@ -108,18 +129,26 @@ static void give_back(region r)
     if (r.size > cache_limit) {
         evicted[n_evicted++] = r;
     } else {
-        while (cache_used > 0 &&
-               (cache_used == CACHE_SLOTS || cache_bytes + r.size > cache_limit)) {
-            evicted[n_evicted++] = cache[0];
-            cache_bytes -= cache[0].size;
-            memmove(cache, cache + 1, (size_t)(--cache_used) * sizeof(region));
-        }
+        n_evicted = evict_locked(r.size, 1, evicted);
         cache[cache_used++] = r;
         cache_bytes += r.size;
     }
     UNLOCK();
     for (int i = 0; i < n_evicted; i++)
         unmap_region(evicted[i].ptr, evicted[i].size);
+}
+
+/* A non-negative size argument (at least `min`), or -1 with an exception set. */
+static Py_ssize_t size_arg(PyObject *arg, const char *what, Py_ssize_t min)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    if (n < min) {
+        PyErr_Format(PyExc_ValueError, "%s must be >= %zd", what, min);
+        return -1;
+    }
+    return n;
 }
 
 typedef struct {
@@ -156,13 +185,9 @@ static PyTypeObject BlockType = {
 static PyObject *rb_empty(PyObject *mod, PyObject *arg)
 {
     (void)mod;
-    Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred())
+    Py_ssize_t n = size_arg(arg, "nbytes", 1);
+    if (n < 0)
         return NULL;
-    if (n < 1) {
-        PyErr_SetString(PyExc_ValueError, "nbytes must be >= 1");
-        return NULL;
-    }
     region r = take_cached((size_t)n); /* the block keeps the whole region, for give_back */
     if (r.ptr) {
         hits++;
@@ -186,22 +211,13 @@ static PyObject *rb_empty(PyObject *mod, PyObject *arg)
 static PyObject *rb_set_limit(PyObject *mod, PyObject *arg)
 {
     (void)mod;
-    Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred())
+    Py_ssize_t n = size_arg(arg, "limit", 0);
+    if (n < 0)
         return NULL;
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "limit must be >= 0");
-        return NULL;
-    }
     region evicted[CACHE_SLOTS];
-    int n_evicted = 0;
     LOCK();
     cache_limit = (size_t)n;
-    while (cache_used > 0 && cache_bytes > cache_limit) {
-        evicted[n_evicted++] = cache[0];
-        cache_bytes -= cache[0].size;
-        memmove(cache, cache + 1, (size_t)(--cache_used) * sizeof(region));
-    }
+    int n_evicted = evict_locked(0, 0, evicted);
     UNLOCK();
     for (int i = 0; i < n_evicted; i++)
         unmap_region(evicted[i].ptr, evicted[i].size);

@@ -108,6 +108,22 @@ def test_cache_stays_within_its_limit() -> None:
     assert stats()["bytes"] <= 64 * MIB
     reference._resultbuf.set_limit(8 * MIB)
     assert stats()["bytes"] <= 8 * MIB
+    with pytest.raises(ValueError, match="limit must be >= 0"):
+        reference._resultbuf.set_limit(-1)
+    with pytest.raises(ValueError, match="nbytes must be >= 1"):
+        reference._resultbuf.empty(0)
+
+
+def test_the_oldest_blocks_go_first() -> None:
+    a, b = empty_result((BIG,)), empty_result((2 * BIG,))
+    del a  # cached first: the oldest
+    del b
+    reference._resultbuf.set_limit(2 * BIG * 8)  # room for one of them: b stays
+    assert stats()["blocks"] == 1 and stats()["bytes"] == 2 * BIG * 8
+    hits = stats()["hits"]
+    c = empty_result((2 * BIG,))
+    assert stats()["hits"] == hits + 1
+    del c
 
 
 def test_limit_zero_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
