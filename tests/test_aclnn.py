@@ -14,17 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from tests_support import write_golden
 
 from aclcheck import contract
 from aclcheck.cli import cli
-from aclcheck.generate import generate
 from aclcheck.impls import ImplementationUnavailable, available, create
 from aclcheck.impls.aclnn_abi import ENV_LIB_DIR, find_libraries
 from aclcheck.impls.aclnn_impl import AclnnImpl, configure_environment, product_for_soc
 from aclcheck.impls.base import CallInputs
 from aclcheck.layouts import layout_geometry
-from aclcheck.store import GoldenFile, open_golden, run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.store import GoldenFile, open_golden
+from aclcheck.suite import Selection
 
 SOURCE = Path(__file__).parent / "aclnn_standin" / "aclnn_standin.c"
 PARTS = {"ACL": "libascendcl.so", "NNOPBASE": "libnnopbase.so", "OPAPI": "libopapi.so"}
@@ -58,9 +58,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every product, dtype, format and family once (positive and invalid calls)."""
-    path = tmp_path_factory.mktemp("aclnn") / "suite.h5"
-    generate(path, build_suite(Selection(seed=11)), run_meta("test", "aclnn-tests"))
-    return path
+    return write_golden(tmp_path_factory.mktemp("aclnn"), Selection(seed=11), "aclnn-tests")
 
 
 @pytest.fixture

@@ -11,14 +11,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from tests_support import write_golden
 
 from aclcheck.binexchange import raw_bytes
 from aclcheck.cli import cli
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
-from aclcheck.generate import generate
 from aclcheck.reference import backward
-from aclcheck.store import open_golden, read_results, run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.store import open_golden, read_results
+from aclcheck.suite import Selection
 
 #: what a harness knows: raw little-endian element types by manifest dtype name
 RAW_TYPES = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "bfloat16": "<u2",
@@ -28,10 +28,9 @@ RAW_TYPES = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "bfloat16": "
 
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("xchg") / "suite.h5"
-    cases = build_suite(Selection(products=("atlas-a2", "atlas-training"), seed=5))
-    generate(path, cases, run_meta("test", "exchange-tests"))
-    return path
+    return write_golden(tmp_path_factory.mktemp("xchg"),
+                        Selection(products=("atlas-a2", "atlas-training"), seed=5),
+                        "exchange-tests")
 
 
 def cli_run(*args: str) -> tuple[int, str]:

@@ -8,22 +8,20 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests_support import write_golden
 
 from aclcheck import sharding
 from aclcheck.cli import cli
-from aclcheck.generate import generate
-from aclcheck.store import run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite import Selection
 
 FAMILIES = ("divisible", "nondivisible", "upsampling", "global", "layout", "invalid")
 
 
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("gate") / "suite.h5"
-    cases = build_suite(Selection(products=("atlas-a2",), families=FAMILIES, seed=11))
-    generate(path, cases, run_meta("test", "gate-tests"))
-    return path
+    return write_golden(tmp_path_factory.mktemp("gate"),
+                        Selection(products=("atlas-a2",), families=FAMILIES, seed=11),
+                        "gate-tests")
 
 
 def cli_run(*args: str) -> tuple[int, str]:

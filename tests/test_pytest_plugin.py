@@ -12,11 +12,11 @@ from pathlib import Path
 import h5py
 import pytest
 from click.testing import CliRunner
+from tests_support import write_golden
 
 from aclcheck.cli import cli
-from aclcheck.generate import generate
-from aclcheck.store import open_golden, run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.store import open_golden
+from aclcheck.suite import Selection
 
 pytest_plugins = ["pytester"]
 
@@ -42,11 +42,10 @@ NO_CACHE = ("-p", "no:cacheprovider", "-p", "no:benchmark")
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """25 atlas-a2 float32 cases: 3 divisible, 3 nondivisible, 19 invalid calls."""
-    path = tmp_path_factory.mktemp("plugin") / "suite.h5"
-    cases = build_suite(Selection(products=("atlas-a2",), dtypes=("float32",),
-                                  families=("divisible", "nondivisible", "invalid")))
-    generate(path, cases, run_meta("t", "t"))
-    return path
+    return write_golden(tmp_path_factory.mktemp("plugin"),
+                        Selection(products=("atlas-a2",), dtypes=("float32",),
+                                  families=("divisible", "nondivisible", "invalid")),
+                        "plugin-tests")
 
 
 @pytest.fixture

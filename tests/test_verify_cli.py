@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests_support import write_golden
 
 from aclcheck.cli import cli
-from aclcheck.generate import generate
-from aclcheck.store import open_golden, run_meta, write_results
-from aclcheck.suite import Selection, build_suite
+from aclcheck.store import open_golden, write_results
+from aclcheck.suite import Selection
 
 POSITIVE = ("divisible", "nondivisible", "upsampling", "global", "identity", "rank3",
             "alignment", "exactint", "special", "empty", "layout")
@@ -22,10 +22,9 @@ POSITIVE = ("divisible", "nondivisible", "upsampling", "global", "identity", "ra
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A2 (FP32 accumulation) and training (input-dtype accumulation), every family."""
-    path = tmp_path_factory.mktemp("golden") / "suite.h5"
-    cases = build_suite(Selection(products=("atlas-a2", "atlas-training"), seed=7))
-    generate(path, cases, run_meta("test", "verify-tests"))
-    return path
+    return write_golden(tmp_path_factory.mktemp("golden"),
+                        Selection(products=("atlas-a2", "atlas-training"), seed=7),
+                        "verify-tests")
 
 
 def run(*args: str) -> tuple[int, str]:

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from aclcheck.generate import generate
 from aclcheck.impls.base import CallInputs
 from aclcheck.impls.reference import ReferenceImpl
-from aclcheck.store import GoldenFile, ResultRow
+from aclcheck.store import GoldenFile, ResultRow, run_meta
+from aclcheck.suite import Selection, build_suite
+
+
+def write_golden(folder: Path, selection: Selection, suite: str) -> Path:
+    """A golden file `folder`/suite.h5 of the selection's cases (module fixtures use it)."""
+    path = folder / "suite.h5"
+    generate(path, build_suite(selection), run_meta("test", suite))
+    return path
 
 
 def reference_rows(gf: GoldenFile, product: str) -> list[ResultRow]:
