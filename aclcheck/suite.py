@@ -165,18 +165,14 @@ def _entry_to_case(entry: Any, index: int, suite_seed: int) -> Case:
         raise _EntryError("product", f"unknown product {prod!r}; valid: "
                           f"{', '.join(contract.PRODUCTS)}")
     kw["product"] = prod
-    for key in _DTYPE_KEYS:
-        if key in entry:
-            try:
-                kw[key] = contract.normalize_dtype(_string(entry[key], key))
-            except ValueError as exc:
-                raise _EntryError(key, str(exc)) from None
-    for key in _FORMAT_KEYS:
-        if key in entry:
-            try:
-                kw[key] = contract.normalize_format(_string(entry[key], key))
-            except ValueError as exc:
-                raise _EntryError(key, str(exc)) from None
+    for keys, normalize in ((_DTYPE_KEYS, contract.normalize_dtype),
+                            (_FORMAT_KEYS, contract.normalize_format)):
+        for key in keys:
+            if key in entry:
+                try:
+                    kw[key] = normalize(_string(entry[key], key))
+                except ValueError as exc:
+                    raise _EntryError(key, str(exc)) from None
     for key in _TUPLE_KEYS:
         if key in entry:
             kw[key] = _shape(entry[key], key)
