@@ -174,6 +174,13 @@ INLINE void add_rows(double *d, const double *a, const double *restrict b, Py_ss
 {
     Py_ssize_t k = 0;
 #if SPREAD_VEC
+    if (d != a && n >= 4) {
+        /* Not in place: the last four again, overlapping, instead of a scalar tail. */
+        for (; k + 4 < n; k += 4)
+            store4(d + k, add4(load4(a + k), load4(b + k)));
+        store4(d + n - 4, add4(load4(a + n - 4), load4(b + n - 4)));
+        return;
+    }
     for (; k + 4 <= n; k += 4)
         store4(d + k, add4(load4(a + k), load4(b + k)));
 #endif
@@ -236,14 +243,6 @@ INLINE void spread_rows(const double *restrict src, Py_ssize_t n, const axis_pla
         int64_t c = ph->count[p];
         if (c == 1) {
             copy_row(d, a, n);
-#if SPREAD_VEC
-        } else if (c == 2 && n >= 4) {
-            /* d and a never overlap here: the last four again, overlapping, no tail */
-            Py_ssize_t k = 0;
-            for (; k + 4 < n; k += 4)
-                store4(d + k, add4(load4(a + k), load4(a + n + k)));
-            store4(d + n - 4, add4(load4(a + n - 4), load4(a + 2 * n - 4)));
-#endif
         } else {
             add_rows(d, a, a + n, n);
             for (int64_t r = 2; r < c; r++)

@@ -58,7 +58,6 @@ NATIVE_ROWS_PER_THREAD = 4
 #: Smaller results come from np.empty, whose allocator reuses freed memory by itself.
 RESULT_CACHE_MIN_BYTES = 4 << 20
 RESULT_CACHE_DEFAULT_MB = 512
-_cache_limit: list[int] = [-1]  # the limit last handed to _resultbuf
 
 
 def result_cache_limit() -> int:
@@ -81,9 +80,7 @@ def empty_result(shape: tuple[int, ...]) -> np.ndarray:
     if limit == 0 or n * 8 < RESULT_CACHE_MIN_BYTES:
         return np.empty(shape, dtype=np.float64)
     assert _resultbuf is not None
-    if limit != _cache_limit[0]:
-        _resultbuf.set_limit(limit)
-        _cache_limit[0] = limit
+    _resultbuf.set_limit(limit)  # the environment may have changed it since the last call
     block = _resultbuf.empty(n * 8)
     return np.frombuffer(block, dtype=np.float64, count=n).reshape(shape)
 

@@ -34,11 +34,9 @@ def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     gc.collect()
     rb.set_limit(0)
     rb.set_limit(64 * MIB)
-    reference._cache_limit[0] = 64 * MIB
     yield
     gc.collect()
     rb.set_limit(0)
-    reference._cache_limit[0] = -1
 
 
 def owner(a: np.ndarray) -> object:
