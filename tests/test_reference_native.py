@@ -38,20 +38,13 @@ with np.errstate(invalid="ignore"):
 @contextmanager
 def env(**values: str | None) -> Iterator[None]:
     """Set (or with None, remove) environment variables for the duration of a block."""
-    saved = {k: os.environ.get(k) for k in values}
-    try:
+    with pytest.MonkeyPatch.context() as mp:
         for k, v in values.items():
             if v is None:
-                os.environ.pop(k, None)
+                mp.delenv(k, raising=False)
             else:
-                os.environ[k] = v
+                mp.setenv(k, v)
         yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def numpy_path(grad: np.ndarray, in_hw: tuple[int, int], **kw: object) -> np.ndarray:
