@@ -13,6 +13,7 @@ from aclcheck.cli import generate as _generate
 from aclcheck.cli import impls as _impls
 from aclcheck.cli import inspect as _inspect
 from aclcheck.cli import products as _products
+from aclcheck.cli import report as _report
 from aclcheck.cli import reports as _reports
 from aclcheck.cli import tolerances as _tolerances
 from aclcheck.cli import verify as _verify
@@ -46,6 +47,7 @@ cli.add_command(_exchange.export)
 cli.add_command(_exchange.import_)
 cli.add_command(_reports.diff)
 cli.add_command(_reports.merge)
+cli.add_command(_report.report)
 
 
 def main() -> None:
