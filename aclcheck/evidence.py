@@ -152,7 +152,9 @@ class EvidenceBuilder:
                 pos += take
 
     def _histogram(self, ratio: np.ndarray, any_fail: bool) -> None:
-        exp = np.frexp(ratio)[1]  # ratio in [2**(e-1), 2**e); frexp(inf) has e == 0
+        # ratio in [2**(e-1), 2**e); frexp(0) and frexp(inf) have e == 0: lift zeros
+        # (exact elements) far below the first edge, send infinities to the top below
+        exp = np.frexp(np.add(ratio, 1e-300))[1]
         exp -= HIST_LOG2_EDGES[0]
         np.clip(exp, 0, _HIST_BINS - 1, out=exp)
         if any_fail:
