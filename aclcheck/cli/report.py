@@ -6,7 +6,6 @@ import click
 
 from aclcheck.cli.common import handle_errors, stderr_console
 from aclcheck.errors import EXIT_CODES_HELP
-from aclcheck.report import html as html_report
 from aclcheck.report import json_report
 from aclcheck.store import check_output_path
 
@@ -27,6 +26,8 @@ def report(report_path: str, html_path: str) -> None:
       aclcheck verify suite.h5 --impl torch --json run.json
       aclcheck report run.json --html run.html
     """
+    from aclcheck.report import html as html_report  # matplotlib: only when run
+
     check_output_path(html_path, force=True)
     data, verdicts = json_report.read(report_path)
     html_report.write(html_path, data, verdicts)

@@ -25,7 +25,6 @@ from aclcheck.impls.aclnn_impl import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.judge import JudgeOptions
 from aclcheck.report import console as console_report
-from aclcheck.report import html as html_report
 from aclcheck.report import json_report, junit
 from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
 from aclcheck.selection import select
@@ -273,6 +272,8 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
     if junit_path:
         junit.write(junit_path, verdicts, suite_name=f"aclcheck {adapter.name} {Path(golden).name}")
     if html_path:
+        from aclcheck.report import html as html_report  # matplotlib: only when asked
+
         html_report.write(html_path, report, verdicts)
     if interrupted:
         sys.exit(130)

@@ -4,7 +4,8 @@ Per case the pictures are tiny PNG images of the data itself (one pixel per map 
 plane, scaled up by the browser): a matplotlib figure per case costs ~100 ms, which
 would make the page slower to write than a verify run; colouring arrays with matplotlib's
 colormaps and `imsave` costs ~1 ms. The colour legend, drawn once per page, is a real
-matplotlib figure. Everything is returned as `data:` URIs or plain numbers, never markup.
+matplotlib figure (Agg canvas, no pyplot). Everything is returned as `data:` URIs or
+plain numbers, never markup.
 """
 
 from __future__ import annotations
@@ -14,16 +15,15 @@ import io
 import math
 from dataclasses import dataclass
 
-import matplotlib
+import matplotlib.image as mpimg
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import LinearSegmentedColormap, LogNorm
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # no display; must precede pyplot
-import matplotlib.image as mpimg  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib import colormaps  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap, LogNorm  # noqa: E402
-
-from aclcheck.evidence import HIST_LOG2_EDGES, Evidence, hist_labels  # noqa: E402
+from aclcheck.evidence import HIST_LOG2_EDGES, Evidence, hist_labels
 
 #: log10 of error/allowed mapped onto the colours: [LOW, 0] within budget (greys),
 #: (0, HIGH] over budget (yellow to dark red); inf (a NaN/inf mismatch) is magenta.
@@ -146,17 +146,14 @@ def legend() -> str:
     steps = np.logspace(LOW, HIGH, 256)
     rgba = ratio_colours(steps[None, :])[0]
     cmap = LinearSegmentedColormap.from_list("aclcheck-ratio", rgba)
-    fig = plt.figure(figsize=(5.2, 0.75), dpi=100)
-    try:
-        ax = fig.add_axes((0.04, 0.55, 0.92, 0.3))
-        bar = fig.colorbar(plt.cm.ScalarMappable(LogNorm(10 ** LOW, 10 ** HIGH), cmap),
-                           cax=ax, orientation="horizontal")
-        bar.set_label("error / allowed (worst over the N·C planes); 1 = the budget",
-                      fontsize=8)
-        bar.ax.tick_params(labelsize=7)
-        bar.ax.axvline(1.0, color="black", linewidth=1.5)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-    finally:
-        plt.close(fig)
+    fig = Figure(figsize=(5.2, 0.75), dpi=100)  # no pyplot: no global figure state
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0.04, 0.55, 0.92, 0.3))
+    bar = fig.colorbar(ScalarMappable(LogNorm(10 ** LOW, 10 ** HIGH), cmap), cax=ax,
+                       orientation="horizontal")
+    bar.set_label("error / allowed (worst over the N·C planes); 1 = the budget", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    bar.ax.axvline(1.0, color="black", linewidth=1.5)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
     return data_uri(buf.getvalue())
