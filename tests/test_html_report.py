@@ -98,7 +98,7 @@ def test_every_failing_case_has_its_section_and_pictures(broken_run: tuple[Path,
     with_pics = [d for d in page.details if "FAIL" in "".join(d["text"])]
     assert len(with_pics) == len(failing)
     for d in with_pics:
-        assert len(d["imgs"]) == 2 and d["svgs"] == 1
+        assert len(d["imgs"]) == 3  # heat map, planes, histogram
         assert all(src.startswith("data:image/png;base64,") for src in d["imgs"])
     # summary table with every case, matrix, one script of our own, nothing remote
     rows = [a for t, a in page.tags if t == "tr" and "data-verdict" in a]

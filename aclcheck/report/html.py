@@ -19,7 +19,14 @@ from typing import Any
 import jinja2
 
 from aclcheck import __version__
-from aclcheck.report.pictures import CasePictures, case_pictures, legend
+from aclcheck.report.pictures import (
+    BAR_W,
+    HIST_ROWS,
+    PICTURE_PX,
+    CasePictures,
+    case_pictures,
+    legend,
+)
 from aclcheck.verdicts import FAILING, SUMMARY_KEYS, CaseVerdict, Verdict, summarize
 
 #: Non-passing cases whose section starts open.
@@ -151,6 +158,14 @@ def _row(n: int, v: CaseVerdict, anchor: str) -> dict[str, Any]:
             "time": f"{v.time_s:.3f}", "time_key": repr(v.time_s)}
 
 
+def _hist_px() -> tuple[int, int]:
+    """Display size of the histogram pictures (same for every case)."""
+    from aclcheck.evidence import HIST_LOG2_EDGES
+
+    cols = (len(HIST_LOG2_EDGES) + 1) * (BAR_W + 1)
+    return PICTURE_PX, max(60, round(PICTURE_PX * HIST_ROWS / cols))
+
+
 def page_warnings(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> list[str]:
     """What the page cannot show or should qualify (another version, missing data)."""
     out = []
@@ -192,7 +207,7 @@ def render(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> str:
         title=title, meta=meta, counts=counts, bad_keys=BAD_KEYS,
         warnings=page_warnings(report, verdicts), matrix=_matrix(verdicts), rows=rows,
         details=details, legend=legend() if details else "", open_first=OPEN_FIRST,
-        verdict_names=[v.value for v in Verdict])
+        verdict_names=[v.value for v in Verdict], hist_px=_hist_px())
 
 
 def write(path: str | Path, report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> None:

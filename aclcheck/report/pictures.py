@@ -1,11 +1,12 @@
-"""Pictures of the HTML report, drawn with matplotlib (Agg) from `Evidence`.
+"""Pictures of the HTML report, coloured with matplotlib's colormaps from `Evidence`.
 
 Per case the pictures are tiny PNG images of the data itself (one pixel per map cell or
-plane, scaled up by the browser): a matplotlib figure per case costs ~100 ms, which
-would make the page slower to write than a verify run; colouring arrays with matplotlib's
-colormaps and `imsave` costs ~1 ms. The colour legend, drawn once per page, is a real
-matplotlib figure (Agg canvas, no pyplot). Everything is returned as `data:` URIs or
-plain numbers, never markup.
+plane, scaled up by the browser, axes and labels in the page): a matplotlib figure per
+case costs ~100 ms, which would make the page slower to write than a verify run;
+colouring arrays with matplotlib's colormaps and encoding them with Pillow (what
+matplotlib's own `imsave` uses) costs well under 1 ms, and importing only
+`matplotlib.colors` keeps the start-up cost down. The histogram is numbers for the
+page's SVG. Everything is returned as `data:` URIs or plain numbers, never markup.
 """
 
 from __future__ import annotations
@@ -15,13 +16,9 @@ import io
 import math
 from dataclasses import dataclass
 
-import matplotlib.image as mpimg
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.cm import ScalarMappable
-from matplotlib.colors import LinearSegmentedColormap, LogNorm
-from matplotlib.figure import Figure
+from PIL import Image
 
 from aclcheck.evidence import HIST_LOG2_EDGES, Evidence, hist_labels
 
@@ -39,8 +36,12 @@ def data_uri(png: bytes) -> str:
 
 
 def _png(rgba: np.ndarray) -> bytes:
+    """PNG (RGB, fast compression: these images are tiny and many) of an (rows, cols, 4)
+    float RGBA array in [0, 1]; alpha is dropped."""
+    pixels = np.ascontiguousarray(np.clip(rgba[..., :3] * 255.0 + 0.5, 0, 255)
+                                  .astype(np.uint8))
     buf = io.BytesIO()
-    mpimg.imsave(buf, rgba, format="png")
+    Image.fromarray(pixels, "RGB").save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
 
 
@@ -56,14 +57,26 @@ def ratio_colours(grid: np.ndarray) -> np.ndarray:
     return rgba
 
 
-@dataclass(frozen=True)
-class Bar:
-    """One histogram bar as plain numbers for the page's SVG (percent of the height)."""
+#: Histogram bins from [1, 2) up: over the budget.
+FIRST_OVER = HIST_LOG2_EDGES.index(0) + 1
+HIST_ROWS, BAR_W = 40, 3
+_BAR_UNDER = (0.55, 0.58, 0.62, 1.0)
+_BAR_OVER = (0.81, 0.13, 0.18, 1.0)
 
-    label: str
-    count: int
-    height: float
-    over: bool  # bin above the budget (error/allowed >= 1)
+
+def hist_colours(counts: np.ndarray) -> np.ndarray:
+    """RGBA bar chart of the histogram: a bar per bin (BAR_W pixels and a gap), grey
+    within budget, red over it, heights on a square-root scale (small counts show)."""
+    n = counts.size
+    rgba = np.ones((HIST_ROWS, n * (BAR_W + 1), 4))
+    peak = math.sqrt(max(1, int(counts.max())))
+    for i, c in enumerate(counts.tolist()):
+        if c:
+            height = max(1, round(HIST_ROWS * math.sqrt(c) / peak))
+            cols = slice(i * (BAR_W + 1), i * (BAR_W + 1) + BAR_W)
+            rgba[HIST_ROWS - height:, cols] = _BAR_OVER if i >= FIRST_OVER else _BAR_UNDER
+    rgba[:, FIRST_OVER * (BAR_W + 1) - 1] = (0.0, 0.0, 0.0, 1.0)  # the budget
+    return rgba
 
 
 #: Longer side of a picture on the page, CSS pixels.
@@ -93,7 +106,10 @@ class CasePictures:
     planes_failing: int
     planes_total: int
     plane_group: int
-    bars: tuple[Bar, ...]
+    hist: str  # data URI ("" when the report's binning is not this version's)
+    hist_total: int
+    hist_over: int  # elements with error/allowed >= 1 (bins from [1, 2) up)
+    hist_labels: tuple[str, str]  # first and last bin
     standard: str
 
 
@@ -112,7 +128,7 @@ def _planes_image(ev: Evidence) -> tuple[np.ndarray, tuple[int, int]]:
         level = np.log1p(np.nan_to_num(grid)) / math.log1p(top)
     rgba = _PLANES(0.25 + 0.75 * level)
     rgba[grid == 0] = (0.93, 0.96, 0.93, 1.0)
-    rgba[np.isnan(grid)] = (1.0, 1.0, 1.0, 0.0)
+    rgba[np.isnan(grid)] = (1.0, 1.0, 1.0, 1.0)  # padding of the strip
     return rgba, grid.shape
 
 
@@ -122,13 +138,7 @@ def case_pictures(ev: Evidence) -> CasePictures:
     heat = data_uri(_png(ratio_colours(grid))) if grid.size else ""
     planes_rgba, planes_grid = _planes_image(ev)
     counts = ev.hist
-    bars: tuple[Bar, ...] = ()
-    if counts.size:
-        peak = max(1, int(counts.max()))
-        labels = hist_labels()
-        first_over = HIST_LOG2_EDGES.index(0) + 1  # bins from [1, 2) up
-        bars = tuple(Bar(labels[i], int(c), 100.0 * c / peak if c else 0.0, i >= first_over)
-                     for i, c in enumerate(counts.tolist()))
+    labels = hist_labels()
     cells = (int(grid.shape[0]), int(grid.shape[1]))
     return CasePictures(
         heatmap=heat, map_cells=cells, map_px=display_size(*cells), hw=ev.hw,
@@ -137,23 +147,26 @@ def case_pictures(ev: Evidence) -> CasePictures:
         planes_grid=(int(planes_grid[0]), int(planes_grid[1])),
         planes_px=display_size(int(planes_grid[0]), int(planes_grid[1]), PICTURE_PX * 2 // 3),
         planes_failing=int(np.count_nonzero(ev.plane_fails)),
-        planes_total=ev.planes, plane_group=ev.plane_group, bars=bars, standard=ev.standard)
+        planes_total=ev.planes, plane_group=ev.plane_group,
+        hist=data_uri(_png(hist_colours(counts))) if counts.size == len(labels) else "",
+        hist_total=int(counts.sum()), hist_over=int(counts[FIRST_OVER:].sum()),
+        hist_labels=(labels[0], labels[-1]), standard=ev.standard)
 
 
-def legend() -> str:
-    """The colour scale of the heat maps as a matplotlib colour bar (data URI), drawn
-    once per page."""
-    steps = np.logspace(LOW, HIGH, 256)
-    rgba = ratio_colours(steps[None, :])[0]
-    cmap = LinearSegmentedColormap.from_list("aclcheck-ratio", rgba)
-    fig = Figure(figsize=(5.2, 0.75), dpi=100)  # no pyplot: no global figure state
-    FigureCanvasAgg(fig)
-    ax = fig.add_axes((0.04, 0.55, 0.92, 0.3))
-    bar = fig.colorbar(ScalarMappable(LogNorm(10 ** LOW, 10 ** HIGH), cmap), cax=ax,
-                       orientation="horizontal")
-    bar.set_label("error / allowed (worst over the N·C planes); 1 = the budget", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
-    bar.ax.axvline(1.0, color="black", linewidth=1.5)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return data_uri(buf.getvalue())
+@dataclass(frozen=True)
+class Legend:
+    """The heat maps' colour scale: a gradient strip and its tick labels (percent from
+    the left), drawn once per page."""
+
+    strip: str  # data URI
+    ticks: tuple[tuple[float, str], ...]
+    budget_at: float  # percent from the left where error/allowed == 1
+
+
+def legend() -> Legend:
+    steps = np.logspace(LOW, HIGH, 240)
+    strip = data_uri(_png(ratio_colours(steps[None, :])))
+    span = HIGH - LOW
+    ticks = tuple((100.0 * (e - LOW) / span, f"1e{e:+d}" if e else "1")
+                  for e in range(int(LOW), int(HIGH) + 1, 2))
+    return Legend(strip, ticks, 100.0 * -LOW / span)
