@@ -38,6 +38,7 @@ def broken_run(golden: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
                                       "kernels:off_by_one_end", "--html", str(page),
                                       "--json", str(report)], catch_exceptions=False)
     assert result.exit_code == 1, result.output
+    assert "error/allowed, worst over" in result.output  # the terminal error map
     return page, report
 
 

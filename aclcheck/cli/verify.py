@@ -266,7 +266,7 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
     if shard:
         extra["shard"] = shard
     report = json_report.build(verdicts, implementation=adapter.name, standards=standards,
-                               golden=str(golden), extra=extra)
+                               golden=str(golden), extra=extra) if json_path or html_path else {}
     if json_path:
         json_report.write(json_path, report)
     if junit_path:
