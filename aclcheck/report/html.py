@@ -101,11 +101,11 @@ def _detail(v: CaseVerdict, anchor: str) -> Detail:
     pictures, missing = None, ""
     if v.evidence is not None:
         pictures = case_pictures(v.evidence)
-    elif v.verdict == Verdict.FAIL or (v.verdict in (Verdict.XFAIL, Verdict.XPASS)
-                                       and v.metrics):
-        missing = "the report has no picture data for this case (written by an older " \
-                  "aclcheck, or the data was damaged)" if v.verdict == Verdict.FAIL else \
-                  "the comparison passed: nothing to locate"
+    elif v.verdict == Verdict.FAIL:
+        missing = ("the report has no picture data for this case (written by an older "
+                   "aclcheck, or the data was damaged)")
+    elif v.metrics:
+        missing = "no element over its allowance: nothing to locate"
     else:
         missing = f"{v.verdict.value} is not a numeric comparison: nothing to locate"
     metrics = tuple((k, _fmt(v.metrics[k])) for k in SHOWN_METRICS if k in v.metrics)
