@@ -172,3 +172,24 @@ def test_hunt_refuses_a_bad_output_before_any_work(tmp_path: Path) -> None:
     assert code == 2 and "exists" in out
     code, out = invoke("hunt", "--dtype", "int7", "-o", str(tmp_path / "x"))
     assert code == 2
+
+
+def test_case_file_entries_round_trip(tmp_path: Path) -> None:
+    from aclcheck.casewriter import append, toml_file
+    from aclcheck.suite import parse_case_entries
+
+    cases = [
+        Case(id='odd"id#x', family="f", product="atlas-a3", dtype="bfloat16", format="NCL",
+             self_shape=(3, 8, 8), grad_shape=(3, 4, 4), seed=2**62, distribution="special",
+             layout="strided"),
+        Case(id="nulls", family="file", product="atlas-training", dtype="float16",
+             format="ND", self_shape=(2, 3, 8, 8), grad_shape=(3, 3, 4, 4), seed=1,
+             null=("out",), out_dtype="float32"),
+    ]
+    text = toml_file(cases, "round-trip", ["first\nsecond line"])
+    assert parse_case_entries(tomllib.loads(text), "x") == cases
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    written = append(path, cases[1])
+    assert written.id == "nulls-2"
+    assert [c.id for c in load_case_file(path).cases] == [cases[0].id, "nulls", "nulls-2"]
