@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from aclcheck import evidence
 from aclcheck.cases import Case, make_tensors
 from aclcheck.compare import Context, compare
 from aclcheck.evidence import HIST_LOG2_EDGES, JSON_INF, MAP_CELLS, Evidence, EvidenceBuilder
@@ -41,8 +42,12 @@ def _expected_map(ratio: np.ndarray) -> np.ndarray:
     return out
 
 
+@pytest.mark.parametrize("full_map", [True, False])  # full-resolution map, or cells per chunk
 @pytest.mark.parametrize("shape", [(2, 3, 5, 7), (3, 40, 70), (1, 1, 1, 1), (2, 1, 33, 1)])
-def test_builder_matches_brute_force_for_any_chunking(shape: tuple[int, ...]) -> None:
+def test_builder_matches_brute_force_for_any_chunking(shape: tuple[int, ...], full_map: bool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    if not full_map:
+        monkeypatch.setattr(evidence, "FULL_MAP_LIMIT", 0)
     ratio, fail = _ratios(shape)
     flat, flat_fail = ratio.reshape(-1), fail.reshape(-1)
     plane = shape[-2] * shape[-1]
