@@ -22,6 +22,7 @@ import numpy as np
 from aclcheck.budget import BudgetModel, budget_model, half_ulp
 from aclcheck.chunks import plane_blocks
 from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, FloatFormat, float_format
+from aclcheck.evidence import Evidence, EvidenceBuilder
 from aclcheck.reference import backward
 from aclcheck.standards import DEFAULT_STANDARD, Overrides, get_standard
 
@@ -92,6 +93,7 @@ class Comparison:
     worst: tuple[Worst, ...]
     notes: tuple[str, ...] = ()
     hints: tuple[str, ...] = field(default=())
+    evidence: Evidence | None = None  # where the errors sit (failing comparisons only)
 
     @property
     def gating(self) -> StandardResult:
@@ -683,6 +685,7 @@ class _Run:
         self.totals = _Totals()
         self.worst = _Worst()
         self.hints = _Hints(self.model)
+        self.evidence = EvidenceBuilder(self.shape, names[0])
         self.zones = _Zones()
         self.track_path = self.model.path.scale_note is not None
         full = (slice(None), slice(None))
@@ -755,7 +758,9 @@ class _Run:
         if ch.bad is not None:
             score = np.where(ch.bad, np.inf, score)
         self.worst.offer(score, start, g, a, gate_allowed)
-        if self.gate.fails > before:
+        failed = self.gate.fails > before
+        self.evidence.add(score, gate_fail if failed else None, start)
+        if failed:
             self.hints.update(gate_fail, start)
 
     def outcome(self) -> Comparison:
@@ -773,6 +778,7 @@ class _Run:
             worst=self.worst.records(self.shape),
             notes=tuple(notes),
             hints=self.hints.lines(float(metrics["error_balance"]), float(metrics["mere"])),
+            evidence=None if results[0].passed else self.evidence.result(),
         )
 
 

@@ -155,7 +155,7 @@ def judge_success(case: Case, golden: np.ndarray | None, grad_values: np.ndarray
         gate = result.standards[0] if result.standards else None
         headline = gate.detail if gate is not None and gate.detail else "out of tolerance"
         return _base(case, Verdict.FAIL, headline, detail=result.message(), metrics=metrics,
-                     standards=standards, notes=notes, **common)
+                     standards=standards, notes=notes, evidence=result.evidence, **common)
     if not np.any(golden):
         return _base(case, Verdict.MISTRUSTED, "golden is all zeros: the case cannot "
                      "discriminate", metrics=metrics, standards=standards, notes=notes,

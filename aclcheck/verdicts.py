@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from aclcheck.evidence import Evidence
+
 
 class Verdict(StrEnum):
     PASS = "PASS"
@@ -67,6 +69,7 @@ class CaseVerdict:
     time_s: float = 0.0
     repro: str = ""
     index: int = -1  # position in the golden file's index (orders merged shard reports)
+    evidence: Evidence | None = field(default=None, compare=False)  # where errors sit (FAIL)
 
     @property
     def failing(self) -> bool:
@@ -90,6 +93,7 @@ class CaseVerdict:
             "time_s": self.time_s,
             "repro": self.repro,
             "index": self.index,
+            **({"evidence": self.evidence.to_json()} if self.evidence is not None else {}),
         }
 
     @classmethod
@@ -111,6 +115,7 @@ class CaseVerdict:
             time_s=float(data.get("time_s", 0.0)),
             repro=data.get("repro", ""),
             index=int(data.get("index", -1)),
+            evidence=Evidence.from_json(data.get("evidence")),
         )
 
 

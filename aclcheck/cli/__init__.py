@@ -10,10 +10,13 @@ import click
 from aclcheck import __version__
 from aclcheck.cli import exchange as _exchange
 from aclcheck.cli import generate as _generate
+from aclcheck.cli import hunt as _hunt
 from aclcheck.cli import impls as _impls
 from aclcheck.cli import inspect as _inspect
 from aclcheck.cli import products as _products
+from aclcheck.cli import report as _report
 from aclcheck.cli import reports as _reports
+from aclcheck.cli import shrink as _shrink
 from aclcheck.cli import tolerances as _tolerances
 from aclcheck.cli import verify as _verify
 from aclcheck.errors import EXIT_CODES_HELP
@@ -46,6 +49,9 @@ cli.add_command(_exchange.export)
 cli.add_command(_exchange.import_)
 cli.add_command(_reports.diff)
 cli.add_command(_reports.merge)
+cli.add_command(_report.report)
+cli.add_command(_shrink.shrink_cmd)
+cli.add_command(_hunt.hunt)
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ from aclcheck.report import json_report, junit
 from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
 from aclcheck.selection import select
 from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides
-from aclcheck.store import GoldenFile, open_golden
+from aclcheck.store import GoldenFile, check_output_path, open_golden
 from aclcheck.suite import parse_shard
 from aclcheck.verdicts import CaseVerdict
 
@@ -190,7 +190,8 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
               help="Write JUnit XML here.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the console report as HTML here.")
+              help="Write the HTML report here: summary, case table, and every non-passing "
+                   "case with pictures of where its errors sit (docs/report.md).")
 @handle_errors
 def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...],
            dtype: tuple[str, ...], format_: tuple[str, ...], family: tuple[str, ...],
@@ -226,8 +227,11 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
     shard_kn = parse_shard(shard) if shard else None
     click.get_current_context().call_on_close(configure_environment(  # inherited by workers
         aclnn_lib_dir, aclnn_device, product if impl == "aclnn" else ()))
+    for path in (json_path, junit_path, html_path):  # refuse before any work
+        if path:
+            check_output_path(path, force=True)
     adapter = build_impl(impl, results)
-    out = Console(record=html_path is not None, highlight=False)
+    out = Console(highlight=False)
     opts = RunOptions(
         judge=JudgeOptions(standards=standards, overrides=overrides, accumulate=accumulate),
         isolate=isolate, timeout=timeout, repeat=repeat, deterministic=deterministic,
@@ -261,14 +265,16 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
                              "interrupted": interrupted}
     if shard:
         extra["shard"] = shard
+    report = json_report.build(verdicts, implementation=adapter.name, standards=standards,
+                               golden=str(golden), extra=extra) if json_path or html_path else {}
     if json_path:
-        report = json_report.build(verdicts, implementation=adapter.name, standards=standards,
-                                   golden=str(golden), extra=extra)
         json_report.write(json_path, report)
     if junit_path:
         junit.write(junit_path, verdicts, suite_name=f"aclcheck {adapter.name} {Path(golden).name}")
     if html_path:
-        out.save_html(html_path)
+        from aclcheck.report import html as html_report  # matplotlib: only when asked
+
+        html_report.write(html_path, report, verdicts)
     if interrupted:
         sys.exit(130)
     sys.exit(EXIT_NONCONFORMANT if failed else EXIT_OK)

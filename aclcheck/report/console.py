@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from aclcheck.baseline import Diff
+from aclcheck.report.errormap import error_map
 from aclcheck.verdicts import CaseVerdict, Verdict, summarize, summary_line
 
 STYLE: dict[Verdict, str] = {
@@ -81,6 +82,8 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
         console.rule(f"[bold]{v.case_id}[/] {v.verdict.value}", style="red")
         # the detail opens with the gating standard's verdict line: no need to repeat it
         console.print(Text(v.detail if v.detail else v.message))
+        if v.evidence is not None:
+            console.print(error_map(v.evidence, console.width))
         for note in v.notes:
             console.print(Text(f"note: {note}", style="dim"))
         if v.repro:

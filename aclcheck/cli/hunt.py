@@ -1,0 +1,134 @@
+"""`aclcheck hunt`: random valid calls judged on the fly; failures shrunk and saved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import numpy as np
+
+from aclcheck import casewriter, contract
+from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
+from aclcheck.cli.shrink import (
+    describe,
+    live_options,
+    live_setup,
+    progress_printer,
+    repro_commands,
+)
+from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
+from aclcheck.generate import generate
+from aclcheck.hunt import search
+from aclcheck.live import LiveJudge
+from aclcheck.shrink import renamed, shrink
+from aclcheck.store import check_output_path, run_meta
+
+CASES_NAME = "cases.toml"
+GOLDEN_NAME = "golden.h5"
+
+
+def _check_out(folder: Path, force: bool) -> None:
+    """Refuse the output folder before any work (exit 2)."""
+    if folder.exists():
+        if not folder.is_dir():
+            raise UsageError(f"-o {folder}: not a folder")
+        for name in (CASES_NAME, GOLDEN_NAME):
+            check_output_path(folder / name, force)
+    else:
+        check_output_path(folder, True)  # its parent exists and is writable
+
+
+def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
+    out = []
+    for v in values:
+        try:
+            name = normalize(v)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        if name not in valid:
+            raise click.UsageError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
+        out.append(name)
+    return out
+
+
+@click.command("hunt", epilog=EXIT_CODES_HELP)
+@live_options
+@click.option("--product", multiple=True, metavar="NAME",
+              help="Only this product (repeatable; default: all).")
+@click.option("--dtype", multiple=True, metavar="NAME",
+              help="Only this dtype (repeatable; default: every dtype of the products).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the random calls (same seed, same calls).")
+@click.option("--failures", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Stop after this many failing calls.")
+@click.option("--shrink-time", type=click.FloatRange(min=0.0), default=30.0,
+              show_default=True, metavar="S", help="Time limit of each shrink.")
+@click.option("-o", "--output", "output", required=True, type=click.Path(file_okay=False),
+              help=f"Folder for the found cases: {CASES_NAME} and {GOLDEN_NAME}.")
+@click.option("--force", is_flag=True, help="Overwrite the folder's files.")
+@handle_errors
+def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
+         accumulate: str | None, isolate: bool, timeout: float, max_time: float,
+         product: tuple[str, ...], dtype: tuple[str, ...], seed: int, failures: int,
+         shrink_time: float, output: str, force: bool) -> None:
+    """Judge random valid calls (shapes with divisible, non-divisible and upsampling
+    windows, every layout and value distribution, special values) against the float64
+    reference, with no golden file, until a call fails or --max-time passes. Each
+    failure is shrunk to a minimal case, and written to OUTPUT as a case file and a
+    golden file, ready to join the regression suite. Exits 1 when something failed.
+
+    \b
+    Examples:
+      aclcheck hunt --impl mykernels:backward --max-time 120 -o found/
+      aclcheck hunt --impl torch --product atlas-a2 --dtype bf16 --seed 7 -o found/
+    """
+    folder = Path(output)
+    _check_out(folder, force)
+    products = _names(product, str, tuple(contract.PRODUCTS), "product") or list(
+        contract.PRODUCTS)
+    dtypes = _names(dtype, contract.normalize_dtype, contract.COMPUTE_DTYPES, "dtype")
+    adapter, opts, params = live_setup(impl, standard, tolerances, accumulate, isolate,
+                                       timeout)
+    out, err = stdout_console(), stderr_console()
+    found = []
+    try:
+        with LiveJudge(adapter, opts) as judge:
+            result = search(judge, np.random.default_rng(seed), products, dtypes,
+                            max_time=max_time, failures=failures,
+                            progress=progress_printer(err, "hunting"))
+            if err.is_terminal:
+                err.print()
+            out.print(f"aclcheck: {result.tries} random calls in {result.seconds:.1f} s, "
+                      f"{len(result.found)} failing, {result.skipped} skipped",
+                      markup=False, highlight=False)
+            for case, verdict in result.found:
+                out.print(f"found: {case.id}: {verdict.verdict.value} - {verdict.message}",
+                          markup=False, highlight=False, soft_wrap=True)
+                shrunk = shrink(case, judge, max_time=shrink_time, first=verdict,
+                                progress=progress_printer(err, "shrinking"))
+                if err.is_terminal:
+                    err.print()
+                out.print(describe(shrunk), markup=False, highlight=False, soft_wrap=True)
+                found.append((renamed(shrunk.minimal, f"hunt{len(found)}"), verdict, shrunk))
+    finally:
+        adapter.close()
+    if not found:
+        out.print("aclcheck: nothing failed" + (" before the time limit" if result.timed_out
+                                                 else ""), markup=False, highlight=False)
+        raise SystemExit(EXIT_OK)
+    folder.mkdir(exist_ok=True)
+    cases = [c for c, _, _ in found]
+    comments = [f"found by aclcheck hunt --seed {seed} ({v.verdict.value} under "
+                f"{adapter.name}): {s.verdict.message}" for _, v, s in found]
+    case_path, golden_path = folder / CASES_NAME, folder / GOLDEN_NAME
+    case_path.write_text(casewriter.toml_file(cases, f"hunt-seed{seed}", comments),
+                         encoding="utf-8")
+    generate(golden_path, cases, run_meta(f"aclcheck hunt --seed {seed}", f"hunt-seed{seed}"),
+             force=True)
+    out.print(f"wrote {case_path} and {golden_path} ({len(cases)} case(s))", markup=False,
+              highlight=False)
+    for case in cases:
+        out.print("repro: " + repro_commands(str(case_path), str(golden_path), case.id,
+                                             adapter, params),
+                  markup=False, highlight=False, soft_wrap=True)
+    raise SystemExit(EXIT_NONCONFORMANT)

@@ -1,0 +1,169 @@
+"""`aclcheck shrink`: the smallest call that still fails like a failing case."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from aclcheck import casewriter
+from aclcheck.budget import ACCUMULATE_CHOICES
+from aclcheck.cases import Case
+from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
+from aclcheck.cli.verify import _standards, build_impl, repro_prefix
+from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
+from aclcheck.impls.base import Implementation
+from aclcheck.judge import JudgeOptions
+from aclcheck.live import LiveJudge, can_rerun
+from aclcheck.runner import RunOptions
+from aclcheck.shrink import ShrinkResult, shrink
+from aclcheck.standards import load_overrides
+from aclcheck.store import open_golden
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def live_options(fn: F) -> F:
+    """Options of the commands that judge cases on the fly (shrink, hunt)."""
+    options = (
+        click.option("--impl", "impl", default="reference", show_default=True,
+                     metavar="NAME", help="Implementation (see `aclcheck impls`)."),
+        click.option("--standard", multiple=True, metavar="NAME",
+                     help="Tolerance standard (repeatable; the first gates)."),
+        click.option("--tolerances", type=click.Path(dir_okay=False), default=None,
+                     help="TOML file overriding standard parameters."),
+        click.option("--accumulate", default=None, type=click.Choice(ACCUMULATE_CHOICES),
+                     help="Override the accumulation the error budget assumes."),
+        click.option("--isolate", is_flag=True,
+                     help="Run the implementation in a worker process (crashes, hangs)."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0,
+                     show_default=True, help="Seconds per call in the worker."),
+        click.option("--max-time", type=click.FloatRange(min=0.0), default=60.0,
+                     show_default=True, metavar="S", help="Time limit of the search."),
+    )
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def live_setup(impl: str, standard: tuple[str, ...], tolerances: str | None,
+               accumulate: str | None, isolate: bool, timeout: float
+               ) -> tuple[Implementation, RunOptions, dict[str, Any]]:
+    """The adapter (refusing one that cannot rerun), run options and repro params."""
+    standards = _standards(standard)
+    overrides = load_overrides(tolerances) if tolerances else None
+    adapter = build_impl(impl, None)
+    why = can_rerun(adapter)
+    if why:
+        adapter.close()
+        raise UsageError(why)
+    opts = RunOptions(judge=JudgeOptions(standards=standards, overrides=overrides,
+                                         accumulate=accumulate),
+                      isolate=isolate, timeout=timeout)
+    params = {"impl": impl, "results": None, "standard": standard, "tolerances": tolerances,
+              "accumulate": accumulate, "deterministic": False, "repeat": 1}
+    return adapter, opts, params
+
+
+def repro_commands(case_file: str, golden: str, case_id: str, adapter: Implementation,
+                   params: dict[str, Any]) -> str:
+    """Regenerate a case file's golden and verify one case of it (the verify repro)."""
+    generate = shlex.join(["aclcheck", "generate", "--cases-file", case_file, "-o", golden,
+                           "--force"])
+    return f"{generate} && {repro_prefix(golden, adapter, params)} --id {shlex.quote(case_id)}"
+
+
+def progress_printer(console: Console, what: str) -> Callable[[int, int, Case], None]:
+    """A transient status line on a terminal; nothing in logs."""
+    if not console.is_terminal:
+        return lambda tries, found, case: None
+
+    def show(tries: int, found: int, case: Case) -> None:
+        console.print(f"\r{what}: try {tries}, {found} so far, "
+                      f"{list(case.self_shape)} <- {list(case.grad_shape)}   ",
+                      end="", markup=False, highlight=False)
+    return show
+
+
+def describe(result: ShrinkResult) -> str:
+    o, m = result.original, result.minimal
+    return (f"shrunk {list(o.self_shape)} <- {list(o.grad_shape)} ({o.distribution}) to "
+            f"{list(m.self_shape)} <- {list(m.grad_shape)} ({m.distribution}) in "
+            f"{result.tries} tries, {result.seconds:.1f} s"
+            + (" (time limit reached: maybe not minimal)" if result.timed_out else ""))
+
+
+@click.command("shrink", epilog=EXIT_CODES_HELP)
+@click.argument("golden", type=click.Path(dir_okay=False))
+@click.option("--id", "case_id", required=True, metavar="CASE", help="The failing case's id.")
+@live_options
+@click.option("--results", type=click.Path(dir_okay=False), default=None, hidden=True)
+@click.option("--append", "append_path", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE", help="Add the minimal case to this TOML case file (created if "
+                                   "missing): a permanent regression case.")
+@handle_errors
+def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
+               tolerances: str | None, accumulate: str | None, isolate: bool, timeout: float,
+               max_time: float, results: str | None, append_path: str | None) -> None:
+    """Find the smallest call that still fails like case CASE of GOLDEN: fewer N, C, H, W,
+    Ho, Wo, then simpler values (ones, small exact integers), keeping product, dtype,
+    format and layout, the verdict and the hint at the likely bug. Prints the minimal
+    case as a case-file entry and the commands that rerun it. Exits 1 when the case
+    fails (the minimal case is printed), 0 when it passes (nothing to shrink).
+
+    \b
+    Examples:
+      aclcheck shrink suite.h5 --impl mykernels:backward --id a2-fp32-NCHW-nondiv0-n2c3h17w9-o5x4
+      aclcheck shrink suite.h5 --impl torch --id ID --append regressions.toml --max-time 30
+    """
+    if results:
+        raise UsageError(f"--results {results}: stored outputs cannot run smaller calls; "
+                         "shrink needs an implementation it can call (--impl)")
+    if append_path:
+        casewriter.check_appendable(append_path)
+    with open_golden(golden) as gf:
+        ids = {e.id for e in gf.index}
+        if case_id not in ids:
+            raise UsageError(f"{golden}: no case with id {case_id!r} "
+                             f"(`aclcheck inspect {golden}` lists them)")
+        case = gf.case(case_id)
+    adapter, opts, params = live_setup(impl, standard, tolerances, accumulate, isolate,
+                                       timeout)
+    out, err = stdout_console(), stderr_console()
+    try:
+        with LiveJudge(adapter, opts) as judge:
+            result = shrink(case, judge, max_time=max_time,
+                            progress=progress_printer(err, "shrinking"))
+    finally:
+        adapter.close()
+    if err.is_terminal:
+        err.print()
+    if not result.failing:
+        out.print(f"aclcheck: {case_id} is {result.first.verdict.value} under {adapter.name}: "
+                  "nothing to shrink", markup=False, highlight=False)
+        raise SystemExit(EXIT_OK)
+    first = result.first
+    out.print(f"aclcheck: {case_id}: {first.verdict.value} - {first.message}", markup=False,
+              highlight=False, soft_wrap=True)
+    out.print(describe(result), markup=False, highlight=False, soft_wrap=True)
+    minimal = result.minimal
+    comment = (f"shrunk from {case_id} ({first.verdict.value} under {adapter.name}): "
+               f"{result.verdict.message}")
+    out.print(casewriter.toml_entry(minimal, comment), markup=False, highlight=False,
+              soft_wrap=True)
+    case_file = append_path or "minimal.toml"
+    if append_path:
+        written = casewriter.append(append_path, minimal, comment)
+        out.print(f"appended to {append_path} as {written.id}", markup=False, highlight=False)
+        minimal = written
+    if not append_path:
+        out.print("(save the entry above as minimal.toml, or rerun with --append FILE)",
+                  markup=False, highlight=False)
+    out.print("repro: " + repro_commands(case_file, str(Path(case_file).with_suffix(".h5")),
+                                         minimal.id, adapter, params),
+              markup=False, highlight=False, soft_wrap=True)
+    raise SystemExit(EXIT_NONCONFORMANT)
