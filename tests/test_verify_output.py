@@ -57,6 +57,16 @@ def test_output_path_that_is_a_folder_is_a_usage_error(golden: Path, tmp_path: P
     assert code == 2 and str(tmp_path) in out and "cases:" not in out
 
 
+def test_merge_output_folder_checked_before_reading(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    json_report.write(report, json_report.build([], implementation="x",
+                                                standards=("aclcheck",), golden="g.h5"))
+    result = CliRunner().invoke(cli, ["merge", "-o", str(tmp_path / "nope" / "m.json"),
+                                      str(report)])
+    assert result.exit_code == 2, result.output
+    assert "-o" in result.output and "does not exist" in result.output
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write into read-only folders")
 def test_read_only_output_folder_is_a_usage_error(golden: Path, tmp_path: Path) -> None:
     folder = tmp_path / "ro"
