@@ -56,14 +56,16 @@ class KnownFailure(CaseFailure):
 def failure_text(v: CaseVerdict) -> str:
     """The failing-case block of verify's console report, as plain text (pytest's
     section header already names the case, so the first line is verdict and message:
-    it is also what pytest's short summary shows)."""
+    it is also what pytest's short summary shows). Control characters are escaped."""
     lines = [f"{v.verdict.value}: {v.message}"]
     if v.detail:
         lines.append(v.detail.rstrip("\n"))
     lines += [f"note: {note}" for note in v.notes]
     if v.repro:
         lines.append(f"repro: {v.repro}")
-    return "\n".join(lines)
+    from aclcheck.report.safe_text import printable
+
+    return printable("\n".join(lines))  # control characters shown, never sent raw
 
 
 # -- options and activation ------------------------------------------------------------------
