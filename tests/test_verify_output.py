@@ -230,7 +230,8 @@ HOSTILE = "cannot open [/tmp/x] [bold]b[/bold] [link=javascript:alert(1)]l[/link
 def test_kernel_exception_text_is_printed_literally(golden: Path, tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     code, out = run(str(golden), "--impl", "impl_fixtures:raises_markup", "--family",
-                    "divisible", "--json", str(report), "--html", str(tmp_path / "r.html"),
+                    "divisible", "--width", "200", "--json", str(report),
+                    "--html", str(tmp_path / "r.html"),
                     "--junit", str(tmp_path / "r.xml"))
     assert code == 1, out
     assert "MarkupError" not in out and "internal error" not in out
@@ -258,7 +259,7 @@ def test_hostile_family_and_xfail_reason(tmp_path: Path) -> None:
     known = tmp_path / "known.toml"
     known.write_text('[[xfail]]\nid = "c1"\nreason = "[/] tracked in [bold]BUG-1[/] \\u001b[2J"\n')
     code, out = run(str(golden), "--impl", "kernels:off_by_one_end", "--xfail", str(known),
-                    "-v", "--json", str(tmp_path / "r.json"))
+                    "-v", "--width", "200", "--json", str(tmp_path / "r.json"))
     assert code == 1, out
     assert "MarkupError" not in out and "\x1b" not in out
     assert "[/] tracked in [bold]BUG-1[/] \\x1b[2J" in out.replace("\n", "")
