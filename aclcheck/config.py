@@ -80,6 +80,15 @@ class VerifyConfig:
     junit_path: str | None = _opt(None, "--junit", False, "JUnit XML path")
     html_path: str | None = _opt(None, "--html", False, "HTML report path")
 
+    def __post_init__(self) -> None:
+        # from Python, a single string where a tuple is expected means one value
+        # (VerifyConfig(standards="cann-mixed")), not one value per character
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(_default(f), tuple) and not isinstance(value, tuple):
+                object.__setattr__(self, f.name,
+                                   (value,) if isinstance(value, str) else tuple(value))
+
     # -- derived views
 
     @property

@@ -67,6 +67,12 @@ def test_config_from_cli_equals_config_from_python(golden: Path) -> None:
                                  standards=("cann-mixed",))
 
 
+def test_single_strings_and_lists_become_tuples() -> None:
+    cfg = VerifyConfig(golden="x.h5", standards="cann-mixed", ids=["a*", "b*"])  # type: ignore[arg-type]
+    assert cfg.standards == ("cann-mixed",) and cfg.ids == ("a*", "b*")
+    assert cfg.standard_names == ("cann-mixed",)
+
+
 def test_run_options_carry_every_runner_setting() -> None:
     cfg = VerifyConfig(golden="x.h5", isolate=True, timeout=3.0, memory_limit=128, repeat=2,
                        deterministic=True, accumulate="input",
