@@ -28,13 +28,10 @@ if TYPE_CHECKING:
 ACLNN_ONLY = "aclnn"
 
 
-def _opt(default: Any, flag: str | None, repro: bool | str, doc: str, *,
-         factory: bool = False) -> Any:
-    """A field with its CLI flag, whether the repro line carries it, and what it means."""
-    meta = {"flag": flag, "repro": repro, "doc": doc}
-    if factory:
-        return field(default_factory=default, metadata=meta)
-    return field(default=default, metadata=meta)
+def _opt(default: Any, flag: str | None, repro: bool | str, doc: str) -> Any:
+    """A field with its CLI flag, whether the repro line carries it, and what it means
+    (default MISSING: a required field)."""
+    return field(default=default, metadata={"flag": flag, "repro": repro, "doc": doc})
 
 
 @dataclass(frozen=True)
@@ -42,7 +39,7 @@ class VerifyConfig:
     """Every option of a verify run (see `aclcheck verify --help` for each flag)."""
 
     # -- what is judged
-    golden: str = _opt("", None, True, "golden file (positional)")
+    golden: str = _opt(MISSING, None, True, "golden file (positional)")
     impl: str = _opt("reference", "--impl", True, "implementation spec")
     results: str | None = _opt(None, "--results", True, "stored outputs instead of --impl")
     aclnn_lib_dirs: tuple[str, ...] = _opt((), "--aclnn-lib-dir", True,
@@ -149,7 +146,8 @@ class VerifyConfig:
 
 
 def _default(f: Any) -> Any:
-    return f.default_factory() if f.default is MISSING else f.default
+    """A field's default (None for a required field)."""
+    return None if f.default is MISSING else f.default
 
 
 def _flag_args(flag: str, value: Any, default: Any) -> list[str]:
