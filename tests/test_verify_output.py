@@ -79,22 +79,32 @@ def test_read_only_output_folder_is_a_usage_error(golden: Path, tmp_path: Path) 
     assert code == 2 and "not writable" in out
 
 
-def test_a_report_that_cannot_be_written_keeps_the_others(golden: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
-    def disk_full(path: object, report: object) -> None:
+@pytest.mark.parametrize(("target", "flag"), [
+    ("aclcheck.report.json_report.write", "--json"),
+    ("aclcheck.report.junit.write", "--junit"),
+    ("aclcheck.cli.verify.write_html", "--html")])
+def test_a_report_that_cannot_be_written_keeps_the_others(
+        golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
+        flag: str) -> None:
+    def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(json_report, "write", disk_full)
-    paths = {k: tmp_path / f"r.{k}" for k in ("json", "xml", "html")}
-    code, out = run(str(golden), "--family", "divisible", "--json", str(paths["json"]),
-                    "--junit", str(paths["xml"]), "--html", str(paths["html"]))
-    assert code == 4
-    assert f"--json {paths['json']}: not written: No space left on device" in out
-    assert not paths["json"].exists()
-    assert ET.parse(paths["xml"]).getroot().find("testsuite") is not None
-    assert "<html" in paths["html"].read_text().lower()
+    monkeypatch.setattr(target, disk_full)
+    paths = {"--json": tmp_path / "r.json", "--junit": tmp_path / "r.xml",
+             "--html": tmp_path / "r.html"}
+    code, out = run(str(golden), "--family", "divisible", "--width", "200",
+                    *(word for f, p in paths.items() for word in (f, str(p))))
+    assert code == 4, out
+    assert f"{flag} {paths[flag]}: not written: No space left on device" in out
     assert "cases:" in out  # the console report is still printed
+    assert not paths[flag].exists()
+    written = {f: p for f, p in paths.items() if f != flag}
+    if "--json" in written:
+        assert json.loads(written["--json"].read_text())["summary"]["cases"] > 0
+    if "--junit" in written:
+        assert ET.parse(written["--junit"]).getroot().find("testsuite") is not None
+    if "--html" in written:
+        assert "<html" in written["--html"].read_text().lower()
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077])

@@ -211,10 +211,13 @@ def config_from_params(golden: str, params: dict[str, Any]) -> VerifyConfig:
 
 
 def check_config(config: VerifyConfig) -> None:
-    """Usage errors found before any case runs: unknown standards, unwritable outputs."""
+    """Usage errors found before anything is loaded or run: unknown standards, a bad
+    shard, unwritable report paths."""
     for name in config.standard_names:
         if name not in STANDARDS:
             raise click.UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}")
+    if config.shard:
+        parse_shard(config.shard)
     check_writable(config.outputs)
 
 
@@ -273,21 +276,19 @@ def run_verify(config: VerifyConfig) -> int:
     failed = xfail.gate_failed(verdicts, config.strict_xfail)
     lost = write_reports(config, adapter.name, verdicts, interrupted)
     out = stdout_console(config.width, record=config.html_path is not None)
-    json_written = config.json_path if config.json_path and not any(
-        line.startswith("--json") for line in lost) else None
     console_report.render(out, verdicts, implementation=adapter.name,
-                          verbose=config.verbose, json_report=json_written)
+                          verbose=config.verbose,
+                          json_report=None if "--json" in lost else config.json_path)
     if old is not None:
         changes = baseline_diff(old, verdicts)
         console_report.render_diff(out, changes, config.baseline or "")
         # against a baseline only what got worse gates (XPASS only when strict)
         failed = any(now.failing or config.strict_xfail for _, now in changes.new_failures)
     if config.html_path:
-        html = out.export_html()
-        lost += write_all({f"--html {config.html_path}":
-                           lambda: atomic_write(config.html_path or "", lambda fh: fh.write(html))})
-    for line in lost:
-        click.echo(f"aclcheck: error: {printable(line)}", err=True)
+        lost |= write_all({"--html": partial(write_html, out, config.html_path)})
+    for flag, reason in lost.items():
+        click.echo(f"aclcheck: error: {flag} {printable(config.outputs[flag])}: not written: "
+                   f"{reason}", err=True)
     if interrupted:
         return 130
     if lost:
@@ -295,9 +296,15 @@ def run_verify(config: VerifyConfig) -> int:
     return EXIT_NONCONFORMANT if failed else EXIT_OK
 
 
+def write_html(console: Console, path: str) -> None:
+    """The recorded console report as one HTML page."""
+    html = console.export_html()
+    atomic_write(path, lambda fh: fh.write(html))
+
+
 def write_reports(config: VerifyConfig, implementation: str, verdicts: list[CaseVerdict],
-                  interrupted: bool) -> list[str]:
-    """Write the JSON and JUnit reports (each on its own); lines naming what was lost."""
+                  interrupted: bool) -> dict[str, str]:
+    """Write the JSON and JUnit reports, each on its own; why any was lost, by flag."""
     extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]]),
                              "interrupted": interrupted}
     if config.shard:
@@ -307,10 +314,9 @@ def write_reports(config: VerifyConfig, implementation: str, verdicts: list[Case
         report = json_report.build(verdicts, implementation=implementation,
                                    standards=config.standard_names,
                                    golden=str(config.golden), extra=extra)
-        writers[f"--json {config.json_path}"] = partial(json_report.write, config.json_path,
-                                                         report)
+        writers["--json"] = partial(json_report.write, config.json_path, report)
     if config.junit_path:
         name = f"aclcheck {implementation} {Path(config.golden).name}"
-        writers[f"--junit {config.junit_path}"] = partial(junit.write, config.junit_path,
-                                                           verdicts, suite_name=name)
+        writers["--junit"] = partial(junit.write, config.junit_path, verdicts,
+                                     suite_name=name)
     return write_all(writers)

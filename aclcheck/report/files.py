@@ -68,13 +68,13 @@ def atomic_write(path: str | Path, write: Callable[[IO[str]], None]) -> None:
         raise
 
 
-def write_all(writers: Mapping[str, Callable[[], None]]) -> list[str]:
-    """Run every report writer ({"--json r.json": fn}); a failing one does not stop the
-    others. Returns one line per report that could not be written."""
-    lost = []
+def write_all(writers: Mapping[str, Callable[[], None]]) -> dict[str, str]:
+    """Run every report writer ({"--json": fn}); a failing one does not stop the others.
+    Returns why each report that could not be written was lost ({"--json": reason})."""
+    lost = {}
     for what, write in writers.items():
         try:
             write()
         except OSError as exc:
-            lost.append(f"{what}: not written: {exc.strerror or exc}")
+            lost[what] = str(exc.strerror or exc)
     return lost
