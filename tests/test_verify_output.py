@@ -208,6 +208,9 @@ def test_details_of_every_failure_with_verbose() -> None:
     full = _record(verdicts, verbose=True)
     assert all(f"detail {i:03d}" in full for i in range(25))
     assert "more nonconforming" not in full
+    known = [_verdict(i, Verdict.XFAIL) for i in range(3)]
+    assert "detail 002" in _record(known, verbose=True)
+    assert "detail" not in _record(known)
 
 
 def test_wide_layout_outside_a_terminal(monkeypatch: pytest.MonkeyPatch, golden: Path) -> None:

@@ -91,7 +91,7 @@ def failure_block(console: Console, v: CaseVerdict) -> None:
     standard's line, metrics, worst elements), notes and the repro command. Pictures
     of where the errors sit belong right after the detail."""
     title = Text.assemble(data_text(v.case_id, "bold"), f" {v.verdict.value}")
-    console.rule(title, style="red")
+    console.rule(title, style="yellow" if v.verdict == Verdict.XFAIL else "red")
     # the detail opens with the gating standard's verdict line: no need to repeat it
     console.print(data_text(v.detail if v.detail else v.message))
     for note in v.notes:
@@ -105,9 +105,9 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
            ) -> None:
     """Failing-case table and details, matrix, notes, and the one-line summary.
 
-    Details of the first `max_details` nonconforming cases (all of them with
-    `verbose`); `json_report` is a report that holds every case, named in the footer
-    when details were cut.
+    Details of the first `max_details` nonconforming cases (all of them, and of the
+    known failures, with `verbose`); `json_report` is a report that holds every case,
+    named in the footer when details were cut.
     """
     failing = [v for v in verdicts if v.failing or v.verdict == Verdict.XPASS]
     shown = list(verdicts) if verbose else failing
@@ -117,6 +117,10 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
     limit = len(failing) if verbose else max_details
     for v in failing[:limit]:
         failure_block(console, v)
+    if verbose:  # known failures too: what they look like today
+        for v in verdicts:
+            if v.verdict == Verdict.XFAIL:
+                failure_block(console, v)
     if len(failing) > limit:
         where = f"the JSON report {json_report} has them all; " if json_report else ""
         console.print(data_text(f"... {len(failing) - limit} more nonconforming cases "
