@@ -234,6 +234,7 @@ def test_printable_escapes_controls_and_surrogates() -> None:
     assert printable("a\x1b[31mb\x07\x00\x7f\x9b") == "a\\x1b[31mb\\x07\\x00\\x7f\\x9b"
     assert printable("tab\tand\nnewline") == "tab\tand\nnewline"
     assert printable("lone \udc80 surrogate") == "lone \\udc80 surrogate"
+    assert printable("bidi \u202eevil") == "bidi \\u202eevil"
     assert printable("[bold]x[/] é 漢") == "[bold]x[/] é 漢"
 
 

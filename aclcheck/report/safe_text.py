@@ -8,8 +8,10 @@ import re
 
 from rich.text import Text
 
-# C0 controls except tab and newline, DEL, C1 controls, lone surrogates
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# C0 controls except tab and newline, DEL, C1 controls, bidirectional overrides and
+# isolates (they reorder what the reader sees), lone surrogates
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e"
+                     "\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
