@@ -37,13 +37,13 @@ STYLE: dict[Verdict, str] = {
 }
 
 
-def _metric(v: CaseVerdict, key: str) -> str:
+def _metric(v: CaseVerdict, key: str) -> Text:
     value = v.metrics.get(key)
     if value is None:
-        return ""
+        return Text("")
     if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
+        return Text(f"{value:.3g}")
+    return data_text(value)  # reports are files anyone can edit
 
 
 def case_table(verdicts: Sequence[CaseVerdict], title: str) -> Table:
