@@ -298,3 +298,17 @@ def test_hostile_ids_in_reports_are_printed_literally(tmp_path: Path) -> None:
     assert "MarkupError" not in flat and "\x1b" not in flat
     assert "x[/]y[bold]z:smile:" in flat and "esc\\x1b[2Jid" in flat
     assert "lone\\udc80id" in flat
+
+
+def test_render_never_reads_data_as_markup_even_on_a_markup_console() -> None:
+    """Library users may pass their own console (markup on): data stays literal."""
+    hostile = CaseVerdict(case_id="x[/]y", verdict=Verdict.FAIL, message="m [/bold]",
+                          product="p[/]", dtype="[red]d", format="f", detail="d [/] \x1b[2J",
+                          metrics={"max_ulp": "[/]"}, notes=("note [/]",
+                                                             "documentation divergence: [/]"),
+                          repro="aclcheck verify [/]")
+    text = _record([hostile], verbose=True)
+    for literal in ("x[/]y", "m [/bold]", "p[/]", "[red]d", "d [/] \\x1b[2J", "note [/]",
+                    "repro: aclcheck verify [/]"):
+        assert literal in text, literal
+    assert "\x1b" not in text
