@@ -253,12 +253,19 @@ def verify(golden: str, **params: Any) -> None:
 
 def run_verify(config: VerifyConfig) -> int:
     """Run, report and gate; returns the exit code."""
+    restore = configure_environment(  # the aclnn options, inherited by workers
+        config.aclnn_lib_dirs, config.aclnn_device,
+        config.products if config.impl == "aclnn" else ())
+    try:
+        return _run_verify(config)
+    finally:
+        restore()
+
+
+def _run_verify(config: VerifyConfig) -> int:
     opts = config.run_options()
     xfails = xfail.load(config.xfail) if config.xfail else None
     old = json_report.read(config.baseline)[1] if config.baseline else None
-    click.get_current_context().call_on_close(configure_environment(  # inherited by workers
-        config.aclnn_lib_dirs, config.aclnn_device,
-        config.products if config.impl == "aclnn" else ()))
     adapter = build_impl(config.impl, config.results)
     verdicts: list[CaseVerdict] = []
     interrupted = False
