@@ -219,10 +219,15 @@ def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
 
 @dataclass(frozen=True)
 class Rule:
-    """An invalid-call recipe: a name and the field overrides that break the call."""
+    """An invalid-call recipe: a name and the field overrides that break the call.
+
+    per_dtype: probed once in each dtype the product supports (an adapter lacking one
+    dtype still gets the probe in the others); False for recipes that set the dtype.
+    """
 
     name: str
     make: Callable[[tuple[int, ...], tuple[int, ...], str, str], dict]
+    per_dtype: bool = True
 
 
 def _shapes4() -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -241,8 +246,8 @@ RULES: tuple[Rule, ...] = (
     Rule("c_grad", lambda s, g, d, f: {"grad_shape": (g[0], g[1] + 1) + g[2:]}),
     Rule("n_out", lambda s, g, d, f: {"out_shape": (s[0] + 1,) + s[1:]}),
     Rule("c_out", lambda s, g, d, f: {"out_shape": (s[0], s[1] + 2) + s[2:]}),
-    Rule("dtype_fp64", lambda s, g, d, f: {"dtype": "float64"}),
-    Rule("dtype_int32", lambda s, g, d, f: {"dtype": "int32"}),
+    Rule("dtype_fp64", lambda s, g, d, f: {"dtype": "float64"}, per_dtype=False),
+    Rule("dtype_int32", lambda s, g, d, f: {"dtype": "int32"}, per_dtype=False),
     Rule("dtype_grad", lambda s, g, d, f: {"grad_dtype": "float32" if d != "float32"
                                            else "float16"}),
     Rule("fmt_grad", lambda s, g, d, f: {"grad_format": "ND" if f != "ND" else "NCHW"}),
@@ -258,18 +263,20 @@ RULES: tuple[Rule, ...] = (
 
 def invalid_cases(product: str, dtypes: tuple[str, ...], formats: tuple[str, ...],
                   index: int, suite_seed: int) -> list[Case]:
-    """The invalid-call family of one product: each rule once (dtype and format rotating
-    over the selection), plus one case per selected dtype the product lacks."""
+    """The invalid-call family of one product: each rule once per selected dtype the
+    product supports (once for rules that set the dtype; formats rotate over the
+    selection), plus one case per selected dtype the product lacks."""
     prod = contract.product(product)
     supported = [d for d in dtypes if d in prod.dtypes] or list(prod.dtypes)
     lacking = [d for d in dtypes if d not in prod.dtypes]
     fmts = [f for f in formats if contract.FORMAT_RANK.get(f) in (None, 4)] or ["NCHW"]
     recipes: list[tuple[str, str, str, dict]] = []
     for k, rule in enumerate(RULES):
-        d = supported[(k + index) % len(supported)]
-        f = fmts[(k + index) % len(fmts)]
-        s, g = _shapes4()
-        recipes.append((rule.name, d, f, rule.make(s, g, d, f)))
+        probed = supported if rule.per_dtype else [supported[(k + index) % len(supported)]]
+        for j, d in enumerate(probed):
+            f = fmts[(k + j + index) % len(fmts)]
+            s, g = _shapes4()
+            recipes.append((rule.name, d, f, rule.make(s, g, d, f)))
     for k, d in enumerate(lacking):
         recipes.append((f"dtype_{d}", d, fmts[(k + index) % len(fmts)], {}))
     cases = []

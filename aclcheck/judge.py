@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aclcheck import contract
 from aclcheck.cases import NUMPY_DTYPES, Case
 from aclcheck.compare import Comparison, Context, compare
 from aclcheck.contract import PARAM_NULLPTR, SUCCESS, status_name
@@ -33,10 +34,12 @@ class Capabilities:
     name: str
     has_status_codes: bool
     models_products: bool
+    dtypes: tuple[str, ...] | None = None  # None: any
 
     @classmethod
     def of(cls, impl: Implementation) -> Capabilities:
-        return cls(impl.name, impl.has_status_codes, impl.models_products)
+        dtypes = tuple(impl.dtypes) if impl.dtypes is not None else None
+        return cls(impl.name, impl.has_status_codes, impl.models_products, dtypes)
 
 
 def _base(case: Case, verdict: Verdict, message: str, **kw: object) -> CaseVerdict:
@@ -45,8 +48,31 @@ def _base(case: Case, verdict: Verdict, message: str, **kw: object) -> CaseVerdi
                        expected_status=case.expected_status, **kw)  # type: ignore[arg-type]
 
 
+def unsupported_probe(case: Case, caps: Capabilities) -> str | None:
+    """Why an invalid-call probe proves nothing on this adapter, if so: it uses a dtype
+    the product supports but the adapter declares it does not, so a rejection would be
+    the adapter refusing the dtype, not the broken rule (a right answer for the wrong
+    reason). Dtypes the product lacks are what a dtype probe tests: never a reason."""
+    if caps.dtypes is None or case.expectation.success:
+        return None
+    product = contract.PRODUCTS.get(case.product)
+    if product is None:
+        return None
+    used = {case.grad_dtype or case.dtype, case.self_dtype or case.dtype,
+            case.out_dtype or case.dtype}
+    missing = sorted(d for d in used if d in product.dtypes and d not in caps.dtypes)
+    if not missing:
+        return None
+    return (f"{caps.name} does not support dtype {', '.join(missing)}: a rejection would "
+            f"not test the rule ({case.expectation.reason})")
+
+
 def not_expressible(case: Case, caps: Capabilities) -> str | None:
-    """Why an adapter without product/out modelling cannot express this call, if so."""
+    """Why this adapter cannot express the call (or the call would prove nothing on it),
+    if so: reported as SKIP with that reason."""
+    probe = unsupported_probe(case, caps)
+    if probe is not None:
+        return probe
     if caps.models_products:
         return None
     exp = case.expectation

@@ -56,14 +56,16 @@ class KnownFailure(CaseFailure):
 def failure_text(v: CaseVerdict) -> str:
     """The failing-case block of verify's console report, as plain text (pytest's
     section header already names the case, so the first line is verdict and message:
-    it is also what pytest's short summary shows)."""
+    it is also what pytest's short summary shows). Control characters are escaped."""
     lines = [f"{v.verdict.value}: {v.message}"]
     if v.detail:
         lines.append(v.detail.rstrip("\n"))
     lines += [f"note: {note}" for note in v.notes]
     if v.repro:
         lines.append(f"repro: {v.repro}")
-    return "\n".join(lines)
+    from aclcheck.report.safe_text import printable
+
+    return printable("\n".join(lines))  # control characters shown, never sent raw
 
 
 # -- options and activation ------------------------------------------------------------------
@@ -119,28 +121,34 @@ class GoldenGate:
 
     def __init__(self, config: pytest.Config, golden: str) -> None:
         from aclcheck import xfail
+        from aclcheck.config import VerifyConfig
         from aclcheck.errors import AclcheckError
         from aclcheck.impls import ImplementationUnavailable, UnknownImplementation, create
-        from aclcheck.judge import Capabilities, JudgeOptions
-        from aclcheck.runner import RunOptions
-        from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides
+        from aclcheck.judge import Capabilities
+        from aclcheck.standards import STANDARDS
         from aclcheck.store import open_golden
 
         self.config = config
         self.path = (config.invocation_params.dir / golden).resolve()
-        self.spec: str = config.getoption("aclcheck_impl")
-        self.strict: bool = config.getoption("aclcheck_strict_xfail")
-        standards = tuple(dict.fromkeys(config.getoption("aclcheck_standard")
-                                        or (DEFAULT_STANDARD,)))
-        for name in standards:
+        #: the same configuration `aclcheck verify` uses: run options and repro lines
+        self.verify_config = VerifyConfig(
+            golden=golden, impl=config.getoption("aclcheck_impl"),
+            standards=tuple(config.getoption("aclcheck_standard") or ()),
+            tolerances=config.getoption("aclcheck_tolerances"),
+            xfail=config.getoption("aclcheck_xfail"),
+            strict_xfail=config.getoption("aclcheck_strict_xfail"),
+            isolate=config.getoption("aclcheck_isolate"),
+            timeout=config.getoption("aclcheck_timeout"))
+        self.spec: str = self.verify_config.impl
+        self.strict: bool = self.verify_config.strict_xfail
+        self.standards = self.verify_config.standard_names
+        for name in self.standards:
             if name not in STANDARDS:
                 raise pytest.UsageError(f"--aclcheck-standard: unknown standard {name!r}; "
                                         f"valid: {', '.join(STANDARDS)}")
-        self.standards = standards
         try:
-            tolerances = config.getoption("aclcheck_tolerances")
-            overrides = load_overrides(tolerances) if tolerances else None
-            xfail_path = config.getoption("aclcheck_xfail")
+            self.opts: RunOptions = self.verify_config.run_options()
+            xfail_path = self.verify_config.xfail
             self.xfails: XfailList | None = xfail.load(xfail_path) if xfail_path else None
             self.golden: GoldenFile = open_golden(self.path)
         except AclcheckError as exc:
@@ -151,22 +159,7 @@ class GoldenGate:
             self.golden.close()
             raise pytest.UsageError(f"--aclcheck-impl {self.spec}: {exc}") from None
         self.caps: Capabilities = Capabilities.of(self.impl)
-        self.opts: RunOptions = RunOptions(
-            judge=JudgeOptions(standards=standards, overrides=overrides),
-            isolate=config.getoption("aclcheck_isolate"),
-            timeout=config.getoption("aclcheck_timeout"),
-            repro_prefix=self._repro_prefix(golden, tolerances),
-        )
         self._executor: Executor | None = None
-
-    def _repro_prefix(self, golden: str, tolerances: str | None) -> str:
-        from aclcheck.cli.verify import repro_prefix
-
-        given = tuple(dict.fromkeys(self.config.getoption("aclcheck_standard") or ()))
-        params = {"impl": self.spec, "results": None, "standard": given,
-                  "tolerances": tolerances, "accumulate": None, "deterministic": False,
-                  "repeat": 1}
-        return repro_prefix(golden, self.impl, params)
 
     @property
     def executor(self) -> Executor:
@@ -186,7 +179,7 @@ class GoldenGate:
         grad, self_ = self.golden.inputs(case_id)
         loaded = LoadedCase(case, grad, self_, self.golden.golden(case_id))
         verdict = run_case(self.executor, loaded, self.caps)
-        return replace(verdict, index=position)
+        return replace(verdict, index=position, repro=self.verify_config.repro(case_id))
 
     def known(self, case_id: str) -> XfailEntry | None:
         return self.xfails.combined(case_id, self.impl.name) if self.xfails else None

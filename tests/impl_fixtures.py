@@ -120,3 +120,18 @@ def interrupts(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     if grad_output.ndim == 3:
         raise KeyboardInterrupt
     return correct(grad_output, self)
+
+
+def raises_markup(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """Raises text rich would read as markup or emoji, with a terminal escape sequence and
+    a lone surrogate: must be printed literally, never end the run."""
+    raise ValueError("cannot open [/tmp/x] [bold]b[/bold] [link=javascript:alert(1)]l[/link]"
+                     " :smile: \x1b[2J\udc80")
+
+
+def float32_only(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """`correct`, declaring float32 its only dtype: its probes in other dtypes are SKIP."""
+    return correct(grad_output, self)
+
+
+float32_only.aclcheck_dtypes = ("float32",)  # type: ignore[attr-defined]

@@ -183,8 +183,9 @@ def test_parallel_workers_give_same_bits(suite):
 
 #: sha256 prefix over the default suite (numpy 2.x Generator streams; a numpy release that
 #: changes a distribution's stream changes it too, and then goldens must be regenerated;
-#: bumped on 2026-11-29 when the reference began to form each term with one rounding).
-DEFAULT_SUITE_DIGEST = "8c1ba7f497a7aa18"
+#: bumped on 2026-11-29 when the reference began to form each term with one rounding,
+#: and on 2026-11-30 when invalid-call rules became probed in every supported dtype).
+DEFAULT_SUITE_DIGEST = "d80847bb2326e97e"
 
 
 def test_default_suite_pinned():
@@ -193,7 +194,7 @@ def test_default_suite_pinned():
     h = hashlib.sha256()
     for c in build_suite(Selection()):
         h.update(digest(c).encode())
-    assert len(build_suite(Selection())) == 398
+    assert len(build_suite(Selection())) == 500
     assert h.hexdigest()[:16] == DEFAULT_SUITE_DIGEST
 
 
@@ -313,7 +314,14 @@ def test_invalid_family_one_case_per_rule(suite):
     for product in contract.PRODUCTS:
         cases = [c for c in suite if c.family == "invalid" and c.product == product]
         names = Counter(rule_name(c) for c in cases)
-        assert {r.name for r in RULES} <= set(names) and max(names.values()) == 1
+        assert {r.name for r in RULES} <= set(names)
+        supported = set(contract.product(product).dtypes)
+        for rule in RULES:  # each rule in every dtype the product supports, or once
+            probes = [c for c in cases if rule_name(c) == rule.name]
+            if rule.per_dtype:
+                assert sorted(c.dtype for c in probes) == sorted(supported), rule.name
+            else:
+                assert len(probes) == 1, rule.name
         assert {c.expectation.rule for c in cases} == needed
         for c in cases:
             name = rule_name(c)

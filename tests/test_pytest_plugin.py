@@ -236,3 +236,19 @@ def test_xdist_gives_the_serial_outcomes(pytester: pytest.Pytester, golden: Path
     assert "2 workers" in xdist.stdout.str()
     xdist.stdout.fnmatch_lines(["XFAIL suite.h5::*-div0-* - zeros kernel (was FAIL: *"])
     assert xdist.ret == serial.ret == pytest.ExitCode.TESTS_FAILED
+
+
+HOSTILE = '''
+def raises(grad_output, self):
+    raise ValueError("cannot open [/tmp/x] [bold]b[/] \\x1b[2J")
+'''
+
+
+def test_hostile_exception_text_is_escaped(pytester: pytest.Pytester, golden: Path) -> None:
+    pytester.makepyfile(hostile_kernel=HOSTILE)
+    pytester.syspathinsert()
+    result = pytester.runpytest(*gate(golden, "-k", "div0", impl="hostile_kernel:raises"))
+    result.assert_outcomes(failed=6, deselected=19)
+    texts = [r.longreprtext for r in result.reprec.getfailures()]
+    assert all("cannot open [/tmp/x] [bold]b[/] \\x1b[2J" in t for t in texts)
+    assert not any("\x1b" in t for t in texts)

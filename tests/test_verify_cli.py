@@ -147,7 +147,7 @@ def test_results_file_judged_and_missing_cases_are_errors(golden: Path, tmp_path
     results = tmp_path / "results.h5"
     write_results(results, "board-run", kept)
     code, out = run(str(golden), "--results", str(results), "--product", "atlas-a2",
-                    "-v")
+                    "-v", "--width", "200")
     assert code == 1
     assert "no result" in out
     assert f"error: {2}" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -11,17 +12,33 @@ import click
 from rich.console import Console
 
 from aclcheck.errors import EXIT_INTERNAL, AclcheckError
+from aclcheck.report.safe_text import printable
 from aclcheck.suite import SuiteError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def stdout_console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+def stdout_console(width: int | None = None) -> Console:
+    """The command's output console. Strings printed to it are never parsed as markup
+    or emoji codes (data such as case ids may hold '[...]' or ':x:'); styled output uses
+    Text objects. Outside a terminal (CI logs) it is wide, so tables do not wrap at 80."""
+    return Console(highlight=False, soft_wrap=False, markup=False, emoji=False,
+                   width=width or _log_width())
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, markup=False, emoji=False)
+
+
+#: console width when output is not a terminal and neither --width nor COLUMNS says
+LOG_WIDTH = 160
+
+
+def _log_width() -> int | None:
+    """None on a terminal or when COLUMNS is set (rich decides), else LOG_WIDTH."""
+    if os.environ.get("COLUMNS") or sys.stdout.isatty():
+        return None
+    return LOG_WIDTH
 
 
 def handle_errors(fn: F) -> F:
@@ -33,7 +50,7 @@ def handle_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except AclcheckError as exc:
-            click.echo(f"aclcheck: error: {exc}", err=True)
+            click.echo(f"aclcheck: error: {printable(exc)}", err=True)
             sys.exit(exc.exit_code)
         except SuiteError as exc:
             raise click.UsageError(str(exc)) from None
@@ -43,7 +60,8 @@ def handle_errors(fn: F) -> F:
         except (click.ClickException, click.exceptions.Exit, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - last-resort boundary of the CLI
-            click.echo(f"aclcheck: internal error: {type(exc).__name__}: {exc}", err=True)
+            click.echo(f"aclcheck: internal error: {type(exc).__name__}: {printable(exc)}",
+                       err=True)
             sys.exit(EXIT_INTERNAL)
 
     return wrapper  # type: ignore[return-value]
@@ -59,9 +77,11 @@ def selection_options(fn: F) -> F:
         click.option("--format", "format_", multiple=True, metavar="NAME",
                      help="Only this format (repeatable)."),
         click.option("--family", multiple=True, metavar="NAME",
-                     help="Only this family (repeatable)."),
-        click.option("--id", "id_pattern", default=None, metavar="GLOB",
-                     help="Only case ids matching this glob pattern."),
+                     help="Only this family (repeatable); '!NAME' leaves a family out "
+                          "(--family '!invalid')."),
+        click.option("--id", "id_pattern", multiple=True, metavar="GLOB",
+                     callback=lambda ctx, param, value: value or None,
+                     help="Only case ids matching this glob pattern (repeatable: any)."),
     )
     for option in reversed(options):
         fn = option(fn)

@@ -23,7 +23,7 @@ from aclcheck.store import check_output_path, open_golden, run_meta, write_resul
               "case's folder is replaced, stale out.bin files included).")
 @handle_errors
 def export(golden: str, folder: str, product: tuple[str, ...], dtype: tuple[str, ...],
-           format_: tuple[str, ...], family: tuple[str, ...], id_pattern: str | None,
+           format_: tuple[str, ...], family: tuple[str, ...], id_pattern: tuple[str, ...] | None,
            force: bool) -> None:
     """Write GOLDEN's cases into FOLDER as raw .bin files and a manifest.json that a C/C++
     harness can follow without HDF5 (see docs/bin-exchange.md).

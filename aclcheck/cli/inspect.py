@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import json
 import math
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from rich.table import Table
 from aclcheck import contract
 from aclcheck.cli.common import handle_errors, selection_options, stdout_console
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
-from aclcheck.selection import select
+from aclcheck.selection import id_matches, select
 from aclcheck.store import (
     FORMAT_RESULTS,
     CheckReport,
@@ -158,10 +157,9 @@ def _emit_check(report: CheckReport, as_json: bool) -> None:
     raise SystemExit(EXIT_BAD_INPUT)
 
 
-def _results_listing(path: Path, as_json: bool, id_pattern: str | None) -> None:
+def _results_listing(path: Path, as_json: bool, id_pattern: tuple[str, ...] | None) -> None:
     meta = results_meta(path)
-    rows = [r for r in read_results(path).values()
-            if id_pattern is None or fnmatch.fnmatchcase(r.case_id, id_pattern)]
+    rows = [r for r in read_results(path).values() if id_matches(r.case_id, id_pattern)]
     if as_json:
         click.echo(json.dumps({"file": str(path), "meta": meta, "results": [
             {"case_id": r.case_id, "status": r.status, "time_s": r.time_s,
@@ -188,7 +186,7 @@ def _results_listing(path: Path, as_json: bool, id_pattern: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
 @handle_errors
 def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
-            format_: tuple[str, ...], family: tuple[str, ...], id_pattern: str | None,
+            format_: tuple[str, ...], family: tuple[str, ...], id_pattern: tuple[str, ...] | None,
             case_id: str | None, check: bool, as_json: bool) -> None:
     """List the cases of a golden file, show one case, or check the file's integrity.
 

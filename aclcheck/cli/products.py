@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from aclcheck import contract
 from aclcheck.cli.common import handle_errors, stdout_console
@@ -22,7 +23,8 @@ def capability_table() -> Table:
         f"{f} ({contract.FORMAT_RANK[f] or '3/4'})" for f in contract.FORMATS
     )
     for p in contract.PRODUCTS.values():
-        marks = ["[green]yes[/]" if d in p.dtypes else "[red]no[/] (161002)"
+        marks = [Text("yes", style="green") if d in p.dtypes
+                 else Text.assemble(("no", "red"), " (161002)")
                  for d in contract.COMPUTE_DTYPES]
         acc = "FP32" if p.accumulate == "float32" else "input dtype"
         table.add_row(p.id, *marks, fmts, acc)

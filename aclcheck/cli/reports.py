@@ -12,6 +12,7 @@ from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageE
 from aclcheck.merge import merge_reports
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
+from aclcheck.report.files import check_writable
 from aclcheck.verdicts import summarize, summary_line
 
 
@@ -66,6 +67,7 @@ def merge(inputs: tuple[str, ...], output: str, force: bool) -> None:
 
     if Path(output).exists() and not force:
         raise UsageError(f"{output} exists (use --force to overwrite)")
+    check_writable({"-o": output})
     if all(p.lower().endswith(".json") for p in inputs):
         loaded = [(p, *json_report.read(p)) for p in inputs]
         merged, verdicts = merge_reports(loaded)

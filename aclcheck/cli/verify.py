@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -17,21 +18,31 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from aclcheck import sharding, xfail
 from aclcheck.baseline import diff as baseline_diff
 from aclcheck.budget import ACCUMULATE_CHOICES
-from aclcheck.cli.common import handle_errors, selection_options, stderr_console
-from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
+from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
+from aclcheck.config import VerifyConfig
+from aclcheck.errors import (
+    EXIT_CODES_HELP,
+    EXIT_INTERNAL,
+    EXIT_NONCONFORMANT,
+    EXIT_OK,
+    UsageError,
+)
 from aclcheck.executors import open_executor
 from aclcheck.impls import ImplementationUnavailable, UnknownImplementation, create
 from aclcheck.impls.aclnn_impl import configure_environment
 from aclcheck.impls.base import Implementation
-from aclcheck.judge import JudgeOptions
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
+from aclcheck.report.files import check_writable, write_all
+from aclcheck.report.safe_text import printable
 from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
 from aclcheck.selection import select
-from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides
-from aclcheck.store import GoldenFile, check_output_path, open_golden
+from aclcheck.standards import DEFAULT_STANDARD, STANDARDS
+from aclcheck.store import GoldenFile, open_golden
 from aclcheck.suite import parse_shard
 from aclcheck.verdicts import CaseVerdict
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class GoldenSource:
@@ -59,30 +70,6 @@ def build_impl(impl: str, results: str | None) -> Implementation:
         raise UsageError(f"--impl {impl}: not available here: {exc}") from None
 
 
-def repro_prefix(golden: str, impl: Implementation, params: dict[str, Any]) -> str:
-    parts = ["aclcheck", "verify", golden]
-    if params["results"]:
-        parts += ["--results", params["results"]]
-    else:
-        parts += ["--impl", params["impl"]]
-    for s in params["standard"]:
-        parts += ["--standard", s]
-    for key in ("tolerances", "accumulate"):
-        if params[key]:
-            parts += [f"--{key}", str(params[key])]
-    if params["deterministic"]:
-        parts.append("--deterministic")
-    for d in params.get("aclnn_lib_dir") or ():
-        parts += ["--aclnn-lib-dir", d]
-    if params.get("aclnn_device") is not None:
-        parts += ["--aclnn-device", str(params["aclnn_device"])]
-    if params.get("aclnn_product"):
-        parts += ["--product", params["aclnn_product"]]
-    if params["repeat"] > 1:
-        parts += ["--repeat", str(params["repeat"])]
-    return shlex.join(parts)
-
-
 @contextmanager
 def progress_bar(console: Console, total: int) -> Iterator[Any]:
     """A rich progress bar on a terminal; nothing in CI logs."""
@@ -90,37 +77,31 @@ def progress_bar(console: Console, total: int) -> Iterator[Any]:
         yield lambda verdict: None
         return
     columns = (TextColumn("verifying"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("{task.description}"))
+               TimeElapsedColumn(), TextColumn("{task.description}", markup=False))
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("", total=total)
-        yield lambda verdict: bar.update(task, advance=1, description=verdict.case_id)
+        yield lambda verdict: bar.update(task, advance=1,
+                                         description=printable(verdict.case_id))
 
 
-def _standards(names: Sequence[str]) -> tuple[str, ...]:
-    chosen = tuple(names) or (DEFAULT_STANDARD,)
-    for name in chosen:
-        if name not in STANDARDS:
-            raise click.UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}")
-    return tuple(dict.fromkeys(chosen))
-
-
-def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
-                  selection: dict[str, Any], shard: tuple[int, int] | None, jobs: int,
-                  executor_url: str | None, done: list[CaseVerdict]) -> None:
+def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOptions,
+                  done: list[CaseVerdict]) -> None:
     """Select cases from the golden file, run them (serially or fanned out), in order,
-    appending each verdict to `done` as it comes (so an interruption keeps them)."""
-    with open_golden(golden) as gf:
+    appending each verdict (with its repro line) to `done` as it comes, so an
+    interruption keeps them."""
+    shard = parse_shard(config.shard) if config.shard else None
+    with open_golden(config.golden) as gf:
         positions = {e.id: i for i, e in enumerate(gf.index)}
-        rows = select(gf.index, **selection)
+        rows = select(gf.index, **config.selection())
         if shard is not None:
             keep = sharding.select([(r.id, r.nbytes) for r in rows], *shard)
             rows = [r for r in rows if r.id in keep]
         if not rows:
-            raise UsageError(f"{golden}: no case matches the selection")
+            raise UsageError(f"{config.golden}: no case matches the selection")
         cases = [gf.case(r.id) for r in rows]
         source = GoldenSource(gf)
         with progress_bar(stderr_console(), len(cases)) as progress, \
-                open_executor(jobs, executor_url) as pool:
+                open_executor(config.jobs, config.executor) as pool:
             if pool is None:
                 stream = iter_verdicts(adapter, cases, source, opts, progress)
             else:
@@ -128,123 +109,169 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
                     raise UsageError(f"{adapter.name} cannot run in worker processes; "
                                      "drop --jobs / --executor")
                 stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
-                                                window=max(2 * jobs, 8), progress=progress)
+                                                window=max(2 * config.jobs, 8),
+                                                progress=progress)
             for v in stream:
-                done.append(replace(v, index=positions[v.case_id]))
+                done.append(replace(v, index=positions[v.case_id],
+                                    repro=config.repro(v.case_id)))
+
+
+# -- options, in groups; each option's destination is a VerifyConfig field ------------------
+
+#: click parameter name -> VerifyConfig field, where the shared selection options differ
+_RENAMED = {"product": "products", "dtype": "dtypes", "format_": "formats",
+            "family": "families", "id_pattern": "ids"}
+
+
+def _group(*options: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(fn: F) -> F:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return apply
+
+
+implementation_options = _group(
+    click.option("--impl", "impl", default="reference", show_default=True, metavar="NAME",
+                 help="Implementation: reference, torch, torch:cpu|cuda|npu, module:function, "
+                      "or a plugin name (see `aclcheck impls`)."),
+    click.option("--results", type=click.Path(dir_okay=False), default=None,
+                 help="Judge stored outputs (results layout) instead of running --impl."),
+    click.option("--aclnn-lib-dir", "aclnn_lib_dirs", multiple=True, metavar="DIR",
+                 type=click.Path(file_okay=False),
+                 help="--impl aclnn: folder with libascendcl.so, libnnopbase.so, libopapi.so "
+                      "(repeatable; replaces the ASCEND_HOME_PATH / LD_LIBRARY_PATH search). "
+                      "A single --product names the device's product."),
+    click.option("--aclnn-device", type=click.IntRange(min=0), default=None, metavar="N",
+                 help="--impl aclnn: device id (default 0)."),
+)
+
+judging_options = _group(
+    click.option("--standard", "standards", multiple=True, metavar="NAME",
+                 help="Tolerance standard (repeatable: the first gates, the others are shown "
+                      f"beside it). Default: {DEFAULT_STANDARD}. See `aclcheck tolerances`."),
+    click.option("--tolerances", type=click.Path(dir_okay=False), default=None,
+                 help="TOML file overriding standard parameters per dtype / product."),
+    click.option("--accumulate", default=None, type=click.Choice(ACCUMULATE_CHOICES),
+                 help="Override the accumulation the error budget assumes ('input' = the "
+                      "input dtype, as the Atlas training/inference path)."),
+    click.option("--xfail", "xfail", type=click.Path(dir_okay=False), default=None,
+                 help="Known-failure list (TOML): listed failures are XFAIL and do not fail "
+                      "the gate."),
+    click.option("--strict-xfail", is_flag=True,
+                 help="A listed case that now passes (XPASS) fails the gate."),
+)
+
+running_options = _group(
+    click.option("--isolate", is_flag=True,
+                 help="Run the implementation in a worker process: crashes and hangs become "
+                      "ERROR and the run goes on."),
+    click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+                 help="Seconds per call in the worker (--isolate, and invalid calls)."),
+    click.option("--memory-limit", type=click.IntRange(min=64), default=None, metavar="MB",
+                 help="Address-space cap of the isolated worker: a runaway allocation "
+                      "becomes ERROR instead of exhausting the machine."),
+    click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="Run each case N times and compare the outputs bitwise."),
+    click.option("--deterministic", is_flag=True,
+                 help="Ask the implementation for deterministic mode; with --repeat, any "
+                      "difference is NONDETERMINISTIC."),
+    click.option("--shard", default=None, metavar="K/N",
+                 help="Only the K-th of N size-balanced slices of the selection (CI "
+                      "matrices; join the JSON reports with `aclcheck merge`)."),
+    click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="Run cases on N local worker processes."),
+    click.option("--executor", "executor", default=None, metavar="URL",
+                 help="Fan cases out over a Dask cluster: dask://HOST:PORT."),
+)
+
+report_options = _group(
+    click.option("--baseline", type=click.Path(dir_okay=False), default=None,
+                 help="Previous JSON report: show new failures, fixed cases and metric "
+                      "regressions; the gate then fails only on new failures."),
+    click.option("-v", "--verbose", is_flag=True,
+                 help="Show every case, and the details of every nonconforming one "
+                      "(without -v: the first 20)."),
+    click.option("--width", type=click.IntRange(min=40), default=None, metavar="COLUMNS",
+                 help="Console width (default: the terminal's; 160 in logs and pipes)."),
+    click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+                 help="Write the JSON report here."),
+    click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
+                 help="Write JUnit XML here."),
+    click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+                 help="Write the HTML report here: summary, case table, and every non-passing "
+                      "case with pictures of where its errors sit (docs/report.md)."),
+)
+
+
+def config_from_params(golden: str, params: dict[str, Any]) -> VerifyConfig:
+    """The VerifyConfig of verify's parsed options."""
+    values = {_RENAMED.get(name, name): value for name, value in params.items()}
+    values["ids"] = tuple(values["ids"] or ())
+    return VerifyConfig(golden=golden, **values)
+
+
+def check_config(config: VerifyConfig) -> None:
+    """Usage errors found before anything is loaded or run: unknown standards, a bad
+    shard, unwritable report paths."""
+    for name in config.standard_names:
+        if name not in STANDARDS:
+            raise click.UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}")
+    if config.shard:
+        parse_shard(config.shard)
+    check_writable(config.outputs)
 
 
 @click.command(epilog=EXIT_CODES_HELP)
 @click.argument("golden", type=click.Path(dir_okay=False))
-@click.option("--impl", "impl", default="reference", show_default=True, metavar="NAME",
-              help="Implementation: reference, torch, torch:cpu|cuda|npu, module:function, "
-                   "or a plugin name (see `aclcheck impls`).")
-@click.option("--results", type=click.Path(dir_okay=False), default=None,
-              help="Judge stored outputs (results layout) instead of running --impl.")
+@implementation_options
 @selection_options
-@click.option("--standard", multiple=True, metavar="NAME",
-              help="Tolerance standard (repeatable: the first gates, the others are shown "
-                   f"beside it). Default: {DEFAULT_STANDARD}. See `aclcheck tolerances`.")
-@click.option("--tolerances", type=click.Path(dir_okay=False), default=None,
-              help="TOML file overriding standard parameters per dtype / product.")
-@click.option("--accumulate", default=None, type=click.Choice(ACCUMULATE_CHOICES),
-              help="Override the accumulation the error budget assumes ('input' = the "
-                   "input dtype, as the Atlas training/inference path).")
-@click.option("--isolate", is_flag=True,
-              help="Run the implementation in a worker process: crashes and hangs become "
-                   "ERROR and the run goes on.")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-              help="Seconds per call in the worker (--isolate, and invalid calls).")
-@click.option("--memory-limit", type=click.IntRange(min=64), default=None, metavar="MB",
-              help="Address-space cap of the isolated worker: a runaway allocation becomes "
-                   "ERROR instead of exhausting the machine.")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run each case N times and compare the outputs bitwise.")
-@click.option("--deterministic", is_flag=True,
-              help="Ask the implementation for deterministic mode; with --repeat, any "
-                   "difference is NONDETERMINISTIC.")
-@click.option("--aclnn-lib-dir", "aclnn_lib_dir", multiple=True, metavar="DIR",
-              type=click.Path(file_okay=False),
-              help="--impl aclnn: folder with libascendcl.so, libnnopbase.so, libopapi.so "
-                   "(repeatable; replaces the ASCEND_HOME_PATH / LD_LIBRARY_PATH search). "
-                   "A single --product names the device's product.")
-@click.option("--aclnn-device", type=click.IntRange(min=0), default=None, metavar="N",
-              help="--impl aclnn: device id (default 0).")
-@click.option("--shard", default=None, metavar="K/N",
-              help="Only the K-th of N size-balanced slices of the selection (CI matrices; "
-                   "join the JSON reports with `aclcheck merge`).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run cases on N local worker processes.")
-@click.option("--executor", "executor_url", default=None, metavar="URL",
-              help="Fan cases out over a Dask cluster: dask://HOST:PORT.")
-@click.option("--xfail", "xfail_path", type=click.Path(dir_okay=False), default=None,
-              help="Known-failure list (TOML): listed failures are XFAIL and do not fail "
-                   "the gate.")
-@click.option("--strict-xfail", is_flag=True,
-              help="A listed case that now passes (XPASS) fails the gate.")
-@click.option("--baseline", type=click.Path(dir_okay=False), default=None,
-              help="Previous JSON report: show new failures, fixed cases and metric "
-                   "regressions; the gate then fails only on new failures.")
-@click.option("-v", "--verbose", is_flag=True, help="Show every case, not only failures.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the JSON report here.")
-@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
-              help="Write JUnit XML here.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the HTML report here: summary, case table, and every non-passing "
-                   "case with pictures of where its errors sit (docs/report.md).")
+@judging_options
+@running_options
+@report_options
 @handle_errors
-def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...],
-           dtype: tuple[str, ...], format_: tuple[str, ...], family: tuple[str, ...],
-           id_pattern: str | None, standard: tuple[str, ...], tolerances: str | None,
-           accumulate: str | None, isolate: bool, timeout: float,
-           memory_limit: int | None, repeat: int,
-           deterministic: bool, aclnn_lib_dir: tuple[str, ...], aclnn_device: int | None,
-           shard: str | None, jobs: int, executor_url: str | None,
-           xfail_path: str | None, strict_xfail: bool, baseline: str | None, verbose: bool,
-           json_path: str | None, junit_path: str | None, html_path: str | None) -> None:
+def verify(golden: str, **params: Any) -> None:
     """Run an implementation on every case of GOLDEN and judge it against the contract.
 
     Exits 1 on any nonconformance (FAIL, WRONG_STATUS, UNIMPLEMENTED, NONDETERMINISTIC,
-    ERROR), so it can gate CI. Every failing case prints a repro command.
+    ERROR), so it can gate CI. Every failing case prints a repro command that reruns it
+    with every option that can change its verdict. Report paths are checked before any
+    case runs; a report that cannot be written at the end is named and the run exits 4.
 
     \b
     Examples:
       aclcheck verify suite.h5                              # the reference (self-test)
-      aclcheck verify suite.h5 --impl torch --dtype float32
+      aclcheck verify suite.h5 --impl torch --dtype float32 --family '!invalid'
       aclcheck verify suite.h5 --impl mykernels:backward --isolate --timeout 10
       aclcheck verify suite.h5 --results board_run.h5 --json report.json --junit junit.xml
       aclcheck verify suite.h5 --impl torch --standard aclcheck --standard cann-mixed
+      aclcheck verify suite.h5 --impl torch --id 'a2-fp16-*' --id 'a3-fp16-*' -v
     """
-    params = {"impl": impl, "results": results, "standard": standard,
-              "tolerances": tolerances, "accumulate": accumulate,
-              "deterministic": deterministic, "repeat": repeat,
-              "aclnn_lib_dir": aclnn_lib_dir, "aclnn_device": aclnn_device,
-              "aclnn_product": product[0] if impl == "aclnn" and len(product) == 1 else None}
-    standards = _standards(standard)
-    overrides = load_overrides(tolerances) if tolerances else None
-    xfails = xfail.load(xfail_path) if xfail_path else None
-    old = json_report.read(baseline)[1] if baseline else None
-    shard_kn = parse_shard(shard) if shard else None
-    click.get_current_context().call_on_close(configure_environment(  # inherited by workers
-        aclnn_lib_dir, aclnn_device, product if impl == "aclnn" else ()))
-    for path in (json_path, junit_path, html_path):  # refuse before any work
-        if path:
-            check_output_path(path, force=True)
-    adapter = build_impl(impl, results)
-    out = Console(highlight=False)
-    opts = RunOptions(
-        judge=JudgeOptions(standards=standards, overrides=overrides, accumulate=accumulate),
-        isolate=isolate, timeout=timeout, repeat=repeat, deterministic=deterministic,
-        memory_limit=memory_limit * 2**20 if memory_limit else None,
-        repro_prefix=repro_prefix(golden, adapter, params),
-    )
-    selection = {"products": product, "dtypes": dtype, "formats": format_,
-                 "families": family, "id_pattern": id_pattern}
+    config = config_from_params(golden, params)
+    check_config(config)
+    sys.exit(run_verify(config))
+
+
+def run_verify(config: VerifyConfig) -> int:
+    """Run, report and gate; returns the exit code."""
+    restore = configure_environment(  # the aclnn options, inherited by workers
+        config.aclnn_lib_dirs, config.aclnn_device,
+        config.products if config.impl == "aclnn" else ())
+    try:
+        return _run_verify(config)
+    finally:
+        restore()
+
+
+def _run_verify(config: VerifyConfig) -> int:
+    opts = config.run_options()
+    xfails = xfail.load(config.xfail) if config.xfail else None
+    old = json_report.read(config.baseline)[1] if config.baseline else None
+    adapter = build_impl(config.impl, config.results)
     verdicts: list[CaseVerdict] = []
     interrupted = False
     try:
-        run_selection(golden, adapter, opts, selection, shard_kn, jobs, executor_url,
-                      verdicts)
+        run_selection(config, adapter, opts, verdicts)
     except KeyboardInterrupt:
         # keep what was judged: report it (marked) and exit 130 below
         interrupted = True
@@ -254,27 +281,46 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
         adapter.close()
     if xfails is not None:
         verdicts = xfail.apply(verdicts, xfails, adapter.name)
-    console_report.render(out, verdicts, implementation=adapter.name, verbose=verbose)
-    failed = xfail.gate_failed(verdicts, strict_xfail)
+    failed = xfail.gate_failed(verdicts, config.strict_xfail)
+    lost = write_reports(config, adapter.name, verdicts, interrupted)
+    out = stdout_console(config.width)
+    console_report.render(out, verdicts, implementation=adapter.name,
+                          verbose=config.verbose,
+                          json_report=None if "--json" in lost else config.json_path)
     if old is not None:
         changes = baseline_diff(old, verdicts)
-        console_report.render_diff(out, changes, baseline)
+        console_report.render_diff(out, changes, config.baseline or "")
         # against a baseline only what got worse gates (XPASS only when strict)
-        failed = any(now.failing or strict_xfail for _, now in changes.new_failures)
+        failed = any(now.failing or config.strict_xfail for _, now in changes.new_failures)
+    for flag, reason in lost.items():
+        click.echo(f"aclcheck: error: {flag} {printable(config.outputs[flag])}: not written: "
+                   f"{reason}", err=True)
+    if interrupted:
+        return 130
+    if lost:
+        return EXIT_INTERNAL
+    return EXIT_NONCONFORMANT if failed else EXIT_OK
+
+
+def write_reports(config: VerifyConfig, implementation: str, verdicts: list[CaseVerdict],
+                  interrupted: bool) -> dict[str, str]:
+    """Write the JSON, JUnit and HTML reports, each on its own; why any was lost, by flag."""
     extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]]),
                              "interrupted": interrupted}
-    if shard:
-        extra["shard"] = shard
-    report = json_report.build(verdicts, implementation=adapter.name, standards=standards,
-                               golden=str(golden), extra=extra) if json_path or html_path else {}
-    if json_path:
-        json_report.write(json_path, report)
-    if junit_path:
-        junit.write(junit_path, verdicts, suite_name=f"aclcheck {adapter.name} {Path(golden).name}")
-    if html_path:
+    if config.shard:
+        extra["shard"] = config.shard
+    writers: dict[str, Callable[[], None]] = {}
+    report = json_report.build(verdicts, implementation=implementation,
+                               standards=config.standard_names, golden=str(config.golden),
+                               extra=extra) if config.json_path or config.html_path else {}
+    if config.json_path:
+        writers["--json"] = partial(json_report.write, config.json_path, report)
+    if config.junit_path:
+        name = f"aclcheck {implementation} {Path(config.golden).name}"
+        writers["--junit"] = partial(junit.write, config.junit_path, verdicts,
+                                     suite_name=name)
+    if config.html_path:
         from aclcheck.report import html as html_report  # matplotlib: only when asked
 
-        html_report.write(html_path, report, verdicts)
-    if interrupted:
-        sys.exit(130)
-    sys.exit(EXIT_NONCONFORMANT if failed else EXIT_OK)
+        writers["--html"] = partial(html_report.write, config.html_path, report, verdicts)
+    return write_all(writers)

@@ -1,4 +1,7 @@
-"""Rich console rendering of verdicts (also recorded for the HTML report)."""
+"""Rich console rendering of verdicts (also recorded for the HTML report).
+
+Every text that comes from data goes through safe_text.data_text: never markup.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,15 @@ from rich.text import Text
 
 from aclcheck.baseline import Diff
 from aclcheck.report.errormap import error_map
-from aclcheck.verdicts import CaseVerdict, Verdict, summarize, summary_line
+from aclcheck.report.safe_text import data_text
+from aclcheck.verdicts import (
+    FAILING,
+    SUMMARY_KEYS,
+    CaseVerdict,
+    Verdict,
+    summarize,
+    summary_line,
+)
 
 STYLE: dict[Verdict, str] = {
     Verdict.PASS: "green",
@@ -27,70 +38,96 @@ STYLE: dict[Verdict, str] = {
 }
 
 
-def _metric(v: CaseVerdict, key: str) -> str:
+def _metric(v: CaseVerdict, key: str) -> Text:
     value = v.metrics.get(key)
     if value is None:
-        return ""
+        return Text("")
     if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
+        return Text(f"{value:.3g}")
+    return data_text(value)  # reports are files anyone can edit
 
 
 def case_table(verdicts: Sequence[CaseVerdict], title: str) -> Table:
-    table = Table(title=title, show_lines=False)
+    table = Table(title=data_text(title), show_lines=False)
     table.add_column("case", overflow="fold")
     table.add_column("verdict")
     table.add_column("max ULP", justify="right")
     table.add_column("max abs err", justify="right")
     table.add_column("why", overflow="fold")
     for v in verdicts:
-        table.add_row(v.case_id, Text(v.verdict.value, style=STYLE[v.verdict]),
-                      _metric(v, "max_ulp"), _metric(v, "max_abs_err"), v.message)
+        table.add_row(data_text(v.case_id), Text(v.verdict.value, style=STYLE[v.verdict]),
+                      _metric(v, "max_ulp"), _metric(v, "max_abs_err"), data_text(v.message))
     return table
 
 
 def matrix_table(verdicts: Sequence[CaseVerdict]) -> Table:
-    """Counts by product x dtype x format."""
+    """Counts by product x dtype x format, one column per summary key that occurs (the
+    same names and counts as the summary line, so the columns add up to it)."""
     groups: dict[tuple[str, str, str], list[CaseVerdict]] = defaultdict(list)
     for v in verdicts:
         groups[(v.product, v.dtype, v.format)].append(v)
+    total = summarize(verdicts)
+    keys = [key for key, verdict in SUMMARY_KEYS
+            if verdict in (None, Verdict.PASS) or total[key]]
+    verdict_of = dict(SUMMARY_KEYS)
     table = Table(title="by product x dtype x format")
     for name in ("product", "dtype", "format"):
         table.add_column(name)
-    for name in ("cases", "pass", "fail", "skip", "other"):
-        table.add_column(name, justify="right")
-    for key in sorted(groups):
-        s = summarize(groups[key])
-        bad = s["failed"] + s["wrong_status"] + s["unimplemented"] + s["nondeterministic"] \
-            + s["error"]
-        other = s["mistrusted"] + s["xfailed"] + s["xpassed"]
-        table.add_row(*key, str(s["cases"]), str(s["passed"]),
-                      Text(str(bad), style="bold red" if bad else ""), str(s["skipped"]),
-                      str(other))
+    for key in keys:
+        table.add_column(key, justify="right")
+    for group in sorted(groups):
+        s = summarize(groups[group])
+        cells = [Text(str(s[key]), style=_count_style(verdict_of[key], s[key]))
+                 for key in keys]
+        table.add_row(*(data_text(x) for x in group), *cells)
     return table
 
 
+def _count_style(verdict: Verdict | None, count: int) -> str:
+    return STYLE[verdict] if count and verdict in FAILING else ""
+
+
+def failure_block(console: Console, v: CaseVerdict) -> None:
+    """One nonconforming case: a rule with its id and verdict, the detail (the gating
+    standard's line, metrics, worst elements), notes and the repro command. Pictures
+    of where the errors sit belong right after the detail."""
+    title = Text.assemble(data_text(v.case_id, "bold"), f" {v.verdict.value}")
+    console.rule(title, style="yellow" if v.verdict == Verdict.XFAIL else "red")
+    # the detail opens with the gating standard's verdict line: no need to repeat it
+    console.print(data_text(v.detail if v.detail else v.message))
+    if v.evidence is not None:
+        console.print(error_map(v.evidence, console.width))
+    for note in v.notes:
+        console.print(data_text(f"note: {note}", "dim"))
+    if v.repro:
+        console.print(data_text(f"repro: {v.repro}", "cyan"), soft_wrap=True)  # copyable
+
+
 def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation: str,
-           verbose: bool = False, max_details: int = 20) -> None:
-    """Failing-case table and details, matrix, notes, and the one-line summary."""
+           verbose: bool = False, max_details: int = 20, json_report: str | None = None
+           ) -> None:
+    """Failing-case table and details, matrix, notes, and the one-line summary.
+
+    Details of the first `max_details` nonconforming cases (all of them, and of the
+    known failures, with `verbose`); `json_report` is a report that holds every case,
+    named in the footer when details were cut.
+    """
     failing = [v for v in verdicts if v.failing or v.verdict == Verdict.XPASS]
     shown = list(verdicts) if verbose else failing
     if shown:
         title = "all cases" if verbose else "nonconforming cases"
         console.print(case_table(shown, f"{implementation}: {title}"))
-    for v in failing[:max_details]:
-        console.rule(f"[bold]{v.case_id}[/] {v.verdict.value}", style="red")
-        # the detail opens with the gating standard's verdict line: no need to repeat it
-        console.print(Text(v.detail if v.detail else v.message))
-        if v.evidence is not None:
-            console.print(error_map(v.evidence, console.width))
-        for note in v.notes:
-            console.print(Text(f"note: {note}", style="dim"))
-        if v.repro:
-            console.print(Text(f"repro: {v.repro}", style="cyan"), soft_wrap=True)  # copyable
-    if len(failing) > max_details:
-        console.print(f"... {len(failing) - max_details} more nonconforming cases "
-                      "(see the JSON report, or filter with --id)")
+    limit = len(failing) if verbose else max_details
+    for v in failing[:limit]:
+        failure_block(console, v)
+    if verbose:  # known failures too: what they look like today
+        for v in verdicts:
+            if v.verdict == Verdict.XFAIL:
+                failure_block(console, v)
+    if len(failing) > limit:
+        where = f"the JSON report {json_report} has them all; " if json_report else ""
+        console.print(data_text(f"... {len(failing) - limit} more nonconforming cases "
+                                f"({where}-v shows every one, --id selects one)"))
     console.print(matrix_table(verdicts))
     divergences = [(v.case_id, n) for v in verdicts for n in v.notes
                    if n.startswith("documentation divergence")]
@@ -99,13 +136,14 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
         table.add_column("case", overflow="fold")
         table.add_column("what the implementation did", overflow="fold")
         for cid, note in divergences:
-            table.add_row(cid, note.removeprefix("documentation divergence: "))
+            table.add_row(data_text(cid),
+                          data_text(note.removeprefix("documentation divergence: ")))
         console.print(table)
     if verbose:
         path_notes = [(v.case_id, n) for v in verdicts for n in v.notes
                       if not n.startswith("documentation divergence")]
         for cid, note in path_notes:
-            console.print(Text(f"{cid}: {note}", style="dim"))
+            console.print(data_text(f"{cid}: {note}", "dim"))
     line = summary_line(summarize(verdicts))
     style = "bold red" if failing else "bold green"
     console.print(Text(line, style=style), soft_wrap=True)
@@ -113,22 +151,23 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
 
 def render_diff(console: Console, d: Diff, old_name: str) -> None:
     """New failures, fixed cases and metric regressions against a baseline report."""
-    table = Table(title=f"against baseline {old_name}")
+    table = Table(title=data_text(f"against baseline {old_name}"))
     table.add_column("change")
     table.add_column("case", overflow="fold")
     table.add_column("before")
     table.add_column("now")
     for was, now in d.new_failures:
-        table.add_row(Text("NEW FAILURE", style="bold red"), now.case_id,
+        table.add_row(Text("NEW FAILURE", style="bold red"), data_text(now.case_id),
                       was.verdict.value if was else "(absent)", now.verdict.value)
     for was, now in d.fixed:
-        table.add_row(Text("fixed", style="green"), now.case_id, was.verdict.value,
-                      now.verdict.value)
+        table.add_row(Text("fixed", style="green"), data_text(now.case_id),
+                      was.verdict.value, now.verdict.value)
     for was, now in d.changed:
-        table.add_row("changed", now.case_id, was.verdict.value, now.verdict.value)
+        table.add_row("changed", data_text(now.case_id), was.verdict.value,
+                      now.verdict.value)
     for r in d.regressions:
-        table.add_row(Text("regression", style="yellow"), r.case_id, f"{r.metric} {r.old:g}",
-                      f"{r.metric} {r.new:g}")
+        table.add_row(Text("regression", style="yellow"), data_text(r.case_id),
+                      data_text(f"{r.metric} {r.old:g}"), data_text(f"{r.metric} {r.new:g}"))
     if table.row_count:
         console.print(table)
     console.print(Text(

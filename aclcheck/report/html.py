@@ -8,8 +8,6 @@ nothing from data becomes an attribute that links or runs anything.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from typing import Any
 import jinja2
 
 from aclcheck import __version__
+from aclcheck.report.files import atomic_write
 from aclcheck.report.pictures import (
     BAR_W,
     HIST_ROWS,
@@ -211,19 +210,7 @@ def render(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> str:
 
 
 def write(path: str | Path, report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> None:
-    """Render and write atomically (temporary file in the same folder, then rename)."""
+    """Render and write atomically, mode 0666 less the umask (report.files.atomic_write)."""
     text = render(report, verdicts)
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                               dir=target.parent if str(target.parent) else ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # mkstemp's 0600 would stick after the rename
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda fh: fh.write(text))
 

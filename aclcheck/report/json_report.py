@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from aclcheck import __version__
 from aclcheck.errors import InputFileError
+from aclcheck.report.files import atomic_write
 from aclcheck.verdicts import CaseVerdict, summarize
 
 REPORT_FORMAT = "aclcheck-report"
@@ -37,18 +36,13 @@ def build(verdicts: Sequence[CaseVerdict], *, implementation: str, standards: Se
 
 
 def write(path: str | Path, report: dict[str, Any]) -> None:
-    """Write atomically (temporary file in the same folder, then os.replace)."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                               dir=target.parent if str(target.parent) else ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=1, allow_nan=False, default=str)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write atomically, mode 0666 less the umask (see report.files.atomic_write)."""
+
+    def dump(fh: IO[str]) -> None:
+        json.dump(report, fh, indent=1, allow_nan=False, default=str)
+        fh.write("\n")
+
+    atomic_write(path, dump)
 
 
 def read(path: str | Path) -> tuple[dict[str, Any], list[CaseVerdict]]:

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
+from aclcheck.report.files import atomic_write
 from aclcheck.verdicts import CaseVerdict, Verdict, summarize
 
 # XML 1.0 allows tab, newline, carriage return and the ranges below; nothing else.
@@ -56,6 +57,8 @@ def _wrap(suite: ET.Element) -> ET.Element:
 
 
 def write(path: str | Path, verdicts: Sequence[CaseVerdict], suite_name: str) -> None:
+    """Write atomically, mode 0666 less the umask (see report.files.atomic_write)."""
     tree = build(verdicts, suite_name)
     ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    text = ET.tostring(tree.getroot(), encoding="unicode")
+    atomic_write(path, lambda fh: fh.write(f"<?xml version='1.0' encoding='utf-8'?>\n{text}\n"))
