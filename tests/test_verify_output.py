@@ -82,7 +82,7 @@ def test_read_only_output_folder_is_a_usage_error(golden: Path, tmp_path: Path) 
 @pytest.mark.parametrize(("target", "flag"), [
     ("aclcheck.report.json_report.write", "--json"),
     ("aclcheck.report.junit.write", "--junit"),
-    ("aclcheck.cli.verify.write_html", "--html")])
+    ("aclcheck.report.html.write", "--html")])
 def test_a_report_that_cannot_be_written_keeps_the_others(
         golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str,
         flag: str) -> None:

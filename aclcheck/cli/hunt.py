@@ -87,12 +87,11 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
     products = _names(product, str, tuple(contract.PRODUCTS), "product") or list(
         contract.PRODUCTS)
     dtypes = _names(dtype, contract.normalize_dtype, contract.COMPUTE_DTYPES, "dtype")
-    adapter, opts, params = live_setup(impl, standard, tolerances, accumulate, isolate,
-                                       timeout)
+    adapter, config = live_setup(impl, standard, tolerances, accumulate, isolate, timeout)
     out, err = stdout_console(), stderr_console()
     found = []
     try:
-        with LiveJudge(adapter, opts) as judge:
+        with LiveJudge(adapter, config.run_options()) as judge:
             result = search(judge, np.random.default_rng(seed), products, dtypes,
                             max_time=max_time, failures=failures,
                             progress=progress_printer(err, "hunting"))
@@ -129,6 +128,6 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
               highlight=False)
     for case in cases:
         out.print("repro: " + repro_commands(str(case_path), str(golden_path), case.id,
-                                             adapter, params),
+                                             config),
                   markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(EXIT_NONCONFORMANT)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,14 +15,12 @@ from aclcheck import casewriter
 from aclcheck.budget import ACCUMULATE_CHOICES
 from aclcheck.cases import Case
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
-from aclcheck.cli.verify import _standards, build_impl, repro_prefix
+from aclcheck.cli.verify import build_impl
+from aclcheck.config import VerifyConfig
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
 from aclcheck.impls.base import Implementation
-from aclcheck.judge import JudgeOptions
 from aclcheck.live import LiveJudge, can_rerun
-from aclcheck.runner import RunOptions
 from aclcheck.shrink import ShrinkResult, shrink
-from aclcheck.standards import load_overrides
 from aclcheck.store import open_golden
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -52,29 +51,24 @@ def live_options(fn: F) -> F:
 
 def live_setup(impl: str, standard: tuple[str, ...], tolerances: str | None,
                accumulate: str | None, isolate: bool, timeout: float
-               ) -> tuple[Implementation, RunOptions, dict[str, Any]]:
-    """The adapter (refusing one that cannot rerun), run options and repro params."""
-    standards = _standards(standard)
-    overrides = load_overrides(tolerances) if tolerances else None
+               ) -> tuple[Implementation, VerifyConfig]:
+    """The adapter (refusing one that cannot rerun) and the verify configuration its
+    verdicts and repro lines come from (the golden file is named later, per output)."""
+    config = VerifyConfig(golden="", impl=impl, standards=standard, tolerances=tolerances,
+                          accumulate=accumulate, isolate=isolate, timeout=timeout)
     adapter = build_impl(impl, None)
     why = can_rerun(adapter)
     if why:
         adapter.close()
         raise UsageError(why)
-    opts = RunOptions(judge=JudgeOptions(standards=standards, overrides=overrides,
-                                         accumulate=accumulate),
-                      isolate=isolate, timeout=timeout)
-    params = {"impl": impl, "results": None, "standard": standard, "tolerances": tolerances,
-              "accumulate": accumulate, "deterministic": False, "repeat": 1}
-    return adapter, opts, params
+    return adapter, config
 
 
-def repro_commands(case_file: str, golden: str, case_id: str, adapter: Implementation,
-                   params: dict[str, Any]) -> str:
+def repro_commands(case_file: str, golden: str, case_id: str, config: VerifyConfig) -> str:
     """Regenerate a case file's golden and verify one case of it (the verify repro)."""
     generate = shlex.join(["aclcheck", "generate", "--cases-file", case_file, "-o", golden,
                            "--force"])
-    return f"{generate} && {repro_prefix(golden, adapter, params)} --id {shlex.quote(case_id)}"
+    return f"{generate} && {replace(config, golden=golden).repro(case_id)}"
 
 
 def progress_printer(console: Console, what: str) -> Callable[[int, int, Case], None]:
@@ -131,11 +125,10 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
             raise UsageError(f"{golden}: no case with id {case_id!r} "
                              f"(`aclcheck inspect {golden}` lists them)")
         case = gf.case(case_id)
-    adapter, opts, params = live_setup(impl, standard, tolerances, accumulate, isolate,
-                                       timeout)
+    adapter, config = live_setup(impl, standard, tolerances, accumulate, isolate, timeout)
     out, err = stdout_console(), stderr_console()
     try:
-        with LiveJudge(adapter, opts) as judge:
+        with LiveJudge(adapter, config.run_options()) as judge:
             result = shrink(case, judge, max_time=max_time,
                             progress=progress_printer(err, "shrinking"))
     finally:
@@ -164,6 +157,6 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
         out.print("(save the entry above as minimal.toml, or rerun with --append FILE)",
                   markup=False, highlight=False)
     out.print("repro: " + repro_commands(case_file, str(Path(case_file).with_suffix(".h5")),
-                                         minimal.id, adapter, params),
+                                         minimal.id, config),
               markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(EXIT_NONCONFORMANT)

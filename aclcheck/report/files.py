@@ -54,12 +54,13 @@ def file_mode() -> int:
 
 def atomic_write(path: str | Path, write: Callable[[IO[str]], None]) -> None:
     """Call write(fh) on a temporary file in the target's folder, then rename it over
-    the target: a reader never sees half a report, a failure leaves the old file."""
+    the target: a reader never sees half a report, a failure leaves the old file. Text
+    that UTF-8 cannot hold (a lone surrogate from data) is written as a backslash escape."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                dir=target.parent if str(target.parent) else ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
             write(fh)
         os.chmod(tmp, file_mode())  # mkstemp makes 0600; reports are ordinary files
         os.replace(tmp, target)
