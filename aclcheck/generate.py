@@ -19,16 +19,9 @@ from typing import Any
 from aclcheck import contract
 from aclcheck.cases import Case, CaseTensors, make_tensors
 from aclcheck.errors import UsageError
+from aclcheck.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
-from aclcheck.suite import (
-    Selection,
-    SuiteError,
-    build_suite,
-    check_unique,
-    load_case_file,
-    parse_shard,
-    shard,
-)
+from aclcheck.suite import Selection, SuiteError, build_suite, check_unique, load_case_file
 
 #: progress(done, total, case): called after each case is written.
 ProgressFn = Callable[[int, int, Case], None]
@@ -103,8 +96,8 @@ def plan_suite(
         selection.update(families=list(sel.families), count=sel.count, seed=sel.seed)
     if shard_spec:
         k, n = parse_shard(shard_spec)
-        cases = shard(cases, k, n)
-        selection["shard"] = f"{k}/{n}"
+        cases = round_robin(cases, k, n)
+        selection[SELECTION_KEY] = shard_text(k, n)
     check_unique(cases, name)
     try:
         check_ids(cases)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ from aclcheck.cases import (
 )
 from aclcheck.families import ALL_FAMILIES, DEFAULT_FAMILIES, invalid_cases, shape_case
 from aclcheck.layouts import LAYOUTS
+from aclcheck.sharding import parse_shard  # noqa: F401 - re-exported (cli/verify)
+from aclcheck.sharding import round_robin as shard  # noqa: F401 - re-exported
 
 
 class SuiteError(ValueError):
@@ -90,23 +92,6 @@ def check_unique(cases: Iterable[Case], where: str) -> None:
         if c.id in seen:
             raise SuiteError(f"{where}: duplicate case id {c.id!r}")
         seen.add(c.id)
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """'K/N' -> (K, N) with 1 <= K <= N."""
-    try:
-        k_text, n_text = text.split("/")
-        k, n = int(k_text), int(n_text)
-    except ValueError:
-        raise SuiteError(f"shard must look like K/N (e.g. 2/4), got {text!r}") from None
-    if not 1 <= k <= n:
-        raise SuiteError(f"shard {text!r}: need 1 <= K <= N")
-    return k, n
-
-
-def shard(cases: Sequence[Case], k: int, n: int) -> list[Case]:
-    """The K-th of N deterministic slices (round-robin over the suite order)."""
-    return [c for i, c in enumerate(cases) if i % n == k - 1]
 
 
 # -- case files ---------------------------------------------------------------------------

@@ -7,9 +7,10 @@ import sys
 import click
 
 from aclcheck.baseline import diff as baseline_diff
+from aclcheck.baseline import diff_golden
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
-from aclcheck.merge import merge_reports
+from aclcheck.merge import merge_golden, merge_reports
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
 from aclcheck.verdicts import summarize, summary_line
@@ -31,8 +32,6 @@ def diff(old: str, new: str) -> None:
       aclcheck diff golden/ci-suite.h5 regenerated.h5
     """
     if not (old.lower().endswith(".json") and new.lower().endswith(".json")):
-        from aclcheck.store import diff_golden
-
         differences = diff_golden(old, new)
         console = stdout_console()
         for line in differences:
@@ -73,7 +72,5 @@ def merge(inputs: tuple[str, ...], output: str, force: bool) -> None:
         stdout_console().print(f"{output}: {summary_line(summarize(verdicts))}",
                                soft_wrap=True)
         sys.exit(EXIT_NONCONFORMANT if any(v.failing for v in verdicts) else EXIT_OK)
-    from aclcheck.store import merge_golden
-
     count = merge_golden(list(inputs), output, force=force)
     stdout_console().print(f"{output}: {count} cases from {len(inputs)} files")
