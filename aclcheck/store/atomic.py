@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import h5py
 import numpy as np
 
 from aclcheck import __version__
+from aclcheck.store.h5read import h5_reason
 from aclcheck.store.schema import (
     GZIP_LEVEL,
     LIBVER,
@@ -93,6 +96,16 @@ class AtomicH5:
             except OSError:
                 pass
 
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Writes into the file: a failure (disk full, I/O error) removes the temporary
+        file and becomes one OutputFileError line naming the target."""
+        try:
+            yield
+        except OSError as exc:
+            self.abort()
+            raise OutputFileError(f"{self.path}: cannot write: {write_reason(exc)}") from None
+
     def _close_fd(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
@@ -135,6 +148,15 @@ class AtomicH5:
         except Exception:  # noqa: BLE001 - already failing; the unlink matters more
             pass
         self.tmp.unlink(missing_ok=True)
+
+
+def write_reason(exc: OSError) -> str:
+    """The one-line cause of a failed write (HDF5 buries errno's text in a long message)."""
+    msg = " ".join(str(exc).split())
+    m = re.search(r"error message = '([^']*)'", msg)
+    if m:
+        return m.group(1)
+    return exc.strerror or h5_reason(msg)
 
 
 def write_dataset(parent: h5py.Group, name: str, data: np.ndarray, compress: str,

@@ -73,26 +73,27 @@ def write_results(path: str | Path, implementation: str, rows: Iterable[ResultRo
         root = out.file.create_group("results")
         index: list[dict[str, Any]] = []
         seen: set[str] = set()
-        for row in rows:
-            check_id(row.case_id)
-            if row.case_id in seen:
-                raise UsageError(f"duplicate result for case {row.case_id!r}")
-            seen.add(row.case_id)
-            group = root.create_group(row.case_id)
-            set_attrs(group, {"status": np.int64(row.status), "time_s": np.float64(row.time_s),
-                              "message": text_attr(row.message)})
-            dname, shape = "", ""
-            if row.output is not None:
-                out_arr = np.ascontiguousarray(row.output)
-                stored, dname = encode_array(out_arr)
-                shape = shape_text(out_arr.shape)
-                write_dataset(group, "output", stored, compress, {"dtype": text_attr(dname)})
-                out.wrote(stored.nbytes)
-            index.append({"case_id": row.case_id, "status": row.status, "time_s": row.time_s,
-                          "has_output": row.output is not None, "dtype": dname,
-                          "shape": shape})
-        write_dataset(out.file, "index", rows_array(index, RESULT_INDEX_COLUMNS), "none", {})
-        write_root_attrs(out.file, FORMAT_RESULTS, full, len(index))
+        with out.writing():
+            for row in rows:
+                check_id(row.case_id)
+                if row.case_id in seen:
+                    raise UsageError(f"duplicate result for case {row.case_id!r}")
+                seen.add(row.case_id)
+                group = root.create_group(row.case_id)
+                set_attrs(group, {"status": np.int64(row.status), "time_s": np.float64(row.time_s),
+                                  "message": text_attr(row.message)})
+                dname, shape = "", ""
+                if row.output is not None:
+                    out_arr = np.ascontiguousarray(row.output)
+                    stored, dname = encode_array(out_arr)
+                    shape = shape_text(out_arr.shape)
+                    write_dataset(group, "output", stored, compress, {"dtype": text_attr(dname)})
+                    out.wrote(stored.nbytes)
+                index.append({"case_id": row.case_id, "status": row.status, "time_s": row.time_s,
+                              "has_output": row.output is not None, "dtype": dname,
+                              "shape": shape})
+            write_dataset(out.file, "index", rows_array(index, RESULT_INDEX_COLUMNS), "none", {})
+            write_root_attrs(out.file, FORMAT_RESULTS, full, len(index))
         return out.commit()
     except BaseException:
         out.abort()

@@ -75,17 +75,19 @@ class GoldenWriter:
         if case.id in self._seen:
             raise UsageError(f"duplicate case id {case.id!r}")
         self._seen.add(case.id)
-        group = new_group(self._cases, case.id)
         has_golden = tensors.golden is not None
-        set_attrs(group, {**record_attrs(case), "has_golden": np.uint8(has_golden)})
-        nbytes = 0
-        for name, t in (("grad_output", tensors.grad_output), ("self", tensors.self)):
-            if t is not None:
-                nbytes += _write_tensor(group, name, t, self.compress)
-        if has_golden:
-            g = np.ascontiguousarray(tensors.golden, dtype=np.float64)
-            write_dataset(group, "golden", g, self.compress, {"dtype": text_attr("float64")})
-            nbytes += g.nbytes
+        with self._out.writing():
+            group = new_group(self._cases, case.id)
+            set_attrs(group, {**record_attrs(case), "has_golden": np.uint8(has_golden)})
+            nbytes = 0
+            for name, t in (("grad_output", tensors.grad_output), ("self", tensors.self)):
+                if t is not None:
+                    nbytes += _write_tensor(group, name, t, self.compress)
+            if has_golden:
+                g = np.ascontiguousarray(tensors.golden, dtype=np.float64)
+                write_dataset(group, "golden", g, self.compress,
+                              {"dtype": text_attr("float64")})
+                nbytes += g.nbytes
         self._entries.append(index_entry(case, has_golden, nbytes))
         self.array_bytes += nbytes
         self._out.wrote(nbytes)
@@ -96,8 +98,9 @@ class GoldenWriter:
         failure the temporary file is removed)."""
         f = self._out.file
         try:
-            write_dataset(f, "index", index_array(self._entries), "none", {})
-            write_root_attrs(f, FORMAT_GOLDEN, self.meta, len(self._entries))
+            with self._out.writing():
+                write_dataset(f, "index", index_array(self._entries), "none", {})
+                write_root_attrs(f, FORMAT_GOLDEN, self.meta, len(self._entries))
             self.file_bytes = self._out.commit()
         except BaseException:
             self._out.abort()
