@@ -433,7 +433,7 @@ def test_failure_while_committing_removes_temp(tmp_path: Path,
         raise OSError("disk full")
 
     monkeypatch.setattr(store.writer, "write_root_attrs", broken)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(store.OutputFileError, match="g.h5: cannot write: disk full"):
         _write(tmp_path / "g.h5", [_case("one", "float16")])
     assert list(tmp_path.iterdir()) == []
 

@@ -58,13 +58,13 @@ def tensor_from(p: Path, ds: object, what: str, case: Case, name: str,
     want = storage_dtype(desc.dtype)
     if stored_dtype != want:
         raise InputFileError(f"{p}: {what}: stored as {stored_dtype}, dtype {dname!r} needs {want}")
-    try:
-        shape = tuple(int(v) for v in _as_list(attrs["shape"]))
-        strides = tuple(int(v) for v in _as_list(attrs["strides"]))
-        offset = int(attrs["offset"])
-    except (TypeError, ValueError):
+    shape, strides = _as_list(attrs["shape"]), _as_list(attrs["strides"])
+    offset = attrs["offset"]
+    if not all(isinstance(v, int) and not isinstance(v, bool)
+               for v in (*shape, *strides, offset)):
         raise InputFileError(f"{p}: {what}: shape/strides/offset attributes must be "
-                             "integers") from None
+                             "integers")
+    shape, strides = tuple(shape), tuple(strides)
     if shape != tuple(desc.shape):
         raise InputFileError(f"{p}: {what}: shape {shape} != record {tuple(desc.shape)}")
     geometry = layout_geometry(shape, case.layout)
@@ -78,6 +78,18 @@ def tensor_from(p: Path, ds: object, what: str, case: Case, name: str,
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def _stored_flags_problem(attrs: dict[str, Any], entry: IndexEntry) -> str | None:
+    """The case group's has_golden / expected_status must be integers that agree with
+    /index (the writer stores both in both places)."""
+    for key in ("has_golden", "expected_status"):
+        value = attrs.get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"attribute {key!r} must be an integer, got {value!r}"
+        if value != int(getattr(entry, key)):
+            return f"attribute {key!r} is {value}, /index says {int(getattr(entry, key))}"
+    return None
 
 
 class GoldenFile:
@@ -184,9 +196,10 @@ class GoldenFile:
         if self._memo is not None and self._memo[0] == case_id:
             return self._memo[1]
         bad = f"{self.path}: case {case_id}: bad case record"
+        attrs = self.attrs(case_id)
         try:
-            case = Case.from_record(self.record(case_id))
-            problem = record_problem(case)
+            case = Case.from_record(record_from_attrs(attrs))
+            problem = record_problem(case) or _stored_flags_problem(attrs, self.entry(case_id))
         except (TypeError, ValueError, KeyError, OverflowError) as exc:
             raise InputFileError(f"{bad} ({exc})") from None
         if problem:
@@ -234,8 +247,10 @@ class GoldenFile:
         ds = check_layout(self.path, ds, what, self.read_limit)
         with damage(self.path, what):
             stored, shape = ds.dtype, tuple(int(d) for d in ds.shape)
-        if stored != np.float64:
-            raise InputFileError(f"{self.path}: {what}: stored as {stored}, expected float64")
+            label = plain_value(ds.attrs.get("dtype"))
+        if stored != np.float64 or label != "float64":
+            raise InputFileError(f"{self.path}: {what}: stored as {stored} (dtype attribute "
+                                 f"{label!r}), expected float64")
         if shape != tuple(case.self_shape):
             raise InputFileError(f"{self.path}: {what}: shape {shape} != self shape "
                                  f"{tuple(case.self_shape)}")
