@@ -29,8 +29,6 @@ from aclcheck.store.schema import (
     text_attr,
 )
 
-# -- atomic writing -----------------------------------------------------------------------
-
 
 def check_output_path(path: str | Path, force: bool) -> Path:
     """Refuse an output path before any work: missing or non-folder parent, a directory,

@@ -23,8 +23,6 @@ from aclcheck.store.schema import (
     plain_value,
 )
 
-# -- integrity check ----------------------------------------------------------------------
-
 #: Problems listed per file; the rest are counted.
 MAX_PROBLEMS = 50
 

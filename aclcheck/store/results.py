@@ -37,8 +37,6 @@ from aclcheck.store.schema import (
     text_attr,
 )
 
-# -- results: outputs of an implementation, keyed by the golden's case ids ----------------
-
 RESULT_INDEX_COLUMNS: tuple[tuple[str, str], ...] = (
     ("case_id", "s"), ("status", "<i8"), ("time_s", "<f8"), ("has_output", "u1"),
     ("dtype", "s"), ("shape", "s"),

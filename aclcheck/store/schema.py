@@ -376,7 +376,7 @@ def check_ids(cases: Iterable[Case]) -> None:
         check_id(case.id)
 
 
-# -- what a stored record may hold ----------------------------------------------------------
+# -- what a stored record may hold ------------------------------------------------------
 
 #: Case fields that must be strings, and the values each may take (None: any string).
 _TEXT_FIELDS: dict[str, tuple[str, ...] | None] = {
