@@ -11,7 +11,7 @@ from typing import Any
 import h5py
 
 from aclcheck.errors import InputFileError
-from aclcheck.store.h5read import H5_ERRORS, damage, default_read_limit, h5_reason, open_h5
+from aclcheck.store.h5read import H5_ERRORS, damage, default_read_limit, open_h5
 from aclcheck.store.reader import GoldenFile, open_golden
 from aclcheck.store.results import iter_results, result_index
 from aclcheck.store.schema import (
@@ -61,14 +61,13 @@ def check_golden(path: str | Path) -> CheckReport:
     groups. Problems are collected; a file that cannot even be opened raises."""
     report = CheckReport(Path(path), FORMAT_GOLDEN)
     with open_golden(path) as gf:
-        f = gf._f
         p = gf.path
         ids = gf.ids()
         report.cases = len(ids)
         try:
-            groups = set(f["cases"].keys())
-        except H5_ERRORS as exc:
-            report.add(f"/cases: damaged file ({h5_reason(str(exc))})")
+            groups = gf.group_names()
+        except InputFileError as exc:
+            report.add(str(exc).removeprefix(f"{p}: "))
             return report
         for extra in sorted(groups - set(ids))[:5]:
             report.add(f"/cases/{extra}: group not listed in /index")

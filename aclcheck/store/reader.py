@@ -157,6 +157,11 @@ class GoldenFile:
     def __contains__(self, case_id: str) -> bool:
         return case_id in self._pos
 
+    def group_names(self) -> set[str]:
+        """Names of the groups under /cases (listed or not in /index)."""
+        with damage(self.path, "/cases"):
+            return set(self._f["cases"].keys())
+
     def entry(self, case_id: str) -> IndexEntry:
         try:
             return self.index[self._pos[case_id]]
@@ -186,9 +191,6 @@ class GoldenFile:
         group = self._group(case_id)
         with damage(self.path, f"case {case_id}: attributes"):
             return {k: plain_value(v) for k, v in group.attrs.items()}
-
-    def record(self, case_id: str) -> dict[str, Any]:
-        return record_from_attrs(self.attrs(case_id))
 
     def case(self, case_id: str) -> Case:
         """The Case, rebuilt from the stored record (enough to regenerate it), checked:
