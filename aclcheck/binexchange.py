@@ -27,7 +27,14 @@ from aclcheck.cases import Case
 from aclcheck.configfile import ConfigError, read_document
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.layouts import StridedTensor, contiguous_strides
-from aclcheck.store import GoldenFile, ResultRow, decode_array, encode_array, storage_dtype
+from aclcheck.store import (
+    GoldenFile,
+    OutputFileError,
+    ResultRow,
+    decode_array,
+    encode_array,
+    storage_dtype,
+)
 from aclcheck.store.schema import MAX_DIM, is_safe_id
 
 MANIFEST = "manifest.json"
@@ -130,7 +137,10 @@ def prepare_dir(out_dir: Path, force: bool) -> None:
     if not out_dir.exists():
         if not out_dir.parent.is_dir():
             raise UsageError(f"{out_dir}: parent folder {out_dir.parent} does not exist")
-        out_dir.mkdir()
+        try:
+            out_dir.mkdir()
+        except OSError as exc:
+            raise OutputFileError(f"{out_dir}: cannot create: {exc.strerror or exc}") from None
         return
     if any(out_dir.iterdir()) and not force:
         raise UsageError(f"{out_dir}: folder is not empty (use --force to overwrite)")
@@ -157,12 +167,7 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
         grad, self_ = gf.inputs(case_id)
         golden = gf.golden(case_id)
         entry = case_entry(case, grad, self_, golden is not None)
-        case_dir = _case_dir(root, entry["dir"])
-        if case_dir.is_symlink() or case_dir.is_file():
-            case_dir.unlink()
-        elif case_dir.exists():
-            shutil.rmtree(case_dir)
-        case_dir.mkdir()
+        case_dir = _fresh_dir(_case_dir(root, entry["dir"]))
         payloads = [(entry["tensors"]["grad_output"], grad),
                     (entry["tensors"]["self"], self_)]
         for spec, tensor in payloads:
@@ -195,8 +200,24 @@ def _case_dir(root: Path, name: str) -> Path:
     return root / name
 
 
+def _fresh_dir(path: Path) -> Path:
+    """An empty folder at `path` (a link or file there is removed, not followed)."""
+    try:
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+        path.mkdir()
+    except OSError as exc:
+        raise OutputFileError(f"{path}: cannot replace: {exc.strerror or exc}") from None
+    return path
+
+
 def _write(path: Path, data: bytes) -> int:
-    path.write_bytes(data)
+    try:
+        path.write_bytes(data)
+    except OSError as exc:  # a full disk, a read-only folder: one line, not a traceback
+        raise OutputFileError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return len(data)
 
 

@@ -418,3 +418,27 @@ def test_diff_of_reports_of_other_golden_files_needs_force(golden: Path,
     b.write_text(json.dumps(data))
     code, out = cli_run("diff", str(a), str(b))
     assert code == 0 and "implementation" in out
+
+
+def test_export_onto_a_link_replaces_the_link_not_its_target(golden: Path,
+                                                              tmp_path: Path) -> None:
+    xfer, elsewhere = tmp_path / "xfer", tmp_path / "elsewhere"
+    assert cli_run("export", str(golden), str(xfer))[0] == 0
+    cid = first_case(golden)
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("precious")
+    shutil.rmtree(xfer / cid)
+    (xfer / cid).symlink_to(elsewhere, target_is_directory=True)
+    assert cli_run("export", str(golden), str(xfer), "--force")[0] == 0
+    assert (elsewhere / "keep.txt").read_text() == "precious"
+    assert (xfer / cid).is_dir() and not (xfer / cid).is_symlink()
+
+
+def test_export_disk_full_is_one_line(golden: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(self: Path, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    code, out = cli_run("export", str(golden), str(tmp_path / "xfer"))
+    assert code == 2 and out.count("error") == 1 and "No space left on device" in out
