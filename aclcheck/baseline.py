@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -19,6 +20,7 @@ from aclcheck.store.h5read import (
     check_layout,
     damage,
     default_read_limit,
+    member,
     open_h5,
     read_dataset,
 )
@@ -122,11 +124,11 @@ def diff_golden(a: str | Path, b: str | Path, limit: int = 20) -> list[str]:
 @dataclass
 class _Side:
     path: Path
-    node: h5py.Group
+    node: Any  # a group or a dataset
     limit: int = field(default_factory=default_read_limit)
 
-    def at(self, name: str) -> _Side:
-        return _Side(self.path, self.node[name], self.limit)
+    def at(self, name: str, where: str) -> _Side:
+        return _Side(self.path, member(self.path, self.node, name, where), self.limit)
 
     def data(self, what: str) -> np.ndarray:
         ds = check_layout(self.path, self.node, what, self.limit)
@@ -140,8 +142,8 @@ def _diff_node(a: _Side, b: _Side, where: str, diffs: list[str], limit: int) -> 
     for name in sorted(names_a & names_b):
         if len(diffs) >= limit:
             return
-        oa, ob = a.at(name), b.at(name)
         path = f"{where}{name}"
+        oa, ob = a.at(name, path), b.at(name, path)
         if isinstance(oa.node, h5py.Group) != isinstance(ob.node, h5py.Group):
             diffs.append(f"{path}: group in one file, dataset in the other")
             continue

@@ -147,6 +147,22 @@ def test_external_storage_is_refused_unread(golden: Path, tmp_path: Path) -> Non
     assert_bad_input(golden, "inspect", str(golden), "--check", fragment="external storage")
 
 
+@pytest.mark.parametrize("kind", ["external", "soft"])
+def test_links_are_not_followed(golden: Path, tmp_path: Path, kind: str) -> None:
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["secret"] = np.arange(10.0)
+
+    def relink(f: h5py.File, cid: str) -> None:
+        del f["cases"][cid]["golden"]
+        f["cases"][cid]["golden"] = (h5py.ExternalLink(str(other), "/secret")
+                                     if kind == "external" else h5py.SoftLink("/index"))
+
+    edit(golden, relink)
+    assert_bad_input(golden, fragment="not followed")
+    assert_bad_input(golden, "diff", str(golden), str(golden), fragment="not followed")
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_external_storage_on_a_fifo_does_not_hang(golden: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"

@@ -146,6 +146,20 @@ def read_dataset(p: Path, ds: h5py.Dataset, what: str) -> np.ndarray:
         raise InputFileError(f"{p}: {what}: cannot read ({msg})") from None
 
 
+def member(p: Path, parent: h5py.Group, name: str, what: str) -> object | None:
+    """parent[name], or None when there is no such member. Soft and external links are
+    refused unfollowed (an external link would open another file)."""
+    with damage(p, what):
+        link = parent.get(name, getlink=True)
+        if link is None:
+            return None
+        if not isinstance(link, h5py.HardLink):
+            kind = ("a link into another file" if isinstance(link, h5py.ExternalLink)
+                    else "a soft link")
+            raise InputFileError(f"{p}: {what}: is {kind}; not followed")
+        return parent[name]
+
+
 # -- dataset rules ------------------------------------------------------------------------
 
 

@@ -13,11 +13,10 @@ from aclcheck.cases import Case, CaseTensors
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.layouts import StridedTensor, layout_geometry
 from aclcheck.store.h5read import (
-    H5_ERRORS,
     check_layout,
     damage,
     default_read_limit,
-    h5_reason,
+    member,
     open_h5,
     read_checked,
     read_dataset,
@@ -25,6 +24,7 @@ from aclcheck.store.h5read import (
 from aclcheck.store.schema import (
     FORMAT_GOLDEN,
     INDEX_COLUMNS,
+    TENSOR_DATASETS,
     IndexEntry,
     decode_array,
     entries_from_array,
@@ -114,11 +114,14 @@ class GoldenFile:
         """Read /index into `index`: a 1-D table of the schema's columns, as many rows as
         the root's case_count, ids unique and safe as path components."""
         p = self.path
-        if "index" not in self._f:
+        index = member(p, self._f, "index", "/index")
+        if index is None:
             raise InputFileError(f"{p}: missing dataset /index")
-        if "cases" not in self._f or not isinstance(self._f["cases"], h5py.Group):
+        cases = member(p, self._f, "cases", "/cases")
+        if not isinstance(cases, h5py.Group):
             raise InputFileError(f"{p}: missing group /cases")
-        ds = check_layout(p, self._f["index"], "/index", self.read_limit)
+        self._cases = cases
+        ds = check_layout(p, index, "/index", self.read_limit)
         if ds.ndim != 1:
             raise InputFileError(f"{p}: /index must be a 1-D table, has shape {ds.shape}")
         problem = index_dtype_problem(ds.dtype, INDEX_COLUMNS)
@@ -160,7 +163,7 @@ class GoldenFile:
     def group_names(self) -> set[str]:
         """Names of the groups under /cases (listed or not in /index)."""
         with damage(self.path, "/cases"):
-            return set(self._f["cases"].keys())
+            return set(self._cases.keys())
 
     def entry(self, case_id: str) -> IndexEntry:
         try:
@@ -170,17 +173,10 @@ class GoldenFile:
 
     def _group(self, case_id: str) -> h5py.Group:
         self.entry(case_id)
-        try:
-            group = self._f["cases"][case_id]
-        except KeyError as exc:
-            if "doesn't exist" not in str(exc):
-                raise InputFileError(f"{self.path}: case {case_id}: damaged file "
-                                     f"({h5_reason(str(exc))})") from None
+        group = member(self.path, self._cases, case_id, f"case {case_id}")
+        if group is None:
             raise InputFileError(f"{self.path}: case {case_id}: group /cases/{case_id} "
-                                 "is missing") from None
-        except H5_ERRORS as exc:
-            raise InputFileError(f"{self.path}: case {case_id}: damaged file "
-                                 f"({h5_reason(str(exc))})") from None
+                                 "is missing")
         if not isinstance(group, h5py.Group):
             raise InputFileError(f"{self.path}: case {case_id}: /cases/{case_id} is not a "
                                  "group")
@@ -213,9 +209,7 @@ class GoldenFile:
         return case
 
     def _dataset(self, case_id: str, name: str) -> object | None:
-        group = self._group(case_id)
-        with damage(self.path, f"case {case_id}: dataset {name}"):
-            return group[name] if name in group else None
+        return member(self.path, self._group(case_id), name, f"case {case_id}: dataset {name}")
 
     def tensor(self, case_id: str, name: str) -> StridedTensor | None:
         """grad_output or self as laid out in memory (None for a null pointer)."""
@@ -265,10 +259,9 @@ class GoldenFile:
     def compression(self) -> str:
         """'gzip' or 'none': the filter of the first chunked dataset (for `merge`)."""
         for entry in self.index:
-            group = self._group(entry.id)
-            with damage(self.path, f"case {entry.id}"):
-                for name in group:
-                    ds = group[name]
+            for name in TENSOR_DATASETS + ("golden",):
+                ds = self._dataset(entry.id, name)
+                with damage(self.path, f"case {entry.id}: dataset {name}"):
                     if isinstance(ds, h5py.Dataset) and ds.chunks is not None:
                         return "gzip" if ds.compression == "gzip" else "none"
         return "none"

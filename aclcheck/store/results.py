@@ -17,6 +17,7 @@ from aclcheck.store.h5read import (
     check_layout,
     damage,
     default_read_limit,
+    member,
     open_h5,
     read_dataset,
 )
@@ -102,11 +103,12 @@ def result_index(p: Path, f: h5py.File, meta: Mapping[str, Any], limit: int) -> 
     """/index of a results file: a 1-D table of the schema's columns, case_count rows,
     case ids unique and safe as path components."""
     with damage(p, "/index"):
-        if "index" not in f or "results" not in f:
+        index, results = member(p, f, "index", "/index"), member(p, f, "results", "/results")
+        if index is None or results is None:
             raise InputFileError(f"{p}: missing /index or /results")
-        if not isinstance(f["results"], h5py.Group):
+        if not isinstance(results, h5py.Group):
             raise InputFileError(f"{p}: /results is not a group")
-        ds = check_layout(p, f["index"], "/index", limit)
+        ds = check_layout(p, index, "/index", limit)
         if ds.ndim != 1:
             raise InputFileError(f"{p}: /index must be a 1-D table, has shape {ds.shape}")
         problem = index_dtype_problem(ds.dtype, RESULT_INDEX_COLUMNS)
@@ -143,18 +145,16 @@ def iter_results(path: str | Path, *, read_limit: int | None = None) -> Iterator
 
 def _result_row(p: Path, f: h5py.File, rec: np.void, cid: str, limit: int) -> ResultRow:
     where = f"{p}: result {cid}"
-    try:
-        group = f["results"][cid]
-    except KeyError as exc:
-        if "doesn't exist" not in str(exc):
-            raise
-        raise InputFileError(f"{where}: group is missing") from None
+    group = member(p, f["results"], cid, f"result {cid}")
+    if group is None:
+        raise InputFileError(f"{where}: group is missing")
     if not isinstance(group, h5py.Group):
         raise InputFileError(f"{where}: /results/{cid} is not a group")
     output = None
-    if "output" in group:
-        what = f"result {cid}: dataset output"
-        ds = check_layout(p, group["output"], what, limit)
+    what = f"result {cid}: dataset output"
+    stored = member(p, group, "output", what)
+    if stored is not None:
+        ds = check_layout(p, stored, what, limit)
         name = plain_value(ds.attrs.get("dtype", ""))
         try:
             want = storage_dtype(str(name))
