@@ -119,6 +119,7 @@ def generate(**params: Any) -> None:
       aclcheck generate -o suite.h5
       aclcheck generate -o a2-bf16.h5 --product atlas-a2 --dtype bf16 --count 5
       aclcheck generate -o mine.h5 --cases-file cases.toml --jobs 4
+      aclcheck generate -o big.h5 --cases-file big.toml --max-case-mb 8000
     """
     suite = plan_suite(
         products=params["product"], dtypes=params["dtype"], formats=params["format"],
