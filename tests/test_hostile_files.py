@@ -218,7 +218,15 @@ def duplicate_index_row(f: h5py.File, cid: str) -> None:
     f.create_dataset("index", data=arr, chunks=True, fletcher32=True)
 
 
+def hide_case(f: h5py.File, cid: str) -> None:
+    arr = f["index"][()]
+    del f["index"]
+    f.create_dataset("index", data=arr[1:], chunks=True, fletcher32=True)
+    f.attrs["case_count"] = np.int64(len(arr) - 1)
+
+
 @pytest.mark.parametrize(("damage", "fragment"), [
+    (hide_case, "group not listed in /index"),
     (drop_golden, "'golden' is missing"),
     (empty_golden, "shape (0,) != self shape"),
     (reshape_golden, "!= self shape"),

@@ -358,12 +358,12 @@ DAMAGE = {
     "other-schema": "not an aclcheck file",
     "newer-schema": "is newer than this aclcheck",
     "flipped-index": "/index: checksum mismatch",
+    "extra-group": "/cases/stray: group not listed in /index",
 }
 CASE_DAMAGE = {
     "missing-dataset": "dataset 'golden' is missing",
     "flipped-bit": "dataset golden: checksum mismatch (fletcher32)",
     "missing-group": "is missing",
-    "extra-group": "not listed in /index",
 }
 
 

@@ -112,7 +112,8 @@ class GoldenFile:
 
     def _load_index(self) -> None:
         """Read /index into `index`: a 1-D table of the schema's columns, as many rows as
-        the root's case_count, ids unique and safe as path components."""
+        the root's case_count, ids unique and safe as path components, and no group
+        under /cases that /index does not list."""
         p = self.path
         index = member(p, self._f, "index", "/index")
         if index is None:
@@ -142,6 +143,9 @@ class GoldenFile:
             if entry.id in seen:
                 raise InputFileError(f"{p}: /index: case {entry.id} is listed twice")
             seen.add(entry.id)
+        stray = sorted(set(cases.keys()) - seen)  # a case hidden from /index is not skipped
+        if stray:
+            raise InputFileError(f"{p}: /cases/{stray[0]}: group not listed in /index")
 
     # -- context manager
     def close(self) -> None:
@@ -159,11 +163,6 @@ class GoldenFile:
 
     def __contains__(self, case_id: str) -> bool:
         return case_id in self._pos
-
-    def group_names(self) -> set[str]:
-        """Names of the groups under /cases (listed or not in /index)."""
-        with damage(self.path, "/cases"):
-            return set(self._cases.keys())
 
     def entry(self, case_id: str) -> IndexEntry:
         try:
