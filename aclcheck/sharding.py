@@ -64,7 +64,7 @@ def split_selection(raw: Any) -> tuple[dict[str, Any], tuple[int, int] | None]:
     `selection` attribute (JSON text). UsageError for a malformed shard."""
     try:
         sel = json.loads(raw) if isinstance(raw, str) else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         sel = {}
     if not isinstance(sel, dict):
         sel = {}
