@@ -466,3 +466,15 @@ def test_export_disk_full_is_one_line(golden: Path, tmp_path: Path,
     monkeypatch.setattr(Path, "write_bytes", full)
     code, out = cli_run("export", str(golden), str(tmp_path / "xfer"))
     assert code == 2 and out.count("error") == 1 and "No space left on device" in out
+
+
+@pytest.mark.parametrize("selection", ['{"shard": "9/x"}', "[" * 5000 + "]" * 5000])
+def test_merge_of_a_file_with_a_bad_stored_selection(golden: Path, tmp_path: Path,
+                                                     selection: str) -> None:
+    with h5py.File(golden, "r+") as f:
+        f.attrs["selection"] = text_attr(selection)
+    code, out = cli_run("merge", "-o", str(tmp_path / "m.h5"), str(golden))
+    if selection.startswith("{"):
+        assert code == 3 and "root attribute 'selection'" in out, out
+    else:  # unreadable JSON: no shard, plain concatenation
+        assert code == 0, out
