@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,16 +24,26 @@ import numpy as np
 
 from aclcheck import __version__, contract
 from aclcheck.cases import Case
+from aclcheck.configfile import ConfigError, read_document
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.layouts import StridedTensor, contiguous_strides
-from aclcheck.store import GoldenFile, ResultRow, decode_array, encode_array, storage_dtype
+from aclcheck.store import (
+    GoldenFile,
+    OutputFileError,
+    ResultRow,
+    decode_array,
+    encode_array,
+    storage_dtype,
+)
+from aclcheck.store.schema import MAX_DIM, is_safe_id
 
 MANIFEST = "manifest.json"
 FORMAT = "aclcheck-bin-exchange"
 SCHEMA_VERSION = 1
 OUT_FILE = "out.bin"
 STATUS_FILE = "status.txt"
-_SAFE_DIR = re.compile(r"[A-Za-z0-9_.-]+")
+#: Largest status.txt read (a status line and a message).
+MAX_STATUS_BYTES = 1 << 20
 
 
 @dataclass
@@ -128,7 +137,10 @@ def prepare_dir(out_dir: Path, force: bool) -> None:
     if not out_dir.exists():
         if not out_dir.parent.is_dir():
             raise UsageError(f"{out_dir}: parent folder {out_dir.parent} does not exist")
-        out_dir.mkdir()
+        try:
+            out_dir.mkdir()
+        except OSError as exc:
+            raise OutputFileError(f"{out_dir}: cannot create: {exc.strerror or exc}") from None
         return
     if any(out_dir.iterdir()) and not force:
         raise UsageError(f"{out_dir}: folder is not empty (use --force to overwrite)")
@@ -142,6 +154,11 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
     exported case's folder is replaced (stale out.bin / status.txt files go with it).
     """
     root = Path(out_dir)
+    ids = list(ids)
+    for case_id in ids:  # before anything is written: each id becomes a folder name
+        if not is_safe_id(case_id):
+            raise InputFileError(f"{gf.path}: case id {case_id!r} is not a plain name; "
+                                 "nothing exported")
     prepare_dir(root, force)
     stats = ExportStats()
     entries = []
@@ -150,10 +167,7 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
         grad, self_ = gf.inputs(case_id)
         golden = gf.golden(case_id)
         entry = case_entry(case, grad, self_, golden is not None)
-        case_dir = root / entry["dir"]
-        if case_dir.exists():
-            shutil.rmtree(case_dir)
-        case_dir.mkdir()
+        case_dir = _fresh_dir(_case_dir(root, entry["dir"]))
         payloads = [(entry["tensors"]["grad_output"], grad),
                     (entry["tensors"]["self"], self_)]
         for spec, tensor in payloads:
@@ -179,8 +193,31 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
     return stats
 
 
+def _case_dir(root: Path, name: str) -> Path:
+    """root/name, refusing any name that is not one plain path component."""
+    if not is_safe_id(name) or Path(name).name != name:
+        raise InputFileError(f"case folder {name!r} is not a plain name")
+    return root / name
+
+
+def _fresh_dir(path: Path) -> Path:
+    """An empty folder at `path` (a link or file there is removed, not followed)."""
+    try:
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+        path.mkdir()
+    except OSError as exc:
+        raise OutputFileError(f"{path}: cannot replace: {exc.strerror or exc}") from None
+    return path
+
+
 def _write(path: Path, data: bytes) -> int:
-    path.write_bytes(data)
+    try:
+        path.write_bytes(data)
+    except OSError as exc:  # a full disk, a read-only folder: one line, not a traceback
+        raise OutputFileError(f"{path}: cannot write: {exc.strerror or exc}") from None
     return len(data)
 
 
@@ -196,12 +233,12 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     path = Path(folder) / MANIFEST
     if not Path(folder).is_dir():
         raise InputFileError(f"{folder}: not a folder")
+    if not path.exists():
+        raise _bad(path, "missing (is this an `aclcheck export` folder?)")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise _bad(path, "missing (is this an `aclcheck export` folder?)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(path, f"unreadable manifest ({exc})") from None
+        manifest = read_document(path, "exchange manifest", syntax="json")
+    except ConfigError as exc:
+        raise InputFileError(str(exc)) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _bad(path, f"not an aclcheck exchange manifest (format must be {FORMAT!r})")
     version = manifest.get("schema_version")
@@ -225,7 +262,7 @@ def _check_entry(path: Path, k: int, entry: Any) -> None:
         raise _bad(path, f"{where} is not an object")
     for key in ("id", "dir"):
         value = entry.get(key)
-        if not isinstance(value, str) or not _SAFE_DIR.fullmatch(value) or value in (".", ".."):
+        if not is_safe_id(value):
             raise _bad(path, f"{where}.{key} must be a plain name ([A-Za-z0-9_.-]), "
                        f"got {value!r}")
     tensors = entry.get("tensors")
@@ -237,7 +274,9 @@ def _check_entry(path: Path, k: int, entry: Any) -> None:
     if not isinstance(out, dict):
         raise _bad(path, f"{where} ({entry['id']}): 'tensors.out' is not an object")
     shape = out.get("shape")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+    if (not isinstance(shape, list) or len(shape) > contract.MAX_RANK
+            or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM
+                       for d in shape)):
         raise _bad(path, f"{where} ({entry['id']}): tensors.out.shape must be a list of "
                    "non-negative integers")
     try:
@@ -246,22 +285,37 @@ def _check_entry(path: Path, k: int, entry: Any) -> None:
         raise _bad(path, f"{where} ({entry['id']}): unknown out dtype "
                    f"{out.get('dtype')!r}") from None
     file = out.get("file", OUT_FILE)
-    if not isinstance(file, str) or not _SAFE_DIR.fullmatch(file) or file in (".", ".."):
+    if not is_safe_id(file):
         raise _bad(path, f"{where} ({entry['id']}): tensors.out.file must be a plain name")
+
+
+def _regular(path: Path, max_bytes: int | None) -> int:
+    """Size of a harness file, refusing links (they could point anywhere), FIFOs and
+    devices, and files over `max_bytes`, before anything is read."""
+    if path.is_symlink() or not path.is_file():
+        raise _bad(path, "not a regular file (links, FIFOs and devices are not read)")
+    size = path.stat().st_size
+    if max_bytes is not None and size > max_bytes:
+        raise _bad(path, f"{size} bytes, over the {max_bytes}-byte limit")
+    return size
 
 
 def read_status(path: Path) -> tuple[int, str]:
     """(status, message): the first line is the integer status, the rest a message."""
+    _regular(path, MAX_STATUS_BYTES)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise _bad(path, f"unreadable ({exc.strerror})") from None
     first, _, rest = text.strip().partition("\n")
     try:
-        return int(first.strip()), rest.strip()
+        status = int(first.strip())
     except ValueError:
         raise _bad(path, f"first line must be an integer status, got {first.strip()[:40]!r}"
                    ) from None
+    if not -(2**31) <= status < 2**31:
+        raise _bad(path, f"status {status} does not fit a 32-bit aclnnStatus")
+    return status, rest.strip()
 
 
 def read_out(path: Path, spec: dict[str, Any]) -> np.ndarray:
@@ -269,13 +323,16 @@ def read_out(path: Path, spec: dict[str, Any]) -> np.ndarray:
     shape = tuple(spec["shape"])
     dtype = str(spec["dtype"])
     want = math.prod(shape) * element_size(dtype)
+    size = _regular(path, None)
+    if size != want:
+        raise _bad(path, f"{size} bytes, expected {want} ({dtype}, shape "
+                   f"{'x'.join(map(str, shape)) or 'scalar'}, contiguous)")
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise _bad(path, f"unreadable ({exc.strerror})") from None
     if len(data) != want:
-        raise _bad(path, f"{len(data)} bytes, expected {want} ({dtype}, shape "
-                   f"{'x'.join(map(str, shape)) or 'scalar'}, contiguous)")
+        raise _bad(path, f"changed while read ({len(data)} bytes, expected {want})")
     return decode_raw(data, dtype, shape)
 
 
@@ -290,7 +347,9 @@ def import_folder(folder: str | Path) -> ImportResult:
     result = ImportResult(meta={"golden": str(manifest.get("golden", "")),
                                 "suite": str(manifest.get("suite", ""))})
     for entry in manifest["cases"]:
-        case_dir = root / entry["dir"]
+        case_dir = _case_dir(root, entry["dir"])
+        if case_dir.is_symlink():
+            raise _bad(case_dir, "is a link; case folders must be real folders")
         out_spec = entry["tensors"]["out"]
         out_path = case_dir / (out_spec.get("file", OUT_FILE) if out_spec else OUT_FILE)
         status_path = case_dir / STATUS_FILE

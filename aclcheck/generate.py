@@ -16,19 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from aclcheck import contract
-from aclcheck.cases import Case, CaseTensors, make_tensors
+from aclcheck.cases import NUMPY_DTYPES, Case, CaseTensors, make_tensors
 from aclcheck.errors import UsageError
+from aclcheck.layouts import layout_geometry
+from aclcheck.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
-from aclcheck.suite import (
-    Selection,
-    SuiteError,
-    build_suite,
-    check_unique,
-    load_case_file,
-    parse_shard,
-    shard,
-)
+from aclcheck.store.h5read import memory_bytes
+from aclcheck.suite import Selection, SuiteError, build_suite, check_unique, load_case_file
 
 #: progress(done, total, case): called after each case is written.
 ProgressFn = Callable[[int, int, Case], None]
@@ -57,11 +54,14 @@ def plan_suite(
     cases_file: str | Path | None = None,
     shard_spec: str | None = None,
     suite_name: str | None = None,
+    max_case_bytes: int | None = None,
 ) -> Plan:
     """Build the case list from CLI-style selections (empty = all applicable).
 
     With `cases_file`, the file's cases replace the family selection; products, dtypes
-    and formats then filter them. Raises SuiteError for bad names or combinations.
+    and formats then filter them. Raises SuiteError for bad names or combinations, and
+    for a case whose arrays need more than `max_case_bytes` (default: a quarter of the
+    memory), before anything is allocated.
     """
     norm_dtypes = tuple(_norm(contract.normalize_dtype, d) for d in dtypes)
     norm_formats = tuple(_norm(contract.normalize_format, f) for f in formats)
@@ -103,8 +103,8 @@ def plan_suite(
         selection.update(families=list(sel.families), count=sel.count, seed=sel.seed)
     if shard_spec:
         k, n = parse_shard(shard_spec)
-        cases = shard(cases, k, n)
-        selection["shard"] = f"{k}/{n}"
+        cases = round_robin(cases, k, n)
+        selection[SELECTION_KEY] = shard_text(k, n)
     check_unique(cases, name)
     try:
         check_ids(cases)
@@ -112,7 +112,39 @@ def plan_suite(
         raise SuiteError(str(exc)) from None
     if not cases:
         raise SuiteError("the selection matches no cases")
+    check_case_sizes(cases, default_max_case_bytes() if max_case_bytes is None
+                     else max_case_bytes)
     return Plan(cases, name, selection)
+
+
+def default_max_case_bytes() -> int:
+    """A quarter of the physical memory (at least 1 GiB): room for the arrays of a case
+    and what the reference and the writer need beside them."""
+    return max(1 << 30, memory_bytes() // 4)
+
+
+def case_bytes(case: Case) -> int:
+    """Memory one case's arrays need while generated: the input storage buffers as laid
+    out, the float64 golden, and a float64 copy of gradOutput for the reference."""
+    total = 0
+    for name in ("grad_output", "self"):
+        if name in case.null:
+            continue
+        desc = case.tensor_desc(name)
+        storage = layout_geometry(tuple(desc.shape), case.layout)[2]
+        total += storage * np.dtype(NUMPY_DTYPES[desc.dtype]).itemsize
+    if case.positive:
+        total += 8 * (math.prod(case.self_shape) + math.prod(case.grad_shape))
+    return total
+
+
+def check_case_sizes(cases: Sequence[Case], limit: int) -> None:
+    """SuiteError naming the first case whose arrays need more than `limit` bytes."""
+    for case in cases:
+        need = case_bytes(case)
+        if need > limit:
+            raise SuiteError(f"case {case.id}: its arrays need {need / 1e6:.0f} MB, over the "
+                             f"limit of {limit / 1e6:.0f} MB (--max-case-mb)")
 
 
 def _norm(fn: Callable[[str], str], value: str) -> str:

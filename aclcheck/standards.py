@@ -8,7 +8,6 @@ published standards of contract.md section 7, with their numbers as published.
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from rich.table import Table
 
 from aclcheck import contract
 from aclcheck.budget import ACCUMULATE_CHOICES, product_path, resolve_accumulate
+from aclcheck.configfile import ConfigError, read_document
 from aclcheck.errors import UsageError
 
 ParamValue = float | str
@@ -310,13 +310,9 @@ def load_overrides(path: str | Path) -> Overrides:
     """
     p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{p}: cannot read tolerances file: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{p}: not valid TOML: {exc}") from None
+        data = read_document(p, "tolerances file", syntax="toml")
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     return parse_overrides(data, str(p))
 
 

@@ -6,9 +6,7 @@ then filtered or sharded: ids and seeds never depend on the selection's slice.
 
 from __future__ import annotations
 
-import json
-import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +18,12 @@ from aclcheck.cases import (
     derive_seed,
     make_id,
 )
+from aclcheck.configfile import ConfigError, Entry, read_document, top_level
 from aclcheck.families import ALL_FAMILIES, DEFAULT_FAMILIES, invalid_cases, shape_case
 from aclcheck.layouts import LAYOUTS
+from aclcheck.sharding import parse_shard  # noqa: F401 - re-exported (cli/verify)
+from aclcheck.sharding import round_robin as shard  # noqa: F401 - re-exported
+from aclcheck.store.schema import MAX_DIM, is_safe_id
 
 
 class SuiteError(ValueError):
@@ -92,23 +94,6 @@ def check_unique(cases: Iterable[Case], where: str) -> None:
         seen.add(c.id)
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """'K/N' -> (K, N) with 1 <= K <= N."""
-    try:
-        k_text, n_text = text.split("/")
-        k, n = int(k_text), int(n_text)
-    except ValueError:
-        raise SuiteError(f"shard must look like K/N (e.g. 2/4), got {text!r}") from None
-    if not 1 <= k <= n:
-        raise SuiteError(f"shard {text!r}: need 1 <= K <= N")
-    return k, n
-
-
-def shard(cases: Sequence[Case], k: int, n: int) -> list[Case]:
-    """The K-th of N deterministic slices (round-robin over the suite order)."""
-    return [c for i, c in enumerate(cases) if i % n == k - 1]
-
-
 # -- case files ---------------------------------------------------------------------------
 
 _TUPLE_KEYS = ("self_shape", "grad_shape", "out_shape")
@@ -121,114 +106,64 @@ CASE_FILE_KEYS = frozenset(
 REQUIRED_KEYS = ("product", "dtype", "format", "self_shape", "grad_shape")
 
 
-@dataclass
-class _EntryError(Exception):
-    field: str
-    message: str
-
-
-def _shape(value: Any, key: str) -> tuple[int, ...]:
-    if not isinstance(value, list | tuple):
-        raise _EntryError(key, f"must be a list of integers, got {type(value).__name__}")
-    if not 1 <= len(value) <= contract.MAX_RANK:
-        raise _EntryError(key, f"rank must be 1..{contract.MAX_RANK}, got {len(value)}")
-    dims = []
-    for d in value:
-        if isinstance(d, bool) or not isinstance(d, int):
-            raise _EntryError(key, f"dims must be integers, got {d!r}")
-        if d < 0:
-            raise _EntryError(key, f"negative dim {d}")
-        dims.append(d)
-    return tuple(dims)
-
-
-def _string(value: Any, key: str) -> str:
-    if not isinstance(value, str):
-        raise _EntryError(key, f"must be a string, got {type(value).__name__}")
-    return value
-
-
-def _entry_to_case(entry: Any, index: int, suite_seed: int) -> Case:
-    if not isinstance(entry, dict):
-        raise _EntryError("-", f"entry must be a table/object, got {type(entry).__name__}")
+def _entry_to_case(value: Any, number: int, suite_seed: int, source: str) -> Case:
     # JSON null = key absent, so Case.to_record() dumps load back as case files
-    entry = {key: value for key, value in entry.items() if value is not None}
-    unknown = sorted(set(entry) - CASE_FILE_KEYS)
-    if unknown:
-        raise _EntryError(unknown[0], f"unknown key (valid: {', '.join(sorted(CASE_FILE_KEYS))})")
-    for key in REQUIRED_KEYS:
-        if key not in entry:
-            raise _EntryError(key, "missing required key")
-    kw: dict[str, Any] = {}
-    prod = _string(entry["product"], "product")
-    if prod not in contract.PRODUCTS:
-        raise _EntryError("product", f"unknown product {prod!r}; valid: "
-                          f"{', '.join(contract.PRODUCTS)}")
-    kw["product"] = prod
+    if isinstance(value, dict):
+        value = {key: v for key, v in value.items() if v is not None}
+    entry = Entry.of(value, source, number, CASE_FILE_KEYS, REQUIRED_KEYS)
+    kw: dict[str, Any] = {"product": entry.text("product", choices=tuple(contract.PRODUCTS))}
     for keys, normalize in ((_DTYPE_KEYS, contract.normalize_dtype),
                             (_FORMAT_KEYS, contract.normalize_format)):
         for key in keys:
             if key in entry:
+                text = entry.text(key)
                 try:
-                    kw[key] = normalize(_string(entry[key], key))
+                    kw[key] = normalize(text)
                 except ValueError as exc:
-                    raise _EntryError(key, str(exc)) from None
+                    raise entry.error(key, str(exc)) from None
     for key in _TUPLE_KEYS:
         if key in entry:
-            kw[key] = _shape(entry[key], key)
-    dist = _string(entry.get("distribution", "normal"), "distribution")
-    if dist not in DISTRIBUTIONS:
-        raise _EntryError("distribution", f"unknown distribution {dist!r}; valid: "
-                          f"{', '.join(DISTRIBUTIONS)}")
-    layout = _string(entry.get("layout", "contiguous"), "layout")
-    if layout not in LAYOUTS:
-        raise _EntryError("layout", f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
-    null = entry.get("null", [])
-    if isinstance(null, str):
-        null = [null]
-    if not isinstance(null, list) or any(n not in contract.TENSOR_NAMES for n in null):
-        raise _EntryError("null", f"must be a list of {', '.join(contract.TENSOR_NAMES)}")
-    seed = entry.get("seed")
-    if seed is None:
-        seed = derive_seed(suite_seed, "file", index)
-    elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise _EntryError("seed", "must be an integer in [0, 2**63)")
-    family = _string(entry.get("family", "file"), "family")
-    cid = entry.get("id")
-    if cid is None:
-        cid = make_id(prod, kw["dtype"], kw["format"], f"case{index}", kw["self_shape"],
-                      kw["grad_shape"], dist, layout)
+            kw[key] = entry.dims(key, contract.MAX_RANK, MAX_DIM)
+    dist = entry.text("distribution", "normal", choices=DISTRIBUTIONS)
+    layout = entry.text("layout", "contiguous", choices=LAYOUTS)
+    null = entry.text_list("null", [], choices=contract.TENSOR_NAMES, single_ok=True)
+    seed = entry.integer("seed", None, lo=0, hi=2**63 - 1) if "seed" in entry \
+        else derive_seed(suite_seed, "file", number - 1)
+    family = entry.text("family", "file")
+    if "id" in entry:
+        cid = entry.text("id")
+        if not is_safe_id(cid):
+            raise entry.error("id", "id must be a non-empty plain name without '/', '\\' or "
+                              f"spaces (letters, digits, '_', '.', '-'): {cid!r}")
     else:
-        cid = _string(cid, "id")
-        if not cid or any(ch in cid for ch in "/\\ \t\n"):
-            raise _EntryError("id", f"id must be non-empty without '/', '\\' or spaces: {cid!r}")
+        cid = make_id(kw["product"], kw["dtype"], kw["format"], f"case{number - 1}",
+                      kw["self_shape"], kw["grad_shape"], dist, layout)
     return Case(id=cid, family=family, seed=int(seed), distribution=dist, layout=layout,
-                null=tuple(null), **kw)
+                null=null, **kw)
 
 
 def parse_case_entries(entries: Any, source: str, suite_seed: int = 0) -> list[Case]:
     """Cases from decoded case-file content (a list, or a mapping with a `cases` list)."""
+    try:
+        return _parse_entries(entries, source, suite_seed)
+    except ConfigError as exc:
+        raise SuiteError(str(exc)) from None
+
+
+def _parse_entries(entries: Any, source: str, suite_seed: int) -> list[Case]:
     if isinstance(entries, dict):
-        extra = sorted(set(entries) - {"cases", "suite", "seed"})
-        if extra:
-            raise SuiteError(f"{source}: unknown top-level key {extra[0]!r} "
-                             "(valid: cases, suite, seed)")
-        entries = entries.get("cases")
+        entries = top_level(entries, source, ("cases", "suite", "seed"),
+                            "valid: cases, suite, seed").get("cases")
     if not isinstance(entries, list):
-        raise SuiteError(f"{source}: expected a list of cases (or a 'cases' list)")
+        raise ConfigError(source, "expected a list of cases (or a 'cases' list)")
     cases: list[Case] = []
     seen: dict[str, int] = {}
-    for i, entry in enumerate(entries):
-        try:
-            case = _entry_to_case(entry, i, suite_seed)
-        except _EntryError as err:
-            raise SuiteError(
-                f"{source}: entry {i + 1}, field {err.field!r}: {err.message}"
-            ) from None
+    for number, value in enumerate(entries, 1):
+        case = _entry_to_case(value, number, suite_seed, source)
         if case.id in seen:
-            raise SuiteError(f"{source}: entry {i + 1}, field 'id': duplicate id {case.id!r} "
-                             f"(first in entry {seen[case.id] + 1})")
-        seen[case.id] = i
+            raise ConfigError(source, f"duplicate id {case.id!r} (first in entry "
+                              f"{seen[case.id]})", number, "id")
+        seen[case.id] = number
         cases.append(case)
     return cases
 
@@ -247,17 +182,9 @@ def load_case_file(path: str | Path, suite_seed: int | None = None) -> CaseFile:
     """Read a TOML (`[[cases]]` tables) or JSON (list, or object with `cases`) case file."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise SuiteError(f"{p}: cannot read case file: {exc.strerror or exc}") from None
-    try:
-        if p.suffix.lower() == ".json":
-            data = json.loads(raw.decode("utf-8"))
-        else:
-            data = tomllib.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"{p}: not valid {'JSON' if p.suffix.lower() == '.json' else 'TOML'}: "
-                         f"{exc}") from None
+        data = read_document(p, "case file")
+    except ConfigError as exc:
+        raise SuiteError(str(exc)) from None
     name = data.get("suite") if isinstance(data, dict) else None
     file_seed = data.get("seed", 0) if isinstance(data, dict) else 0
     if isinstance(file_seed, bool) or not isinstance(file_seed, int) or file_seed < 0:

@@ -15,11 +15,11 @@ TOML format:
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from aclcheck.configfile import ConfigError, Entry, read_document, top_level
 from aclcheck.errors import UsageError
 from aclcheck.verdicts import FAILING, CaseVerdict, Verdict
 
@@ -73,45 +73,26 @@ def load(path: str | Path) -> XfailList:
     """Parse a known-failure file; errors name the file, the entry and the key."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{p}: cannot read known-failure list: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{p}: not valid TOML: {exc}") from None
-    extra = sorted(set(data) - {"xfail"})
-    if extra:
-        raise UsageError(f"{p}: unknown top-level key {extra[0]!r} (expected [[xfail]] tables)")
-    raw = data.get("xfail", [])
+        return XfailList(_entries(read_document(p, "known-failure list", syntax="toml"),
+                                  str(p)), str(p))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _entries(data: object, source: str) -> tuple[XfailEntry, ...]:
+    raw = top_level(data, source, ("xfail",), "expected [[xfail]] tables").get("xfail", [])
     if not isinstance(raw, list):
-        raise UsageError(f"{p}: 'xfail' must be an array of tables ([[xfail]])")
+        raise ConfigError(source, "'xfail' must be an array of tables ([[xfail]])")
     entries = []
-    for i, item in enumerate(raw, 1):
-        where = f"{p}: entry {i}"
-        if not isinstance(item, dict):
-            raise UsageError(f"{where}: must be a table")
-        unknown = sorted(set(item) - ENTRY_KEYS)
-        if unknown:
-            raise UsageError(f"{where}: unknown key {unknown[0]!r} "
-                             f"(valid: {', '.join(sorted(ENTRY_KEYS))})")
-        for key in ("id", "reason"):
-            if not isinstance(item.get(key), str) or not item[key].strip():
-                raise UsageError(f"{where}: {key!r} must be a non-empty string")
-        impl = item.get("impl", "*")
-        if not isinstance(impl, str):
-            raise UsageError(f"{where}: 'impl' must be a string")
-        verdicts = item.get("verdicts", [])
-        if not isinstance(verdicts, list):
-            raise UsageError(f"{where}: 'verdicts' must be a list")
-        try:
-            parsed = tuple(Verdict(v) for v in verdicts)
-        except ValueError:
-            raise UsageError(f"{where}: 'verdicts' must name verdicts among "
-                             f"{', '.join(v.value for v in FAILING)}") from None
-        may_pass = item.get("may_pass", False)
-        if not isinstance(may_pass, bool):
-            raise UsageError(f"{where}: 'may_pass' must be true or false")
-        entries.append(XfailEntry(item["id"], item["reason"], impl, parsed, may_pass))
-    return XfailList(tuple(entries), str(p))
+    for number, item in enumerate(raw, 1):
+        entry = Entry.of(item, source, number, ENTRY_KEYS, ("id", "reason"))
+        verdicts = entry.text_list("verdicts", [], choices=[v.value for v in FAILING])
+        entries.append(XfailEntry(entry.text("id", nonempty=True),
+                                  entry.text("reason", nonempty=True),
+                                  entry.text("impl", "*"),
+                                  tuple(Verdict(v) for v in verdicts),
+                                  entry.boolean("may_pass", False)))
+    return tuple(entries)
 
 
 def apply(verdicts: Sequence[CaseVerdict], xfails: XfailList,

@@ -12,8 +12,10 @@ from click.testing import CliRunner
 
 from aclcheck import generate as gen
 from aclcheck import store
+from aclcheck.baseline import diff_golden
 from aclcheck.cli import cli
 from aclcheck.errors import UsageError
+from aclcheck.merge import merge_golden
 from aclcheck.suite import Selection, build_suite
 
 SMALL = ["--product", "atlas-a2", "--format", "NCHW", "--family", "nondivisible",
@@ -59,10 +61,10 @@ def test_regenerate_is_identical_and_jobs_do_not_change_data(tmp_path: Path) -> 
     assert run("-o", str(a), *SMALL, "--seed", "7")[0] == 0
     assert run("-o", str(b), *SMALL, "--seed", "7")[0] == 0
     assert run("-o", str(c), *SMALL, "--seed", "7", "--jobs", "2")[0] == 0
-    assert store.diff_golden(a, b) == []
-    assert store.diff_golden(a, c) == []
+    assert diff_golden(a, b) == []
+    assert diff_golden(a, c) == []
     assert run("-o", str(b), *SMALL, "--seed", "8", "--force")[0] == 0
-    assert store.diff_golden(a, b) != []
+    assert diff_golden(a, b) != []
 
 
 def test_shards_partition_the_suite_with_identical_data(tmp_path: Path) -> None:
@@ -121,7 +123,7 @@ def test_gzip_compress_same_data(tmp_path: Path) -> None:
     a, z = tmp_path / "a.h5", tmp_path / "z.h5"
     assert run("-o", str(a), *SMALL)[0] == 0
     assert run("-o", str(z), *SMALL, "--compress", "gzip")[0] == 0
-    assert store.diff_golden(a, z) == []
+    assert diff_golden(a, z) == []
     with h5py.File(z) as f:
         first = f["index"][0]["id"].decode()
         assert f[f"cases/{first}/self"].compression == "gzip"
@@ -220,16 +222,16 @@ def test_merged_shards_equal_the_unsharded_run(tmp_path: Path) -> None:
         assert run("-o", str(part), *SMALL, "--shard", f"{k}/3", "--compress", "gzip")[0] == 0
         parts.append(part)
     merged = tmp_path / "merged.h5"
-    assert store.merge_golden(parts, merged) == len(gen.plan_suite(
+    assert merge_golden(parts, merged) == len(gen.plan_suite(
         products=["atlas-a2"], formats=["NCHW"], families=["nondivisible", "layout",
                                                            "special"], count=2).cases)
-    assert store.diff_golden(full, merged) == []
+    assert diff_golden(full, merged) == []
     assert store.check_file(merged).ok
     with pytest.raises(UsageError, match="3/3 missing"):
-        store.merge_golden(parts[:2], tmp_path / "m2.h5")
+        merge_golden(parts[:2], tmp_path / "m2.h5")
     with pytest.raises(UsageError, match="given twice"):
-        store.merge_golden([parts[0], parts[0], parts[1]], tmp_path / "m3.h5")
+        merge_golden([parts[0], parts[0], parts[1]], tmp_path / "m3.h5")
     with pytest.raises(UsageError, match="is in both"):
-        store.merge_golden([full, full], tmp_path / "m4.h5")
+        merge_golden([full, full], tmp_path / "m4.h5")
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("m")) == [
         "merged.h5"]

@@ -13,7 +13,10 @@ import pytest
 
 from aclcheck import contract
 from aclcheck.cases import Case
+from aclcheck.errors import UsageError
 from aclcheck.families import ALL_FAMILIES
+from aclcheck.sharding import interleave, parse_shard
+from aclcheck.sharding import round_robin as shard
 from aclcheck.suite import (
     CASE_FILE_KEYS,
     Selection,
@@ -21,8 +24,6 @@ from aclcheck.suite import (
     build_suite,
     load_case_file,
     parse_case_entries,
-    parse_shard,
-    shard,
 )
 
 # -- Selection -----------------------------------------------------------------------------
@@ -94,8 +95,16 @@ def test_parse_shard(text, want):
 
 @pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "a/b", "2", "1/2/3", "", "-1/2"])
 def test_parse_shard_errors(text):
-    with pytest.raises(SuiteError, match="shard"):
+    with pytest.raises(UsageError, match="shard"):
         parse_shard(text)
+
+
+def test_interleave_undoes_round_robin():
+    items = list(range(11))
+    for n in (1, 2, 3, 5, 11):
+        assert interleave([shard(items, k, n) for k in range(1, n + 1)]) == items
+    with pytest.raises(ValueError, match="too short"):
+        interleave([[0, 2], [1, 3, 5]])
 
 
 def test_shards_partition_the_suite():

@@ -27,7 +27,7 @@ def command_line(params: dict[str, Any]) -> str:
     for opt in ("product", "dtype", "format", "family"):
         for value in params[opt]:
             parts += [f"--{opt}", value]
-    for opt in ("count", "seed", "cases_file", "shard", "suite_name"):
+    for opt in ("count", "seed", "cases_file", "shard", "suite_name", "max_case_mb"):
         if params[opt] is not None:
             parts += [f"--{opt.replace('_', '-')}", str(params[opt])]
     if params["compress"] != "none":
@@ -103,6 +103,9 @@ def progress_reporter(console: Console, total: int, path: Path) -> Iterator[Prog
 @click.option("--compress", type=click.Choice(COMPRESSIONS), default="none", show_default=True,
               help="gzip for archives (slower to write and read).")
 @click.option("--suite-name", default=None, help="Name stored in the file [default: derived].")
+@click.option("--max-case-mb", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="MB", help="Refuse, before allocating, any case whose arrays need more "
+              "than this [default: a quarter of the memory].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @handle_errors
 def generate(**params: Any) -> None:
@@ -116,12 +119,15 @@ def generate(**params: Any) -> None:
       aclcheck generate -o suite.h5
       aclcheck generate -o a2-bf16.h5 --product atlas-a2 --dtype bf16 --count 5
       aclcheck generate -o mine.h5 --cases-file cases.toml --jobs 4
+      aclcheck generate -o big.h5 --cases-file big.toml --max-case-mb 8000
     """
     suite = plan_suite(
         products=params["product"], dtypes=params["dtype"], formats=params["format"],
         families=params["family"], count=params["count"], seed=params["seed"],
         cases_file=params["cases_file"], shard_spec=params["shard"],
         suite_name=params["suite_name"],
+        max_case_bytes=None if params["max_case_mb"] is None
+        else int(params["max_case_mb"] * 1e6),
     )
     check_output_path(params["output"], params["force"])  # before any work or output
     meta = run_meta(command_line(params), suite.suite, selection=suite.selection)

@@ -247,7 +247,7 @@ def _json_meta(meta: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("selection"), str):
         try:
             out["selection"] = json.loads(out["selection"])
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     return out
 

@@ -3,46 +3,90 @@
 from __future__ import annotations
 
 import sys
+from pathlib import PurePath
+from typing import Any
 
 import click
 
 from aclcheck.baseline import diff as baseline_diff
+from aclcheck.baseline import diff_golden
 from aclcheck.cli.common import handle_errors, stdout_console
-from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
-from aclcheck.merge import merge_reports
+from aclcheck.errors import (
+    EXIT_CODES_HELP,
+    EXIT_NONCONFORMANT,
+    EXIT_OK,
+    InputFileError,
+    UsageError,
+)
+from aclcheck.merge import merge_golden, merge_reports
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
 from aclcheck.report.files import check_writable
+from aclcheck.store import FORMAT_GOLDEN, peek_format
 from aclcheck.verdicts import summarize, summary_line
+
+
+def is_golden(path: str) -> bool:
+    """Whether `path` is an aclcheck golden file (by its root attribute, not its name)."""
+    return peek_format(path) == FORMAT_GOLDEN
+
+
+def run_mismatch(old: dict[str, Any], new: dict[str, Any], key: str) -> str | None:
+    """How two reports differ in `key` ('golden': by file name, so runs from other
+    folders match; 'implementation'), or None."""
+    a, b = old.get(key), new.get(key)
+    if key == "golden" and isinstance(a, str) and isinstance(b, str):
+        a, b = PurePath(a).name, PurePath(b).name
+    if a == b:
+        return None
+    return f"{key} {old.get(key)!r} vs {new.get(key)!r}"
 
 
 @click.command(epilog=EXIT_CODES_HELP)
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Compare reports of different golden files "
+              "(otherwise refused).")
 @handle_errors
-def diff(old: str, new: str) -> None:
+def diff(old: str, new: str, force: bool) -> None:
     """Compare two verify JSON reports (new failures, fixed cases, metric regressions), or
     two golden files (data drift: index, records, byte-identical datasets).
 
-    Exits 1 when NEW has failures OLD did not have, or when the golden files differ.
+    Exits 1 when NEW has failures OLD did not have, or when the golden files differ; 3
+    when a file is neither a report nor a golden file. Reports of different golden files
+    are refused unless --force (their case ids need not mean the same data); reports of
+    different implementations are compared (that is what a baseline is for) with a warning.
 
     \b
     Examples:
       aclcheck diff reports/main.json reports/branch.json
       aclcheck diff golden/ci-suite.h5 regenerated.h5
+      aclcheck diff --force reports/torch.json reports/aclnn.json
     """
-    if not (old.lower().endswith(".json") and new.lower().endswith(".json")):
-        from aclcheck.store import diff_golden
-
+    golden_old, golden_new = is_golden(old), is_golden(new)
+    if golden_old or golden_new:
+        if not (golden_old and golden_new):
+            other, kind = (new, old) if golden_old else (old, new)
+            raise InputFileError(f"{other}: not a golden file (to compare with golden file "
+                                 f"{kind})")
         differences = diff_golden(old, new)
         console = stdout_console()
         for line in differences:
             console.print(line, soft_wrap=True, markup=False)
         console.print(f"{len(differences)} difference(s)" if differences
-                      else f"{old} and {new} hold identical data", soft_wrap=True)
+                      else f"{old} and {new} hold identical data", soft_wrap=True,
+                      markup=False)
         sys.exit(EXIT_NONCONFORMANT if differences else EXIT_OK)
-    _, before = json_report.read(old)
-    _, after = json_report.read(new)
+    report_old, before = json_report.read(old)
+    report_new, after = json_report.read(new)
+    other_golden = run_mismatch(report_old, report_new, "golden")
+    if other_golden and not force:
+        raise UsageError(f"{old} and {new} are reports of different golden files "
+                         f"({other_golden}); use --force to compare anyway")
+    for mismatch in filter(None, (other_golden,
+                                  run_mismatch(report_old, report_new, "implementation"))):
+        click.echo(f"aclcheck: warning: comparing reports of different runs ({mismatch})",
+                   err=True)
     changes = baseline_diff(before, after)
     console_report.render_diff(stdout_console(), changes, old)
     sys.exit(EXIT_NONCONFORMANT if changes.worse else EXIT_OK)
@@ -68,14 +112,12 @@ def merge(inputs: tuple[str, ...], output: str, force: bool) -> None:
     if Path(output).exists() and not force:
         raise UsageError(f"{output} exists (use --force to overwrite)")
     check_writable({"-o": output})
-    if all(p.lower().endswith(".json") for p in inputs):
+    if not all(is_golden(p) for p in inputs):
         loaded = [(p, *json_report.read(p)) for p in inputs]
         merged, verdicts = merge_reports(loaded)
         json_report.write(output, merged)
         stdout_console().print(f"{output}: {summary_line(summarize(verdicts))}",
-                               soft_wrap=True)
+                               soft_wrap=True, markup=False)
         sys.exit(EXIT_NONCONFORMANT if any(v.failing for v in verdicts) else EXIT_OK)
-    from aclcheck.store import merge_golden
-
     count = merge_golden(list(inputs), output, force=force)
-    stdout_console().print(f"{output}: {count} cases from {len(inputs)} files")
+    stdout_console().print(f"{output}: {count} cases from {len(inputs)} files", markup=False)

@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from aclcheck import __version__
+from aclcheck.configfile import ConfigError, read_document
 from aclcheck.errors import InputFileError
 from aclcheck.report.files import atomic_write
 from aclcheck.verdicts import CaseVerdict, summarize
 
 REPORT_FORMAT = "aclcheck-report"
 REPORT_VERSION = 1
+#: Largest report read back (a 100 000-case report is about 60 MB).
+MAX_REPORT_BYTES = 1 << 30
 
 
 def build(verdicts: Sequence[CaseVerdict], *, implementation: str, standards: Sequence[str],
@@ -49,14 +52,18 @@ def read(path: str | Path) -> tuple[dict[str, Any], list[CaseVerdict]]:
     """A report and its verdicts; a damaged or foreign file is an InputFileError."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputFileError(f"{p}: cannot read report: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise InputFileError(f"{p}: not a JSON report: {exc}") from None
+        data = read_document(p, "report", syntax="json", max_bytes=MAX_REPORT_BYTES)
+    except ConfigError as exc:
+        raise InputFileError(str(exc)) from None
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
         raise InputFileError(f"{p}: not an aclcheck report (format key missing)")
-    if int(data.get("version", 0)) > REPORT_VERSION:
+    version = data.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InputFileError(f"{p}: report 'version' must be an integer, got {version!r}")
+    cases = data.get("cases", [])
+    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+        raise InputFileError(f"{p}: report 'cases' must be a list of objects")
+    if version > REPORT_VERSION:
         raise InputFileError(f"{p}: report version {data.get('version')} is newer than this "
                              f"aclcheck understands ({REPORT_VERSION})")
     try:

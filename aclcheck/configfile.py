@@ -1,0 +1,207 @@
+"""One reader for the files a person writes: case files, tolerance overrides, known-failure
+lists (TOML or JSON), and the JSON documents aclcheck reads back (.bin manifests).
+
+Everything comes out as plain data (dicts, lists, str, int, float, bool) after the same
+guards: a regular file (a FIFO or device is never opened), at most `max_bytes`, UTF-8,
+nesting at most MAX_DEPTH deep. Every error is a ConfigError with one line in one style:
+
+    FILE: entry N, field 'name': what is wrong
+
+`Entry` gives typed access to one table of a list ([[cases]], [[xfail]]), naming the
+entry and the field in its errors. Callers map ConfigError onto their own error class.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Largest config file read (bytes).
+MAX_CONFIG_BYTES = 16 << 20
+#: Deepest nesting of tables / lists accepted.
+MAX_DEPTH = 32
+_MISSING: Any = object()
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; str() is the one-line message."""
+
+    def __init__(self, source: str, message: str, entry: int | None = None,
+                 field: str | None = None) -> None:
+        where = source
+        if entry is not None:
+            where += f": entry {entry}"
+        if field is not None:
+            where += f", field {field!r}" if entry is not None else f": field {field!r}"
+        super().__init__(f"{where}: {message}")
+        self.source, self.entry, self.field, self.message = source, entry, field, message
+
+
+def syntax_of(path: Path) -> str:
+    """'json' for *.json (any case), otherwise 'toml'."""
+    return "json" if path.suffix.lower() == ".json" else "toml"
+
+
+def read_document(path: str | Path, what: str, *, syntax: str | None = None,
+                  max_bytes: int = MAX_CONFIG_BYTES) -> Any:
+    """Parse a TOML or JSON file into plain data (`what` names it in errors, e.g.
+    "case file"); `syntax` defaults to the file's suffix."""
+    p = Path(path)
+    source = str(p)
+    kind = syntax or syntax_of(p)
+    try:
+        if not p.is_file():
+            reason = "no such file" if not p.exists() else "not a regular file"
+            raise ConfigError(source, f"cannot read {what}: {reason}")
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise ConfigError(source, f"cannot read {what}: {size} bytes, over the "
+                                      f"{max_bytes}-byte limit")
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(source, f"cannot read {what}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text) if kind == "json" else tomllib.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(source, f"not valid {kind.upper()}: {detail}") from None
+    except RecursionError:
+        raise ConfigError(source, f"not valid {kind.upper()}: nested too deeply") from None
+    depth = nesting_depth(data)
+    if depth > MAX_DEPTH:
+        raise ConfigError(source, f"nested {depth} levels deep (at most {MAX_DEPTH})")
+    return data
+
+
+def nesting_depth(data: Any) -> int:
+    """Levels of dicts / lists (iterative: no recursion on hostile input)."""
+    deepest = 0
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            return depth
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def top_level(data: Any, source: str, allowed: Collection[str], hint: str) -> dict[str, Any]:
+    """The top-level table, refusing keys outside `allowed` (`hint` says what is valid)."""
+    if not isinstance(data, dict):
+        raise ConfigError(source, f"expected {hint}")
+    extra = sorted(set(data) - set(allowed))
+    if extra:
+        raise ConfigError(source, f"unknown top-level key {extra[0]!r} ({hint})")
+    return data
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry (a table of a list) of a config file, 1-based `number` in errors."""
+
+    data: Mapping[str, Any]
+    source: str
+    number: int
+
+    @classmethod
+    def of(cls, value: Any, source: str, number: int, allowed: Collection[str],
+           required: Collection[str] = ()) -> Entry:
+        """Check the entry's shape: a table with known keys and the required ones."""
+        if not isinstance(value, dict):
+            raise ConfigError(source, f"entry must be a table/object, got "
+                              f"{type(value).__name__}", number, "-")
+        unknown = sorted(set(value) - set(allowed))
+        if unknown:
+            raise ConfigError(source, f"unknown key (valid: {', '.join(sorted(allowed))})",
+                              number, unknown[0])
+        for key in required:
+            if key not in value:
+                raise ConfigError(source, "missing required key", number, key)
+        return cls(value, source, number)
+
+    def error(self, field: str, message: str) -> ConfigError:
+        return ConfigError(self.source, message, self.number, field)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.data
+
+    def text(self, key: str, default: Any = _MISSING, *,
+             choices: Collection[str] | None = None, nonempty: bool = False) -> str:
+        value = self._get(key, default)
+        if not isinstance(value, str):
+            raise self.error(key, f"must be a string, got {type(value).__name__}")
+        if nonempty and not value.strip():
+            raise self.error(key, "must be a non-empty string")
+        if choices is not None and value not in choices:
+            raise self.error(key, f"unknown {key} {value!r}; valid: {', '.join(choices)}")
+        return value
+
+    def integer(self, key: str, default: Any = _MISSING, *, lo: int = -(2**63),
+                hi: int = 2**63 - 1) -> int:
+        value = self._get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise self.error(key, f"must be an integer in [{_bound(lo)}, {_bound(hi + 1)})")
+        return value
+
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, "must be true or false")
+        return value
+
+    def text_list(self, key: str, default: Any = _MISSING, *,
+                  choices: Collection[str] | None = None, single_ok: bool = False
+                  ) -> tuple[str, ...]:
+        value = self._get(key, default)
+        if single_ok and isinstance(value, str):
+            value = [value]
+        valid = f" of {', '.join(choices)}" if choices is not None else " of strings"
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise self.error(key, f"must be a list{valid}")
+        if choices is not None and any(v not in choices for v in value):
+            raise self.error(key, f"must be a list{valid}")
+        return tuple(value)
+
+    def dims(self, key: str, max_rank: int, max_dim: int) -> tuple[int, ...]:
+        """A shape: 1..max_rank non-negative integers, each at most max_dim."""
+        value = self._get(key, _MISSING)
+        if not isinstance(value, list | tuple):
+            raise self.error(key, f"must be a list of integers, got {type(value).__name__}")
+        if not 1 <= len(value) <= max_rank:
+            raise self.error(key, f"rank must be 1..{max_rank}, got {len(value)}")
+        for d in value:
+            if isinstance(d, bool) or not isinstance(d, int):
+                raise self.error(key, f"dims must be integers, got {d!r}")
+            if d < 0:
+                raise self.error(key, f"negative dim {d}")
+            if d > max_dim:
+                raise self.error(key, f"dim {d} is over the limit of {max_dim}")
+        return tuple(value)
+
+    def _get(self, key: str, default: Any) -> Any:
+        if key in self.data:
+            return self.data[key]
+        if default is _MISSING:
+            raise self.error(key, "missing required key")
+        return default
+
+
+def _bound(value: int) -> str:
+    """2**63 as '2**63' (what the messages have always said), small numbers as digits."""
+    if abs(value) >= 2**32:
+        exp = int(math.log2(abs(value)))
+        return f"{'-' if value < 0 else ''}2**{exp}"
+    return str(value)

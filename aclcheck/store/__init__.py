@@ -1,0 +1,84 @@
+"""The HDF5 golden and results store (layout and reader rules in docs/store.md).
+
+One package owns the on-disk layout, so the generator, the inspector, `verify` and any
+C++ reader agree on it. Files are plain HDF5 (only the built-in fletcher32 / shuffle /
+gzip filters, default library version bounds), written to a temporary file beside the
+target and moved into place only when complete. Readers accept only what the writer
+produces and turn every problem into an InputFileError whose one-line message names
+the file (and the case).
+
+    schema    names, codecs, the /index table, run metadata, case-id rules
+    atomic    output-path checks, the temporary-file-then-rename writer, dataset filters
+    writer    GoldenWriter / write_golden
+    h5read    opening a store file, one-line errors, the dataset rules readers apply
+    reader    GoldenFile / open_golden
+    results   results files (an implementation's outputs)
+    check     the full integrity check (`inspect --check`)
+
+Merging shard files lives in aclcheck.merge, comparing golden files in aclcheck.baseline.
+"""
+
+from aclcheck.store.atomic import check_output_path
+from aclcheck.store.check import CheckReport, check_file, check_golden, check_results, peek_format
+from aclcheck.store.reader import GoldenFile, open_golden
+from aclcheck.store.results import (
+    RESULT_INDEX_COLUMNS,
+    ResultRow,
+    iter_results,
+    read_results,
+    results_meta,
+    write_results,
+)
+from aclcheck.store.schema import (
+    CASE_ID_RE,
+    CHUNK_BYTES,
+    COMPRESSIONS,
+    EXPECT_ATTRS,
+    FORMAT_GOLDEN,
+    FORMAT_RESULTS,
+    INDEX_COLUMNS,
+    REQUIRED_ROOT_ATTRS,
+    SCHEMA_VERSION,
+    TENSOR_DATASETS,
+    VOLATILE_ROOT_ATTRS,
+    IndexEntry,
+    OutputFileError,
+    check_ids,
+    chunk_shape,
+    decode_array,
+    dtype_name,
+    encode_array,
+    index_entry,
+    parse_shape_text,
+    record_attrs,
+    record_from_attrs,
+    run_meta,
+    shape_text,
+    storage_dtype,
+    text_attr,
+)
+from aclcheck.store.writer import GoldenWriter, write_golden
+
+__all__ = [
+    "CASE_ID_RE", "CHUNK_BYTES", "COMPRESSIONS", "EXPECT_ATTRS", "FORMAT_GOLDEN",
+    "FORMAT_RESULTS", "INDEX_COLUMNS", "REQUIRED_ROOT_ATTRS", "RESULT_INDEX_COLUMNS",
+    "SCHEMA_VERSION", "TENSOR_DATASETS", "VOLATILE_ROOT_ATTRS", "CheckReport", "GoldenFile",
+    "GoldenWriter", "IndexEntry", "OutputFileError", "ResultRow", "check_file",
+    "check_golden", "check_ids", "check_output_path", "check_results", "chunk_shape",
+    "decode_array", "dtype_name", "encode_array", "index_entry", "iter_results",
+    "open_golden", "parse_shape_text", "peek_format", "read_results", "record_attrs",
+    "record_from_attrs", "results_meta", "run_meta", "shape_text", "storage_dtype",
+    "text_attr", "write_golden", "write_results",
+]
+
+
+def __getattr__(name: str) -> object:
+    """`store.merge_golden` / `store.diff_golden`, for callers written before merging and
+    diffing got their own homes (aclcheck.merge, aclcheck.baseline)."""
+    if name == "merge_golden":
+        from aclcheck.merge import merge_golden
+        return merge_golden
+    if name == "diff_golden":
+        from aclcheck.baseline import diff_golden
+        return diff_golden
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,271 @@
+"""The golden reader: `GoldenFile` lists cases from /index alone and reads a case's
+record, inputs and golden on demand, each checked against the record first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from aclcheck.cases import Case, CaseTensors
+from aclcheck.errors import InputFileError, UsageError
+from aclcheck.layouts import StridedTensor, layout_geometry
+from aclcheck.store.h5read import (
+    check_layout,
+    damage,
+    default_read_limit,
+    member,
+    open_h5,
+    read_checked,
+    read_dataset,
+)
+from aclcheck.store.schema import (
+    FORMAT_GOLDEN,
+    INDEX_COLUMNS,
+    TENSOR_DATASETS,
+    IndexEntry,
+    decode_array,
+    entries_from_array,
+    index_dtype_problem,
+    index_mismatches,
+    is_safe_id,
+    plain_value,
+    record_from_attrs,
+    record_problem,
+    storage_dtype,
+)
+
+
+def tensor_from(p: Path, ds: object, what: str, case: Case, name: str,
+                limit: int) -> StridedTensor:
+    """An input tensor, after checking its attributes and declared size against the case
+    record (dtype, shape, and the strides / offset / storage size of the record's layout)
+    and the read limit: nothing is read that the record does not account for."""
+    ds = check_layout(p, ds, what, limit)
+    with damage(p, what):
+        attrs = {k: plain_value(v) for k, v in ds.attrs.items()}
+        stored_dtype = ds.dtype
+        stored_size = int(ds.size)
+    for key in ("dtype", "shape", "strides", "offset"):
+        if key not in attrs:
+            raise InputFileError(f"{p}: {what}: missing attribute {key!r}")
+    desc = case.tensor_desc(name)
+    dname = attrs["dtype"]
+    if dname != desc.dtype:
+        raise InputFileError(f"{p}: {what}: dtype attribute {dname!r} != record {desc.dtype!r}")
+    want = storage_dtype(desc.dtype)
+    if stored_dtype != want:
+        raise InputFileError(f"{p}: {what}: stored as {stored_dtype}, dtype {dname!r} needs {want}")
+    shape, strides = _as_list(attrs["shape"]), _as_list(attrs["strides"])
+    offset = attrs["offset"]
+    if not all(isinstance(v, int) and not isinstance(v, bool)
+               for v in (*shape, *strides, offset)):
+        raise InputFileError(f"{p}: {what}: shape/strides/offset attributes must be "
+                             "integers")
+    shape, strides = tuple(shape), tuple(strides)
+    if shape != tuple(desc.shape):
+        raise InputFileError(f"{p}: {what}: shape {shape} != record {tuple(desc.shape)}")
+    geometry = layout_geometry(shape, case.layout)
+    if (strides, offset, stored_size) != geometry:
+        raise InputFileError(f"{p}: {what}: strides {strides}, offset {offset}, storage "
+                             f"{stored_size} != layout {case.layout!r}: {geometry[0]}, "
+                             f"{geometry[1]}, {geometry[2]}")
+    storage = decode_array(read_dataset(p, ds, what).reshape(-1), desc.dtype)
+    return StridedTensor(storage, shape, strides, offset)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _stored_flags_problem(attrs: dict[str, Any], entry: IndexEntry) -> str | None:
+    """The case group's has_golden / expected_status must be integers that agree with
+    /index (the writer stores both in both places)."""
+    for key in ("has_golden", "expected_status"):
+        value = attrs.get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"attribute {key!r} must be an integer, got {value!r}"
+        if value != int(getattr(entry, key)):
+            return f"attribute {key!r} is {value}, /index says {int(getattr(entry, key))}"
+    return None
+
+
+class GoldenFile:
+    """An open golden file. `index` comes from /index alone; case data is read on demand,
+    each piece checked against the case record (and the record against /index) before a
+    byte of array data is read. `read_limit` bounds any one dataset (bytes)."""
+
+    def __init__(self, path: str | Path, *, read_limit: int | None = None) -> None:
+        self.path = Path(path)
+        self.read_limit = default_read_limit() if read_limit is None else read_limit
+        self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN)
+        try:
+            with damage(self.path, "/index"):
+                self._load_index()
+        except InputFileError:
+            self._f.close()
+            raise
+        self._pos = {e.id: i for i, e in enumerate(self.index)}
+        self._memo: tuple[str, Case] | None = None
+
+    def _load_index(self) -> None:
+        """Read /index into `index`: a 1-D table of the schema's columns, as many rows as
+        the root's case_count, ids unique and safe as path components, and no group
+        under /cases that /index does not list."""
+        p = self.path
+        index = member(p, self._f, "index", "/index")
+        if index is None:
+            raise InputFileError(f"{p}: missing dataset /index")
+        cases = member(p, self._f, "cases", "/cases")
+        if not isinstance(cases, h5py.Group):
+            raise InputFileError(f"{p}: missing group /cases")
+        self._cases = cases
+        ds = check_layout(p, index, "/index", self.read_limit)
+        if ds.ndim != 1:
+            raise InputFileError(f"{p}: /index must be a 1-D table, has shape {ds.shape}")
+        problem = index_dtype_problem(ds.dtype, INDEX_COLUMNS)
+        if problem:
+            raise InputFileError(f"{p}: /index {problem}")
+        if ds.shape[0] != self.meta["case_count"]:
+            raise InputFileError(f"{p}: /index has {ds.shape[0]} rows, "
+                                 f"case_count says {self.meta['case_count']}")
+        try:
+            self.index: list[IndexEntry] = entries_from_array(read_dataset(p, ds, "/index"))
+        except (ValueError, UnicodeDecodeError, OverflowError) as exc:
+            raise InputFileError(f"{p}: /index: bad row ({exc})") from None
+        seen: set[str] = set()
+        for entry in self.index:
+            if not is_safe_id(entry.id):
+                raise InputFileError(f"{p}: /index: case id {entry.id!r} is not a plain name "
+                                     "(letters, digits, '_', '.', '-')")
+            if entry.id in seen:
+                raise InputFileError(f"{p}: /index: case {entry.id} is listed twice")
+            seen.add(entry.id)
+        stray = sorted(set(cases.keys()) - seen)  # a case hidden from /index is not skipped
+        if stray:
+            raise InputFileError(f"{p}: /cases/{stray[0]}: group not listed in /index")
+
+    # -- context manager
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> GoldenFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- queries
+    def ids(self) -> list[str]:
+        return [e.id for e in self.index]
+
+    def __contains__(self, case_id: str) -> bool:
+        return case_id in self._pos
+
+    def entry(self, case_id: str) -> IndexEntry:
+        try:
+            return self.index[self._pos[case_id]]
+        except KeyError:
+            raise UsageError(f"{self.path}: no case {case_id!r}") from None
+
+    def _group(self, case_id: str) -> h5py.Group:
+        self.entry(case_id)
+        group = member(self.path, self._cases, case_id, f"case {case_id}")
+        if group is None:
+            raise InputFileError(f"{self.path}: case {case_id}: group /cases/{case_id} "
+                                 "is missing")
+        if not isinstance(group, h5py.Group):
+            raise InputFileError(f"{self.path}: case {case_id}: /cases/{case_id} is not a "
+                                 "group")
+        return group
+
+    def attrs(self, case_id: str) -> dict[str, Any]:
+        """All attributes of /cases/<id> as plain Python values."""
+        group = self._group(case_id)
+        with damage(self.path, f"case {case_id}: attributes"):
+            return {k: plain_value(v) for k, v in group.attrs.items()}
+
+    def case(self, case_id: str) -> Case:
+        """The Case, rebuilt from the stored record (enough to regenerate it), checked:
+        names the contract knows, sane shapes, and the same facts as its /index row."""
+        if self._memo is not None and self._memo[0] == case_id:
+            return self._memo[1]
+        bad = f"{self.path}: case {case_id}: bad case record"
+        attrs = self.attrs(case_id)
+        try:
+            case = Case.from_record(record_from_attrs(attrs))
+            problem = record_problem(case) or _stored_flags_problem(attrs, self.entry(case_id))
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            raise InputFileError(f"{bad} ({exc})") from None
+        if problem:
+            raise InputFileError(f"{bad} ({problem})")
+        mismatches = index_mismatches(self.entry(case_id), case)
+        if mismatches:
+            raise InputFileError(f"{self.path}: case {case_id}: {mismatches[0]}")
+        self._memo = (case_id, case)
+        return case
+
+    def _dataset(self, case_id: str, name: str) -> object | None:
+        return member(self.path, self._group(case_id), name, f"case {case_id}: dataset {name}")
+
+    def tensor(self, case_id: str, name: str) -> StridedTensor | None:
+        """grad_output or self as laid out in memory (None for a null pointer)."""
+        case = self.case(case_id)
+        ds = self._dataset(case_id, name)
+        if name in case.null:
+            if ds is not None:
+                raise InputFileError(f"{self.path}: case {case_id}: dataset {name!r} present "
+                                     "for a null pointer")
+            return None
+        if ds is None:
+            raise InputFileError(f"{self.path}: case {case_id}: dataset {name!r} is missing")
+        return tensor_from(self.path, ds, f"case {case_id}: dataset {name}", case, name,
+                           self.read_limit)
+
+    def inputs(self, case_id: str) -> tuple[StridedTensor | None, StridedTensor | None]:
+        """(grad_output, self) reconstructed from storage + shape/strides/offset."""
+        return self.tensor(case_id, "grad_output"), self.tensor(case_id, "self")
+
+    def golden(self, case_id: str) -> np.ndarray | None:
+        """The float64 golden, shaped like self (None for calls that must be rejected).
+        A call the contract says succeeds must have one, whatever /index says."""
+        case = self.case(case_id)
+        entry = self.entry(case_id)
+        ds = self._dataset(case_id, "golden")
+        what = f"case {case_id}: dataset golden"
+        if ds is None:
+            if entry.has_golden or case.positive:
+                raise InputFileError(f"{self.path}: case {case_id}: dataset 'golden' is missing")
+            return None
+        ds = check_layout(self.path, ds, what, self.read_limit)
+        with damage(self.path, what):
+            stored, shape = ds.dtype, tuple(int(d) for d in ds.shape)
+            label = plain_value(ds.attrs.get("dtype"))
+        if stored != np.float64 or label != "float64":
+            raise InputFileError(f"{self.path}: {what}: stored as {stored} (dtype attribute "
+                                 f"{label!r}), expected float64")
+        if shape != tuple(case.self_shape):
+            raise InputFileError(f"{self.path}: {what}: shape {shape} != self shape "
+                                 f"{tuple(case.self_shape)}")
+        return read_checked(self.path, ds, what, self.read_limit)
+
+    def tensors(self, case_id: str) -> CaseTensors:
+        grad, self_ = self.inputs(case_id)
+        return CaseTensors(grad, self_, self.golden(case_id))
+
+    def compression(self) -> str:
+        """'gzip' or 'none': the filter of the first chunked dataset (for `merge`)."""
+        for entry in self.index:
+            for name in TENSOR_DATASETS + ("golden",):
+                ds = self._dataset(entry.id, name)
+                with damage(self.path, f"case {entry.id}: dataset {name}"):
+                    if isinstance(ds, h5py.Dataset) and ds.chunks is not None:
+                        return "gzip" if ds.compression == "gzip" else "none"
+        return "none"
+
+
+def open_golden(path: str | Path, *, read_limit: int | None = None) -> GoldenFile:
+    """Open a golden file (validates the root and reads /index)."""
+    return GoldenFile(path, read_limit=read_limit)

@@ -1,0 +1,456 @@
+"""The store's on-disk schema: names and constants, array and attribute codecs, the
+/index table, run metadata and case-id rules (docs/store.md). Pure functions, no file I/O
+beyond writing attributes to an open object."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import h5py
+import ml_dtypes
+import numpy as np
+
+from aclcheck import __version__, contract
+from aclcheck.cases import DISTRIBUTIONS, NUMPY_DTYPES, Case
+from aclcheck.dtypes import from_storage, to_storage
+from aclcheck.errors import UsageError
+from aclcheck.layouts import LAYOUTS
+
+FORMAT_GOLDEN = "aclcheck-golden"
+FORMAT_RESULTS = "aclcheck-results"
+SCHEMA_VERSION = 1
+#: Target chunk size: large enough for throughput, small enough to stay in cache.
+CHUNK_BYTES = 1 << 20
+GZIP_LEVEL = 1
+COMPRESSIONS = ("none", "gzip")
+#: HDF5 1.10 object formats (single-chunk / fixed-array chunk indexes, compact groups):
+#: a third of the per-case overhead of the 1.6 formats; readable by HDF5 >= 1.10.
+LIBVER = ("v110", "v110")
+#: Start the kernel's writeback after this many bytes (see AtomicH5.wrote).
+WRITEBACK_BYTES = 32 << 20
+TENSOR_DATASETS = ("grad_output", "self")
+CASE_ID_RE = re.compile(r"[A-Za-z0-9_.-]+")
+MAX_ID_LENGTH = 200
+#: Root attributes every file carries (both formats).
+REQUIRED_ROOT_ATTRS = ("format", "schema_version", "tool_version", "created", "case_count")
+#: Root attributes that describe the run, not the data (ignored when comparing files).
+VOLATILE_ROOT_ATTRS = frozenset(
+    {"created", "command_line", "tool_version", "numpy_version", "h5py_version",
+     "hdf5_version", "ml_dtypes_version", "python_version"}
+)
+#: Case attributes besides the Case record fields.
+EXPECT_ATTRS = ("expected_status", "expected_rule", "expected_reason", "out_written",
+                "has_golden")
+
+
+class OutputFileError(UsageError):
+    """The output path cannot be written (missing or read-only folder, existing file)."""
+
+
+# -- small codecs ------------------------------------------------------------------------
+
+
+def shape_text(shape: Iterable[int]) -> str:
+    """(2, 3, 17, 9) -> '2x3x17x9' (the index's shape columns)."""
+    return "x".join(str(int(d)) for d in shape)
+
+
+def parse_shape_text(text: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in text.split("x")) if text else ()
+
+
+def encode_array(values: np.ndarray) -> tuple[np.ndarray, str]:
+    """(array as stored, dtype name): bfloat16 as uint16 bits, bool as uint8 0/1."""
+    arr = np.asarray(values)
+    if arr.dtype == np.bool_:
+        return arr.astype(np.uint8), "bool"
+    name = dtype_name(arr.dtype)
+    return to_storage(arr), name
+
+
+def decode_array(stored: np.ndarray, name: str) -> np.ndarray:
+    """Inverse of `encode_array`."""
+    if name == "bool":
+        return np.asarray(stored) != 0
+    return from_storage(stored, name)
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """Canonical name of a numpy dtype ('bfloat16' for ml_dtypes.bfloat16)."""
+    dt = np.dtype(dtype)
+    if dt == np.dtype(ml_dtypes.bfloat16):
+        return "bfloat16"
+    if dt == np.bool_:
+        return "bool"
+    return dt.name
+
+
+def storage_dtype(name: str) -> np.dtype:
+    """The numpy dtype a tensor of dtype `name` is stored as."""
+    if name == "bfloat16":
+        return np.dtype(np.uint16)
+    if name == "bool":
+        return np.dtype(np.uint8)
+    if name not in NUMPY_DTYPES:
+        raise KeyError(name)
+    return np.dtype(NUMPY_DTYPES[name])
+
+
+def chunk_shape(shape: tuple[int, ...], itemsize: int,
+                target: int = CHUNK_BYTES) -> tuple[int, ...] | None:
+    """Row-major chunk of about `target` bytes: whole trailing dims while they fit, then a
+    slice of the next one. None for empty datasets (HDF5 cannot chunk zero-size dims)."""
+    if not shape or math.prod(shape) == 0:
+        return None
+    if math.prod(shape) * itemsize <= target:
+        return tuple(shape)
+    chunk = [1] * len(shape)
+    budget = max(1, target // itemsize)
+    for axis in range(len(shape) - 1, -1, -1):
+        if shape[axis] <= budget:
+            chunk[axis] = shape[axis]
+            budget //= shape[axis]
+        else:
+            chunk[axis] = max(1, budget)
+            break
+    return tuple(chunk)
+
+
+def attr_value(value: Any) -> Any:
+    """A record value as an HDF5 attribute (None is never written: the attribute is omitted)."""
+    if isinstance(value, bool):
+        return np.uint8(value)
+    if isinstance(value, int):
+        return np.int64(value)
+    if isinstance(value, float):
+        return np.float64(value)
+    if isinstance(value, str):
+        return text_attr(value)
+    if isinstance(value, dict):
+        return text_attr(json.dumps(value, sort_keys=True))
+    if isinstance(value, list | tuple):
+        if all(isinstance(v, str) for v in value) and value:
+            return text_attr(",".join(value))
+        return np.asarray(value, dtype=np.int64)
+    raise TypeError(f"cannot store {type(value).__name__} as an attribute")
+
+
+def text_attr(value: str) -> np.ndarray:
+    """A string as a fixed-length UTF-8 HDF5 string (no global heap, simple for C/C++)."""
+    raw = value.encode("utf-8")
+    return np.array(raw, dtype=h5py.string_dtype("utf-8", max(1, len(raw))))
+
+
+def set_attrs(obj: h5py.HLObject, attrs: Mapping[str, Any]) -> None:
+    """Create new attributes through the low-level API (twice as fast as obj.attrs[...],
+    which writes each attribute under a temporary name first)."""
+    for name, value in attrs.items():
+        arr = np.asarray(value)
+        if arr.ndim:
+            arr = np.ascontiguousarray(arr)
+        tid = h5py.h5t.py_create(arr.dtype, logical=True)
+        space = (h5py.h5s.create_simple(arr.shape) if arr.ndim
+                 else h5py.h5s.create(h5py.h5s.SCALAR))
+        h5py.h5a.create(obj.id, name.encode("utf-8"), tid, space).write(arr, mtype=tid)
+
+
+def new_group(parent: h5py.Group, name: str) -> h5py.Group:
+    """A group whose ~25 attributes stay in its object header (compact storage): the
+    default switches to a fractal heap above 8 attributes, twice the size per case."""
+    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+    gcpl.set_attr_phase_change(64, 48)
+    return h5py.Group(h5py.h5g.create(parent.id, name.encode("utf-8"), gcpl=gcpl))
+
+
+def plain_value(value: Any) -> Any:
+    """An attribute as plain Python (str, int, float, list of int)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.ndarray):
+        return [plain_value(v) for v in value.tolist()]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def record_attrs(case: Case) -> dict[str, Any]:
+    """Attributes of /cases/<id>: the case record (None omitted, lists of str joined by
+    commas, empty `null` as "") plus the expectation."""
+    attrs: dict[str, Any] = {}
+    for key, value in case.to_record().items():
+        if value is None:
+            continue
+        if key == "null":
+            attrs[key] = text_attr(",".join(value))
+            continue
+        attrs[key] = attr_value(value)
+    exp = case.expectation
+    attrs["expected_status"] = np.int64(exp.status)
+    attrs["expected_rule"] = text_attr(exp.rule)
+    attrs["expected_reason"] = text_attr(exp.reason)
+    attrs["out_written"] = np.uint8(case.out_written)
+    return attrs
+
+
+def record_from_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The case record (Case.to_record() form) from /cases/<id> attributes; an absent
+    attribute takes the field's default (None for optional fields); required fields
+    without an attribute are left out, so Case.from_record reports them."""
+    rec: dict[str, Any] = {}
+    for fld in dataclasses.fields(Case):
+        key, kind = fld.name, str(fld.type)
+        if key not in attrs:
+            if fld.default is not dataclasses.MISSING:
+                rec[key] = fld.default
+            elif fld.default_factory is not dataclasses.MISSING:
+                rec[key] = list(fld.default_factory())
+            continue
+        value = plain_value(attrs[key])
+        if key == "null":
+            value = [v for v in str(value).split(",") if v]
+        elif "tuple[int" in kind:
+            value = [int(v) for v in (value if isinstance(value, list) else [value])]
+        elif kind == "int":
+            value = int(value)
+        rec[key] = value
+    return rec
+
+
+# -- the index ----------------------------------------------------------------------------
+
+#: (column, kind): "s" fixed-length UTF-8 bytes, otherwise a numpy scalar type.
+INDEX_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "s"), ("family", "s"), ("product", "s"), ("dtype", "s"), ("format", "s"),
+    ("layout", "s"), ("distribution", "s"), ("self_shape", "s"), ("grad_shape", "s"),
+    ("out_shape", "s"), ("null", "s"), ("expected_status", "<i8"), ("expected_rule", "s"),
+    ("out_written", "u1"), ("has_golden", "u1"), ("nbytes", "<i8"),
+)
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One /index row: what listing and filtering need, without opening the case group."""
+
+    id: str
+    family: str
+    product: str
+    dtype: str
+    format: str
+    layout: str
+    distribution: str
+    self_shape: tuple[int, ...]
+    grad_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    null: tuple[str, ...]
+    expected_status: int
+    expected_rule: str
+    out_written: bool
+    has_golden: bool
+    nbytes: int
+
+    @property
+    def status_name(self) -> str:
+        return contract.status_name(self.expected_status)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f: getattr(self, f) for f in _ENTRY_FIELDS}
+        for key in ("self_shape", "grad_shape", "out_shape", "null"):
+            d[key] = list(d[key])
+        d["expected_status_name"] = self.status_name
+        return d
+
+
+_ENTRY_FIELDS = tuple(f.name for f in dataclasses.fields(IndexEntry))
+
+
+def index_entry(case: Case, has_golden: bool, nbytes: int) -> IndexEntry:
+    return IndexEntry(
+        case.id, case.family, case.product, case.dtype, case.format, case.layout,
+        case.distribution, tuple(case.self_shape), tuple(case.grad_shape),
+        tuple(case.tensor_desc("out").shape), tuple(case.null), case.expected_status,
+        case.expectation.rule, case.out_written, has_golden, nbytes,
+    )
+
+
+def index_array(entries: list[IndexEntry]) -> np.ndarray:
+    rows = []
+    for e in entries:
+        row = {f: getattr(e, f) for f in _ENTRY_FIELDS}
+        for key in ("self_shape", "grad_shape", "out_shape"):
+            row[key] = shape_text(row[key])
+        row["null"] = ",".join(row["null"])
+        rows.append(row)
+    return rows_array(rows, INDEX_COLUMNS)
+
+
+def entries_from_array(arr: np.ndarray) -> list[IndexEntry]:
+    cols = {}
+    for name, kind in INDEX_COLUMNS:
+        if kind == "s":
+            cols[name] = [b.decode("utf-8") for b in arr[name].tolist()]
+        else:
+            cols[name] = arr[name].tolist()
+    out = []
+    for i in range(len(arr)):
+        out.append(IndexEntry(
+            cols["id"][i], cols["family"][i], cols["product"][i], cols["dtype"][i],
+            cols["format"][i], cols["layout"][i], cols["distribution"][i],
+            parse_shape_text(cols["self_shape"][i]), parse_shape_text(cols["grad_shape"][i]),
+            parse_shape_text(cols["out_shape"][i]),
+            tuple(v for v in cols["null"][i].split(",") if v), int(cols["expected_status"][i]),
+            cols["expected_rule"][i], bool(cols["out_written"][i]),
+            bool(cols["has_golden"][i]), int(cols["nbytes"][i]),
+        ))
+    return out
+
+
+# -- metadata -----------------------------------------------------------------------------
+
+
+def run_meta(command_line: str = "", suite: str = "", **extra: Any) -> dict[str, Any]:
+    """Root attributes describing the run: versions, creation time, command line, suite."""
+    meta: dict[str, Any] = {
+        "tool_version": __version__,
+        "numpy_version": np.__version__,
+        "h5py_version": h5py.version.version,
+        "hdf5_version": h5py.version.hdf5_version,
+        "ml_dtypes_version": ml_dtypes.__version__,
+        "python_version": sys.version.split()[0],
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "command_line": command_line,
+        "suite": suite,
+    }
+    meta.update(extra)
+    return meta
+
+
+
+def rows_array(rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> np.ndarray:
+    """A compound table: "s" columns as fixed-length UTF-8 bytes sized to the longest."""
+    fields = []
+    for name, kind in columns:
+        if kind == "s":
+            width = max([1] + [len(str(r[name]).encode("utf-8")) for r in rows])
+            fields.append((name, f"S{width}"))
+        else:
+            fields.append((name, kind))
+    arr = np.zeros(len(rows), dtype=np.dtype(fields))
+    for name, kind in columns:
+        if kind == "s":
+            arr[name] = [str(r[name]).encode("utf-8") for r in rows]
+        else:
+            arr[name] = [r[name] for r in rows]
+    return arr
+
+
+def is_safe_id(case_id: object) -> bool:
+    """An id usable as an HDF5 group name and as one path component on any system:
+    letters, digits, '_', '.', '-', at most MAX_ID_LENGTH characters, not '.' or '..'."""
+    return (isinstance(case_id, str) and len(case_id) <= MAX_ID_LENGTH
+            and CASE_ID_RE.fullmatch(case_id) is not None and case_id not in (".", ".."))
+
+
+def check_id(case_id: str) -> None:
+    """UsageError for an id `is_safe_id` refuses (the writers call it for every case)."""
+    if not is_safe_id(case_id):
+        raise UsageError(f"case id {case_id!r} is not a valid group name "
+                         f"(use only letters, digits, '_', '.', '-'; at most "
+                         f"{MAX_ID_LENGTH} characters; not '.' or '..')")
+
+
+def check_ids(cases: Iterable[Case]) -> None:
+    """Reject ids the store cannot use, before any work."""
+    for case in cases:
+        check_id(case.id)
+
+
+# -- what a stored record may hold ------------------------------------------------------
+
+#: Case fields that must be strings, and the values each may take (None: any string).
+_TEXT_FIELDS: dict[str, tuple[str, ...] | None] = {
+    "id": None, "family": None, "product": tuple(contract.PRODUCTS),
+    "dtype": tuple(NUMPY_DTYPES), "format": contract.ALL_FORMATS,
+    "distribution": DISTRIBUTIONS, "layout": LAYOUTS,
+}
+_OPTIONAL_TEXT = {"grad_dtype": tuple(NUMPY_DTYPES), "self_dtype": tuple(NUMPY_DTYPES),
+                  "out_dtype": tuple(NUMPY_DTYPES), "grad_format": contract.ALL_FORMATS,
+                  "self_format": contract.ALL_FORMATS, "out_format": contract.ALL_FORMATS}
+#: Largest dim a record may declare (aclnn dims are int64; this keeps sizes exact).
+MAX_DIM = 2**40
+
+
+def record_problem(case: Case) -> str | None:
+    """Why a case record cannot be a stored case (unknown names, bad shapes, a call the
+    contract cannot judge), or None. Sizes are checked against limits by the readers."""
+    for key, valid in {**_TEXT_FIELDS, **_OPTIONAL_TEXT}.items():
+        value = getattr(case, key)
+        if value is None and key in _OPTIONAL_TEXT:
+            continue
+        if not isinstance(value, str):
+            return f"{key} must be text, got {value!r}"
+        if valid is not None and value not in valid:
+            return f"unknown {key} {value!r}"
+    if not is_safe_id(case.id):
+        return f"unsafe id {case.id!r}"
+    for key in ("self_shape", "grad_shape", "out_shape"):
+        shape = getattr(case, key)
+        if shape is None:
+            continue
+        if len(shape) > contract.MAX_RANK or any(d < 0 or d > MAX_DIM for d in shape):
+            return f"{key} {list(shape)}: need at most {contract.MAX_RANK} dims in 0..2^40"
+    if any(n not in contract.TENSOR_NAMES for n in case.null):
+        return f"null {list(case.null)}: only {', '.join(contract.TENSOR_NAMES)}"
+    if isinstance(case.seed, bool) or not 0 <= case.seed < 2**64:
+        return f"seed {case.seed} out of range"
+    try:
+        case.expectation  # noqa: B018 - the contract must be able to judge the call
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        return f"the contract cannot judge this call ({exc})"
+    return None
+
+
+#: /index columns compared with the record (the index is what listing and `verify`'s
+#: selection trust, so it must say what the record says).
+INDEX_RECORD_FIELDS = ("family", "product", "dtype", "format", "layout", "distribution",
+                       "self_shape", "grad_shape", "out_shape", "null")
+
+
+def index_mismatches(entry: IndexEntry, case: Case) -> list[str]:
+    """Where an /index row disagrees with its case record (one line each)."""
+    expected = index_entry(case, entry.has_golden, entry.nbytes)
+    problems = [f"/index {fld} {getattr(entry, fld)!r} != record {getattr(expected, fld)!r}"
+                for fld in INDEX_RECORD_FIELDS if getattr(expected, fld) != getattr(entry, fld)]
+    if entry.id != case.id:
+        problems.insert(0, f"record id is {case.id!r}")
+    return problems
+
+
+def index_dtype_problem(dtype: np.dtype, columns: tuple[tuple[str, str], ...]) -> str | None:
+    """Why a table's compound dtype is not the schema's (missing column, wrong kind)."""
+    names = dtype.names or ()
+    for name, kind in columns:
+        if name not in names:
+            return f"lacks column {name!r}"
+        got = dtype.fields[name][0]
+        if kind == "s" and got.kind != "S":
+            return f"column {name!r} is {got}, expected fixed-length text"
+        if kind != "s":
+            want = np.dtype(kind)
+            ok_kinds = "iu" if want.kind in "iu" else want.kind  # any integer for integers
+            if got.kind not in ok_kinds:
+                return f"column {name!r} is {got}, expected {want}"
+        if got.shape:
+            return f"column {name!r} is an array column"
+    return None

@@ -1,0 +1,132 @@
+"""The golden writer: streams cases (record attributes, inputs, float64 golden) into a
+golden file and writes /index and the root attributes on commit."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from aclcheck.cases import Case, CaseTensors
+from aclcheck.errors import UsageError
+from aclcheck.layouts import StridedTensor
+from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
+from aclcheck.store.schema import (
+    COMPRESSIONS,
+    FORMAT_GOLDEN,
+    IndexEntry,
+    check_id,
+    encode_array,
+    index_array,
+    index_entry,
+    new_group,
+    record_attrs,
+    run_meta,
+    set_attrs,
+    text_attr,
+)
+
+
+def _tensor_attrs(t: StridedTensor, dtype: str) -> dict[str, Any]:
+    return {"dtype": text_attr(dtype), "shape": np.asarray(t.shape, dtype=np.int64),
+            "strides": np.asarray(t.strides, dtype=np.int64), "offset": np.int64(t.offset)}
+
+
+def _write_tensor(group: h5py.Group, name: str, t: StridedTensor, compress: str) -> int:
+    stored, dname = encode_array(t.storage)
+    if t.contiguous and stored.size == math.prod(t.shape):
+        stored = stored.reshape(t.shape)  # the logical array itself: readable as is
+    write_dataset(group, name, stored, compress, _tensor_attrs(t, dname))
+    return stored.nbytes
+
+
+
+class GoldenWriter:
+    """Streams cases into a golden file; the file appears under its name only on commit.
+
+    Use as a context manager: a normal exit commits, an exception deletes the temp file.
+    """
+
+    def __init__(self, path: str | Path, meta: Mapping[str, Any] | None = None, *,
+                 force: bool = False, compress: str = "none") -> None:
+        if compress not in COMPRESSIONS:
+            raise UsageError(f"unknown compression {compress!r}; valid: {', '.join(COMPRESSIONS)}")
+        self.meta = dict(meta or run_meta())
+        self.compress = compress
+        self._out = AtomicH5(path, force)
+        self.path = self._out.path
+        try:
+            self._cases = self._out.file.create_group("cases")
+        except BaseException:
+            self._out.abort()
+            raise
+        self._entries: list[IndexEntry] = []
+        self._seen: set[str] = set()
+        self.array_bytes = 0
+        self.file_bytes = 0
+
+    def add(self, case: Case, tensors: CaseTensors) -> int:
+        """Write one case; returns the bytes of array data stored."""
+        check_id(case.id)
+        if case.id in self._seen:
+            raise UsageError(f"duplicate case id {case.id!r}")
+        self._seen.add(case.id)
+        has_golden = tensors.golden is not None
+        with self._out.writing():
+            group = new_group(self._cases, case.id)
+            set_attrs(group, {**record_attrs(case), "has_golden": np.uint8(has_golden)})
+            nbytes = 0
+            for name, t in (("grad_output", tensors.grad_output), ("self", tensors.self)):
+                if t is not None:
+                    nbytes += _write_tensor(group, name, t, self.compress)
+            if has_golden:
+                g = np.ascontiguousarray(tensors.golden, dtype=np.float64)
+                write_dataset(group, "golden", g, self.compress,
+                              {"dtype": text_attr("float64")})
+                nbytes += g.nbytes
+        self._entries.append(index_entry(case, has_golden, nbytes))
+        self.array_bytes += nbytes
+        self._out.wrote(nbytes)
+        return nbytes
+
+    def commit(self) -> int:
+        """Write /index and the root attributes, then move the file into place (on any
+        failure the temporary file is removed)."""
+        f = self._out.file
+        try:
+            with self._out.writing():
+                write_dataset(f, "index", index_array(self._entries), "none", {})
+                write_root_attrs(f, FORMAT_GOLDEN, self.meta, len(self._entries))
+            self.file_bytes = self._out.commit()
+        except BaseException:
+            self._out.abort()
+            raise
+        return self.file_bytes
+
+    def abort(self) -> None:
+        self._out.abort()
+
+    def __enter__(self) -> GoldenWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def write_golden(path: str | Path, items: Iterable[tuple[Case, CaseTensors]],
+                 meta: Mapping[str, Any] | None = None, *, force: bool = False,
+                 compress: str = "none") -> GoldenWriter:
+    """Write a whole golden file from (case, tensors) pairs; returns the closed writer."""
+    with GoldenWriter(path, meta, force=force, compress=compress) as writer:
+        for case, tensors in items:
+            writer.add(case, tensors)
+    return writer
+
+

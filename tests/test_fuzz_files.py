@@ -1,0 +1,177 @@
+"""Fuzzing a small golden file: random bit flips and random attribute edits (seeded, a few
+hundred in all). Whatever the damage, `verify` exits 0, 1 or 3 without a traceback, and
+never reports PASS for a case whose golden or inputs (or the record fields that say how
+to read them) were altered."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from tests_support import write_golden
+
+from aclcheck.cli import cli
+from aclcheck.store import text_attr
+from aclcheck.suite import Selection
+
+SEED = 20261130
+BIT_FLIPS = 200
+ATTRIBUTE_EDITS = 120
+#: Record attributes that say how the stored arrays are read (an edit is a data change).
+CALL_KEYS = frozenset({"product", "dtype", "format", "self_shape", "grad_shape", "out_shape",
+                       "layout", "null", "grad_dtype", "self_dtype", "out_dtype",
+                       "grad_format", "self_format", "out_format", "has_golden"})
+DATASETS = ("grad_output", "self", "golden")
+#: Dataset attributes that say how a stored array is read.
+TENSOR_ATTRS = frozenset({"dtype", "shape", "strides", "offset"})
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    selection = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
+                          families=("divisible", "layout", "empty"), seed=11)
+    path = write_golden(tmp_path_factory.mktemp("fuzz"), selection, "fuzz")
+    return path, snapshot(path, {})
+
+
+def snapshot(path: Path, sizes: dict[str, int]) -> dict[str, Any]:
+    """What each case's data is, read with bare h5py: its datasets' bytes and attributes
+    and the record fields in CALL_KEYS (None where the bare read fails or a dataset grew
+    past its original size, which it must not be read at)."""
+    out: dict[str, Any] = {}
+    try:
+        with h5py.File(path, "r") as f:
+            for cid in f["cases"]:
+                out[cid] = _case_view(f["cases"][cid], cid, sizes)
+    except Exception:  # noqa: BLE001 - a damaged file: compare nothing as equal
+        return {}
+    return out
+
+
+def _case_view(group: Any, cid: str, sizes: dict[str, int]) -> Any:
+    try:
+        view: list[Any] = [sorted((k, _plain(v)) for k, v in group.attrs.items()
+                                  if k in CALL_KEYS)]
+        for name in DATASETS:
+            if name not in group:
+                view.append(None)
+                continue
+            ds = group[name]
+            key = f"{cid}/{name}"
+            if key in sizes and ds.size > sizes[key]:
+                return None
+            sizes.setdefault(key, ds.size)
+            view.append((ds.dtype.str, ds.shape, np.asarray(ds[()]).tobytes(),
+                         sorted((k, _plain(v)) for k, v in ds.attrs.items()
+                                if k in TENSOR_ATTRS)))
+        return view
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _plain(value: Any) -> Any:
+    """An attribute by value (0 and 0.0 alike, text decoded), for comparing meaning."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    arr = np.asarray(value)
+    if arr.dtype.kind == "S":
+        return [_plain(v) for v in arr.reshape(-1).tolist()]
+    return arr.tolist()
+
+
+def sizes_of(path: Path) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    snapshot(path, sizes)
+    return sizes
+
+
+def verify(path: Path, report: Path) -> tuple[int, str, dict[str, str]]:
+    report.unlink(missing_ok=True)
+    result = CliRunner().invoke(cli, ["verify", str(path), "--impl", "reference",
+                                      "--json", str(report)])
+    verdicts = {}
+    if report.exists():
+        verdicts = {c["id"]: c["verdict"] for c in json.loads(report.read_text())["cases"]}
+    return result.exit_code, result.output, verdicts
+
+
+def check_outcome(label: str, damaged: Path, original: dict[str, Any],
+                  sizes: dict[str, int], report: Path) -> int:
+    code, output, verdicts = verify(damaged, report)
+    assert code in (0, 1, 3), f"{label}: exit {code}\n{output}"
+    assert "Traceback" not in output and "internal error" not in output, f"{label}\n{output}"
+    if code == 3:
+        assert output.count("aclcheck: error:") == 1, f"{label}\n{output}"
+    now = snapshot(damaged, dict(sizes))
+    for cid, verdict in verdicts.items():
+        if verdict == "PASS":
+            assert now.get(cid) is not None and now[cid] == original[cid], \
+                f"{label}: PASS on altered case {cid}\n{output}"
+    return code
+
+
+def test_bit_flips(pristine: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    path, original = pristine
+    sizes = sizes_of(path)
+    clean = path.read_bytes()
+    rng = random.Random(SEED)
+    damaged, report = tmp_path / "flipped.h5", tmp_path / "r.json"
+    codes = []
+    for i in range(BIT_FLIPS):
+        data = bytearray(clean)
+        for _ in range(rng.randint(1, 3)):
+            pos = rng.randrange(len(data))
+            data[pos] ^= 1 << rng.randrange(8)
+        damaged.write_bytes(bytes(data))
+        codes.append(check_outcome(f"flip {i}", damaged, original, sizes, report))
+    assert codes.count(3) > BIT_FLIPS // 10  # the flips did hit something
+
+
+def _random_value(rng: random.Random) -> Any:
+    choices = [
+        lambda: text_attr(rng.choice(["", "abc", "-1", "../../x", "float32", "[link=x]y",
+                                      "NCHW", "atlas-a3", "1" * 300])),
+        lambda: np.int64(rng.choice([-1, 0, 1, 2, 7, 2**40, -(2**62), 10**15])),
+        lambda: np.float64(rng.choice([0.0, -1.5, float("nan"), float("inf"), 1e300])),
+        lambda: np.asarray([rng.randint(-3, 10**6) for _ in range(rng.randint(0, 6))],
+                           dtype=np.int64),
+        lambda: np.uint8(rng.randint(0, 255)),
+        lambda: np.asarray(b"\xff\xfe", dtype="S2"),
+    ]
+    return rng.choice(choices)()
+
+
+def _random_edit(f: h5py.File, rng: random.Random) -> str:
+    cids = sorted(f["cases"])
+    cid = rng.choice(cids)
+    group = f["cases"][cid]
+    targets: list[Any] = [f, group, f["index"]] + [group[n] for n in DATASETS if n in group]
+    obj = rng.choice(targets)
+    names = sorted(obj.attrs) + ["extra"]
+    name = rng.choice(names)
+    if rng.random() < 0.1 and name in obj.attrs:
+        del obj.attrs[name]
+        return f"{obj.name}@{name} deleted"
+    obj.attrs[name] = _random_value(rng)
+    return f"{obj.name}@{name} = {obj.attrs[name]!r}"
+
+
+def test_attribute_edits(pristine: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    path, original = pristine
+    sizes = sizes_of(path)
+    rng = random.Random(SEED + 1)
+    damaged, report = tmp_path / "edited.h5", tmp_path / "r.json"
+    codes = []
+    for i in range(ATTRIBUTE_EDITS):
+        shutil.copy(path, damaged)
+        with h5py.File(damaged, "r+") as f:
+            what = " ; ".join(_random_edit(f, rng) for _ in range(rng.randint(1, 2)))
+        codes.append(check_outcome(f"edit {i} ({what})", damaged, original, sizes, report))
+    assert codes.count(3) > ATTRIBUTE_EDITS // 10 and codes.count(0) > 0
