@@ -179,7 +179,7 @@ def test_case_file_entries_round_trip(tmp_path: Path) -> None:
     from aclcheck.suite import parse_case_entries
 
     cases = [
-        Case(id='odd"id#x', family="f", product="atlas-a3", dtype="bfloat16", format="NCL",
+        Case(id="odd.id-x_1", family='f"#x', product="atlas-a3", dtype="bfloat16", format="NCL",
              self_shape=(3, 8, 8), grad_shape=(3, 4, 4), seed=2**62, distribution="special",
              layout="strided"),
         Case(id="nulls", family="file", product="atlas-training", dtype="float16",
