@@ -50,7 +50,10 @@ TESTED_VERSION = "2.10.0"
 def import_mindspore() -> Any:
     """Import MindSpore quietly (its C++ log at WARNING prints device probes), or say why
     it cannot be used."""
-    os.environ.setdefault("GLOG_v", "3")  # the user's own setting wins
+    # GLOG_v is read once, at import; Paddle reads the same variable with the opposite
+    # meaning (verbosity), so it is set only while MindSpore imports. A user's value wins.
+    previous = os.environ.get("GLOG_v")
+    os.environ["GLOG_v"] = previous or "3"
     try:
         return importlib.import_module("mindspore")
     except ImportError as exc:
@@ -63,6 +66,9 @@ def import_mindspore() -> Any:
     except Exception as exc:  # noqa: BLE001 - a broken install is a usage error, not a crash
         raise ImplementationUnavailable(f"MindSpore is installed but does not import: "
                                         f"{_first_line(exc)}") from None
+    finally:
+        if previous is None:
+            os.environ.pop("GLOG_v", None)
 
 
 def _first_line(exc: BaseException) -> str:
