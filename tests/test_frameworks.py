@@ -282,3 +282,19 @@ def test_impls_lists_both_with_their_versions() -> None:
     result = CliRunner().invoke(cli, ["impls"])
     assert result.exit_code == 0
     assert "mindspore:ascend" in result.output and "paddle:gpu" in result.output
+
+
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_known_failure_lists_are_scoped_to_their_framework(name: str) -> None:
+    """Every entry of golden/<framework>-cpu.xfail.toml has a reason and applies only to
+    that framework (a list can never excuse another implementation's failures)."""
+    from aclcheck import xfail
+
+    listed = xfail.load(CI_SUITE.parent / f"{name}-cpu.xfail.toml")
+    assert listed.entries
+    for entry in listed.entries:
+        assert entry.reason.strip() and entry.verdicts
+        assert entry.matches(entry.pattern.replace("*", "x").replace("[23]", "2"),
+                             f"{name}:cpu")
+        assert not entry.matches(entry.pattern, "torch:cpu")
+        assert not entry.matches(entry.pattern, "reference")
