@@ -6,7 +6,8 @@ also cannot import after Paddle in one process), with every published standard s
 beside the default one and with its list golden/<framework>-cpu.xfail.toml.
 
     python benchmarks/frameworks_table.py                      # README tables (markdown)
-    python benchmarks/frameworks_table.py --unexplained        # what the lists miss; exit 1 if any
+    python benchmarks/frameworks_table.py --unexplained        # what the lists miss (exit 1 if
+                                                               # any) and entries now unused
     python benchmarks/frameworks_table.py golden/other.h5 --impl paddle --unexplained
 
 Exit codes: 0 done (with --unexplained: nothing unexplained), 1 unexplained failures or
@@ -123,13 +124,29 @@ def unexplained(reports: dict[str, dict[str, Any]]) -> list[str]:
     return found
 
 
+def stale_entries(reports: dict[str, dict[str, Any]]) -> list[str]:
+    """Known-failure entries that explain no failure of this run (candidates to remove)."""
+    from aclcheck import xfail
+
+    found = []
+    for impl, report in reports.items():
+        if not xfail_list(impl).is_file():
+            continue
+        known = [c["id"] for c in report["cases"] if c["verdict"] == "XFAIL"]
+        for entry in xfail.load(xfail_list(impl)).entries:
+            if not any(entry.matches(cid, report["implementation"]) for cid in known):
+                found.append(f"{impl}: stale entry {entry.pattern!r} ({entry.reason})")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("golden", nargs="?", default=str(ROOT / "golden" / "ci-suite.h5"))
     parser.add_argument("--impl", action="append", choices=FRAMEWORKS,
                         help="only this framework (repeatable; default: all three)")
     parser.add_argument("--unexplained", action="store_true",
-                        help="print the failures the known-failure lists do not explain")
+                        help="print the failures the known-failure lists do not explain, "
+                             "and the entries that explain nothing")
     parser.add_argument("--timeout", type=float, default=10.0,
                         help="seconds per isolated call (as in CI) [10]")
     args = parser.parse_args(argv)
@@ -144,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.unexplained:
         found = unexplained(reports)
         print("\n".join(found) if found else "nothing unexplained: every failure is listed")
+        stale = stale_entries(reports)
+        print("\n".join(stale) if stale else "no stale entries: every entry explains a failure")
         return 1 if found else 0
     impls = ", ".join(r["implementation"] for r in reports.values())
     print(f"<!-- python benchmarks/frameworks_table.py ({impls}) -->\n")
