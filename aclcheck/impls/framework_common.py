@@ -8,11 +8,40 @@ output size is gradOutput's last two dims.
 
 from __future__ import annotations
 
+import importlib
+import warnings
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.impls.registry import UnknownImplementation
+from aclcheck.impls.registry import ImplementationUnavailable, UnknownImplementation
+
+
+def import_framework(module: str, label: str, extra: str, tested: str) -> Any:
+    """Import a framework (its import-time warnings silenced), or raise
+    ImplementationUnavailable with one line: not installed, or installed but broken."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return importlib.import_module(module)
+    except ImportError as exc:
+        if getattr(exc, "name", None) == module:
+            raise ImplementationUnavailable(
+                f"{label} is not installed (pip install 'aclcheck[{extra}]', tested with "
+                f"{tested})") from None
+        raise ImplementationUnavailable(f"{label} is installed but does not import: "
+                                        f"{first_line(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - a broken install is a usage error, not a crash
+        raise ImplementationUnavailable(f"{label} is installed but does not import: "
+                                        f"{first_line(exc)}") from None
+
+
+def first_line(exc: BaseException) -> str:
+    """'TypeName: first line of the message' (framework errors carry C++ stacks)."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
 
 
 def parse_device(framework: str, suffix: str, valid: tuple[str, ...],

@@ -24,6 +24,8 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
 from aclcheck.impls.framework_common import (
+    first_line,
+    import_framework,
     is_bfloat16,
     narrow_to_bfloat16,
     output_size,
@@ -48,32 +50,18 @@ TESTED_VERSION = "2.10.0"
 
 
 def import_mindspore() -> Any:
-    """Import MindSpore quietly (its C++ log at WARNING prints device probes), or say why
-    it cannot be used."""
-    # GLOG_v is read once, at import; Paddle reads the same variable with the opposite
-    # meaning (verbosity), so it is set only while MindSpore imports. A user's value wins.
+    """Import MindSpore quietly, or say in one line why it cannot be used."""
+    # MindSpore's C++ log at WARNING prints device probes. GLOG_v is read once, at import;
+    # Paddle reads the same variable with the opposite meaning (verbosity), so it is set
+    # only while MindSpore imports. A user's own value wins.
     previous = os.environ.get("GLOG_v")
     os.environ["GLOG_v"] = previous or "3"
     try:
-        return importlib.import_module("mindspore")
-    except ImportError as exc:
-        if getattr(exc, "name", None) == "mindspore":
-            raise ImplementationUnavailable(
-                f"MindSpore is not installed (pip install 'aclcheck[mindspore]', "
-                f"tested with mindspore=={TESTED_VERSION})") from None
-        raise ImplementationUnavailable(f"MindSpore is installed but does not import: "
-                                        f"{_first_line(exc)}") from None
-    except Exception as exc:  # noqa: BLE001 - a broken install is a usage error, not a crash
-        raise ImplementationUnavailable(f"MindSpore is installed but does not import: "
-                                        f"{_first_line(exc)}") from None
+        return import_framework("mindspore", "MindSpore", "mindspore",
+                                f"mindspore=={TESTED_VERSION}")
     finally:
         if previous is None:
             os.environ.pop("GLOG_v", None)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
 
 
 class MindSporeImpl(Implementation):
@@ -103,7 +91,7 @@ class MindSporeImpl(Implementation):
         except ImplementationUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. the process already uses another
-            raise ImplementationUnavailable(f"{self.name}: {_first_line(exc)}") from None
+            raise ImplementationUnavailable(f"{self.name}: {first_line(exc)}") from None
 
     def supports(self, case: Case) -> bool | str:
         base = super().supports(case)

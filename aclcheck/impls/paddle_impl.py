@@ -16,7 +16,6 @@ device. A CPU child forked from a parent that imported, or even ran, Paddle work
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
 from aclcheck.impls.framework_common import (
+    import_framework,
     is_bfloat16,
     narrow_to_bfloat16,
     output_size,
@@ -43,26 +43,9 @@ TESTED_VERSION = "3.3.1"
 
 
 def import_paddle() -> Any:
-    """Import Paddle (without its import-time warnings), or say why it cannot be used."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return importlib.import_module("paddle")
-    except ImportError as exc:
-        if getattr(exc, "name", None) == "paddle":
-            raise ImplementationUnavailable(
-                f"PaddlePaddle is not installed (pip install 'aclcheck[paddle]', tested "
-                f"with paddlepaddle=={TESTED_VERSION})") from None
-        raise ImplementationUnavailable(f"PaddlePaddle is installed but does not import: "
-                                        f"{_first_line(exc)}") from None
-    except Exception as exc:  # noqa: BLE001 - a broken install is a usage error, not a crash
-        raise ImplementationUnavailable(f"PaddlePaddle is installed but does not import: "
-                                        f"{_first_line(exc)}") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+    """Import Paddle, or say in one line why it cannot be used."""
+    return import_framework("paddle", "PaddlePaddle", "paddle",
+                            f"paddlepaddle=={TESTED_VERSION}")
 
 
 def custom_devices(paddle: Any) -> tuple[str, ...]:
