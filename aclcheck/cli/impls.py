@@ -26,7 +26,8 @@ def impls() -> None:
     table.add_column("scope / why not", overflow="fold")
     for info in available():
         here = Text("yes", style="green") if info.available else Text("no", style="red")
-        table.add_row(info.name, here, info.description, info.note)
+        note = info.note if info.available else f"not available: {info.note}"
+        table.add_row(info.name, here, info.description, note)
     table.caption = ("Third-party adapters register in the entry-point group "
                      "'aclcheck.implementations'.")
     stdout_console().print(table)

@@ -133,8 +133,9 @@ def _group(*options: Callable[[F], F]) -> Callable[[F], F]:
 
 implementation_options = _group(
     click.option("--impl", "impl", default="reference", show_default=True, metavar="NAME",
-                 help="Implementation: reference, torch, torch:cpu|cuda|npu, module:function, "
-                      "or a plugin name (see `aclcheck impls`)."),
+                 help="Implementation: reference, torch[:cpu|cuda|npu], "
+                      "mindspore[:cpu|gpu|ascend], paddle[:cpu|gpu|npu|DEVICE], "
+                      "module:function, or a plugin name (see `aclcheck impls`)."),
     click.option("--results", type=click.Path(dir_okay=False), default=None,
                  help="Judge stored outputs (results layout) instead of running --impl."),
     click.option("--aclnn-lib-dir", "aclnn_lib_dirs", multiple=True, metavar="DIR",
@@ -242,6 +243,7 @@ def verify(golden: str, **params: Any) -> None:
     Examples:
       aclcheck verify suite.h5                              # the reference (self-test)
       aclcheck verify suite.h5 --impl torch --dtype float32 --family '!invalid'
+      aclcheck verify suite.h5 --impl paddle --xfail golden/paddle-cpu.xfail.toml
       aclcheck verify suite.h5 --impl mykernels:backward --isolate --timeout 10
       aclcheck verify suite.h5 --results board_run.h5 --json report.json --junit junit.xml
       aclcheck verify suite.h5 --impl torch --standard aclcheck --standard cann-mixed

@@ -1,5 +1,5 @@
-"""Implementation adapters: reference, torch (cpu/cuda/npu), Python callables, plugins,
-and stored results."""
+"""Implementation adapters: reference, torch (cpu/cuda/npu), mindspore, paddle, aclnn,
+Python callables, plugins, and stored results."""
 
 from aclcheck.impls.base import CallInputs, Implementation, Outcome
 from aclcheck.impls.registry import (

@@ -1,5 +1,6 @@
-"""Adapter names -> adapters: built-ins, `module:function`, and third-party plugins
-from the entry-point group `aclcheck.implementations`."""
+"""Adapter names -> adapters: built-ins (reference, torch, aclnn, mindspore, paddle),
+`module:function`, and third-party plugins from the entry-point group
+`aclcheck.implementations`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from importlib.metadata import entry_points
 from aclcheck.impls.base import Implementation
 
 ENTRY_POINT_GROUP = "aclcheck.implementations"
-BUILTIN = ("reference", "torch", "torch:cpu", "torch:cuda", "torch:npu", "aclnn")
+BUILTIN = ("reference", "torch", "torch:cpu", "torch:cuda", "torch:npu", "aclnn",
+           "mindspore", "mindspore:cpu", "mindspore:gpu", "mindspore:ascend",
+           "paddle", "paddle:cpu", "paddle:gpu", "paddle:npu")
 
 
 class UnknownImplementation(ValueError):
@@ -57,6 +60,15 @@ def create(spec: str) -> Implementation:
             raise ImplementationUnavailable(str(exc)) from None
         except ValueError as exc:
             raise UnknownImplementation(str(exc)) from None
+    framework, _, device = spec.partition(":")
+    if framework == "mindspore":
+        from aclcheck.impls.mindspore_impl import MindSporeImpl
+
+        return MindSporeImpl(device)  # raises ImplementationUnavailable / UnknownImplementation
+    if framework == "paddle":
+        from aclcheck.impls.paddle_impl import PaddleImpl
+
+        return PaddleImpl(device)
     plugins = _plugins()
     if spec in plugins:
         factory = plugins[spec].load()  # type: ignore[attr-defined]

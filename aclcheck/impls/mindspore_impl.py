@@ -1,0 +1,140 @@
+"""`--impl mindspore[:cpu|gpu|ascend]`: the gradient of `mindspore.ops.adaptive_avg_pool2d`.
+
+The call is the one MindSpore users make: `mindspore.vjp` of the forward
+`ops.adaptive_avg_pool2d(self, output_size)` (output_size = gradOutput's H and W), with
+gradOutput as the sensitivity, in PyNative mode. Not the raw primitive
+`AdaptiveAvgPool2DGrad`: that one skips the shape checks the public path makes (it
+accepts a gradOutput of the wrong rank and reads out of bounds).
+
+Strided views arrive as contiguous copies: MindSpore's `as_strided` is not public API
+(and fails under NumPy 2 in 2.10), so each non-contiguous input gets a note saying so.
+MindSpore's device is process-wide (`mindspore.set_device`), so one process serves one
+MindSpore device. Importing is fork-safe on CPU; running is not (a child forked after the
+parent ran an op hangs), which is exactly the rule the isolation layer follows.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+import numpy as np
+
+from aclcheck.cases import Case
+from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
+from aclcheck.impls.framework_common import (
+    first_line,
+    import_framework,
+    is_bfloat16,
+    narrow_to_bfloat16,
+    output_size,
+    parse_device,
+    scalar_reason,
+    widen_bfloat16,
+)
+from aclcheck.impls.registry import ImplementationUnavailable
+from aclcheck.layouts import StridedTensor
+
+DEVICES = ("cpu", "gpu", "ascend")
+#: MindSpore's device_target names
+TARGETS = {"cpu": "CPU", "gpu": "GPU", "ascend": "Ascend"}
+#: dtypes per device. CPU (measured): float16/32/64 only, bfloat16 is refused by the
+#: primitive's type check; GPU is taken to be the same. Ascend's kernel (aclnn) has
+#: bfloat16 on A2/A3, so it is declared there; not verified on a board (if MindSpore
+#: refuses it there too, the bfloat16 cases show that as ERROR, a finding).
+DTYPES = {
+    "cpu": ("float16", "float32"),
+    "gpu": ("float16", "float32"),
+    "ascend": ("float16", "float32", "bfloat16"),
+}
+TESTED_VERSION = "2.10.0"
+
+
+def import_mindspore() -> Any:
+    """Import MindSpore quietly, or say in one line why it cannot be used."""
+    # MindSpore's C++ log at WARNING prints device probes. GLOG_v is read once, at import;
+    # Paddle reads the same variable with the opposite meaning (verbosity), so it is set
+    # only while MindSpore imports. A user's own value wins.
+    previous = os.environ.get("GLOG_v")
+    os.environ["GLOG_v"] = previous or "3"
+    try:
+        return import_framework("mindspore", "MindSpore", "mindspore",
+                                f"mindspore=={TESTED_VERSION}")
+    finally:
+        if previous is None:
+            os.environ.pop("GLOG_v", None)
+
+
+class MindSporeImpl(Implementation):
+    has_status_codes = False
+    models_products = False
+
+    def __init__(self, suffix: str = "") -> None:
+        self.device, self.index = parse_device("mindspore", suffix, DEVICES)
+        self.name = f"mindspore:{self.device}"
+        self.spec = self.name if not self.index else f"{self.name}:{self.index}"
+        self.dtypes = DTYPES[self.device]
+        self.fork_safe = self.device == "cpu"
+        self._ms = import_mindspore()
+        self.version = str(getattr(self._ms, "__version__", "?"))
+        self._select_device()
+        self._ops = importlib.import_module("mindspore.ops")
+        self.description = (f"MindSpore {self.version}: mindspore.vjp of "
+                            f"ops.adaptive_avg_pool2d on {TARGETS[self.device]}")
+
+    def _select_device(self) -> None:
+        ms, target = self._ms, TARGETS[self.device]
+        try:
+            if self.device != "cpu" and not ms.hal.is_available(target):
+                raise ImplementationUnavailable(
+                    f"{self.name}: no {target} device or MindSpore build for it here")
+            ms.set_device(target, self.index)
+        except ImplementationUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. the process already uses another
+            raise ImplementationUnavailable(f"{self.name}: {first_line(exc)}") from None
+
+    def supports(self, case: Case) -> bool | str:
+        base = super().supports(case)
+        if base is not True:
+            return base
+        return scalar_reason(case) or True
+
+    def set_deterministic(self, on: bool) -> str | None:
+        self._ms.set_deterministic(on)
+        return None
+
+    def _to_mindspore(self, tensor: StridedTensor) -> Any:
+        ms = self._ms
+        array = np.ascontiguousarray(tensor.view())
+        if is_bfloat16(array):
+            return ms.Tensor(widen_bfloat16(array)).astype(ms.bfloat16)
+        return ms.Tensor(array)
+
+    def _to_numpy(self, result: Any) -> np.ndarray:
+        ms = self._ms
+        if result.dtype == ms.bfloat16:
+            return narrow_to_bfloat16(result.astype(ms.float32).asnumpy())
+        return result.asnumpy()
+
+    def run(self, call: CallInputs) -> Outcome:
+        if call.grad_output is None or call.self is None:
+            return Outcome(raised="null pointer cannot be passed to mindspore")
+        notes = tuple(f"{name}: MindSpore has no public strided view; passed as a "
+                      "contiguous copy" for name, t in (("gradOutput", call.grad_output),
+                                                         ("self", call.self))
+                      if not t.contiguous)
+        grad, self_ = self._to_mindspore(call.grad_output), self._to_mindspore(call.self)
+        size = output_size(call.grad_output.shape)
+        pool = self._ops.adaptive_avg_pool2d
+
+        def compute() -> object:
+            _, backward = self._ms.vjp(lambda x: pool(x, size), self_)
+            (result,) = backward(grad)
+            return self._to_numpy(result)  # asnumpy() waits for the device
+
+        result, seconds, raised = timed_call(compute)
+        if raised is not None:
+            return Outcome(raised=raised, time_s=seconds, notes=notes)
+        return Outcome(output=result, time_s=seconds, notes=notes)
