@@ -1,7 +1,7 @@
 """The documented contract of aclnnAdaptiveAvgPool2dBackward, as code.
 
 The single place that knows products, dtypes, formats, ranks, the integer window
-bounds, and which status the first phase must return for a call (contract.md §1-§5).
+bounds, and which status the first phase must return for a call (docs/contract.md §1-§5).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# -- status codes (contract.md §5) -------------------------------------------------------
+# -- status codes (docs/contract.md §5) -------------------------------------------------------
 
 SUCCESS = 0
 PARAM_NULLPTR = 161001
@@ -31,7 +31,7 @@ STATUS_NAMES: dict[int, str] = {
     UNSPECIFIED: "unspecified",
 }
 
-# -- products (contract.md §3, §6) -------------------------------------------------------
+# -- products (docs/contract.md §3, §6) -------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ DTYPE_ALIASES: dict[str, str] = {
     "double": "float64",
 }
 
-#: aclDataType enum values (contract.md §2 and the CANN headers).
+#: aclDataType enum values (docs/contract.md §2 and the CANN headers).
 ACL_DTYPE_ENUM: dict[str, int] = {
     "float32": 0, "float16": 1, "int8": 2, "int32": 3, "uint8": 4, "int16": 6, "uint16": 7,
     "uint32": 8, "int64": 9, "uint64": 10, "float64": 11, "bool": 12, "bfloat16": 27,
@@ -155,7 +155,7 @@ def product(name: str) -> Product:
         raise ValueError(f"unknown product {name!r}; valid: {', '.join(PRODUCTS)}") from None
 
 
-# -- window bounds (contract.md §1), integers only ---------------------------------------
+# -- window bounds (docs/contract.md §1), integers only ---------------------------------------
 
 
 def window_start(i: int, out_size: int, in_size: int) -> int:
@@ -186,7 +186,7 @@ def window_bounds(out_size: int, in_size: int) -> tuple[np.ndarray, np.ndarray]:
     return start, end
 
 
-# -- expected status (contract.md §5) ----------------------------------------------------
+# -- expected status (docs/contract.md §5) ----------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """contract.py: window bounds (exact integer arithmetic), names, and expected_status per
-rule of contract.md section 5 (one test per rule, then the rule order and the silences)."""
+rule of docs/contract.md section 5 (one test per rule, then the rule order and the silences)."""
 
 from __future__ import annotations
 

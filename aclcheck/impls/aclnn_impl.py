@@ -1,6 +1,6 @@
 """`--impl aclnn`: the vendor kernel itself, called through ctypes like the CANN example.
 
-Per case (contract.md §2): device buffers for the storage of gradOutput and self, one
+Per case (docs/contract.md §2): device buffers for the storage of gradOutput and self, one
 aclTensor each with the case's real view shape, element strides, storage offset, dtype and
 format enums and a 1-D storage shape (the storage length: the form the vendor examples use
 for views); a contiguous out buffer pre-filled with NaN; both phases; stream sync; copy
