@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aclcheck import compare as compare_mod
-from aclcheck.budget import budget, budget_model, half_ulp, product_path, scale_error
+from aclcheck.budget import budget, budget_model, product_path, scale_error
 from aclcheck.compare import Context, compare, discriminating
-from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, correctly_rounded, float_format
+from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, correctly_rounded, float_format, half_ulp
 from aclcheck.reference import backward
 from aclcheck.standards import STANDARDS, parse_overrides
 
@@ -277,12 +277,24 @@ def test_finite_golden_beyond_the_dtype_must_be_inf() -> None:
     assert not res.passed and res.metrics["inf_mismatch"] == 1
 
 
-def test_near_the_overflow_threshold_either_is_fine() -> None:
-    golden, ctx, _ = two_terms(0, values=[32752.0, 32768.0])  # 65520: fp16's threshold
+def test_near_the_overflow_threshold_either_is_fine_where_not_exact() -> None:
+    # 65520 (fp16's threshold) as a sum the FP16-accumulating matmul path cannot hold
+    golden, _, _ = two_terms(0, values=[32752.0, 32768.0])
+    ctx = Context("atlas-training", "float16", np.array([32752.0, 32768.0], np.float16)
+                  .reshape(1, 1, 2, 1), (1, 1))
     assert golden[0, 0, 0, 0] == FLOAT16.overflow_threshold
     inf = compare(golden, np.full((1, 1, 1, 1), np.inf, np.float16), ctx)
     assert inf.passed and any("overflow threshold" in n for n in inf.notes)
     assert compare(golden, np.full((1, 1, 1, 1), 65504, np.float16), ctx).passed
+
+
+def test_exact_sum_at_the_overflow_threshold_must_be_inf() -> None:
+    # A2 adds 32752 + 32768 exactly in FP32: 65520 is a tie, RNE gives inf (even)
+    golden, ctx, rounded = two_terms(0, values=[32752.0, 32768.0])
+    assert np.isinf(rounded).all() and compare(golden, rounded, ctx).passed
+    res = compare(golden, np.full((1, 1, 1, 1), 65504, np.float16), ctx)
+    assert not res.passed
+    assert "1 exact ties rounded toward zero" in res.gating.detail
     assert not compare(golden, np.full((1, 1, 1, 1), -np.inf, np.float16), ctx).passed
 
 

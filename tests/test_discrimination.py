@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from aclcheck.budget import half_ulp, resolve_accumulate
+from aclcheck.budget import resolve_accumulate
 from aclcheck.cases import Case, make_inputs, make_tensors
 from aclcheck.compare import Comparison, Context, compare
-from aclcheck.dtypes import float_format
+from aclcheck.dtypes import float_format, half_ulp
 from aclcheck.reference import backward, term_counts
 from aclcheck.standards import DEFAULT_C, PUBLISHED, STANDARDS
 from aclcheck.suite import Selection, build_suite
