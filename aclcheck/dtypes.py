@@ -161,6 +161,18 @@ def ulp(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     return np.where(finite, out, np.nan)
 
 
+def quantum(values: np.ndarray) -> np.ndarray:
+    """The largest power of two dividing each finite nonzero float64 value (its lowest
+    set significand bit); 0 and non-finite values give inf (no constraint)."""
+    x = np.abs(np.asarray(values, dtype=np.float64))
+    with np.errstate(invalid="ignore"):
+        mant, exp = np.frexp(np.where(np.isfinite(x), x, 0.0))
+        whole = np.ldexp(mant, 53).astype(np.int64)  # the significand as an integer
+        low = (whole & -whole).astype(np.float64)
+        res = np.ldexp(low, exp - 53)
+    return np.where(res > 0, res, np.inf)
+
+
 def to_bits(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """Reinterpret an array of `fmt` as its unsigned integer bit patterns (no copy)."""
     arr = np.asarray(values)

@@ -9,8 +9,9 @@ round-to-nearest-even value of the golden, ties to even. The proof, per element 
 - every window reaching x has a power-of-two area kh*kw, so the scale 1/(kh*kw) is exact
   in every format the path rounds it to (and the golden's g/(kh*kw) is the path's term);
 - every term and every partial sum is representable in the accumulation format, in any
-  order: all terms are integer multiples of one power of two q (q = ulp_in of the
-  plane's smallest nonzero |gradOutput|, divided by the largest window area), q is at
+  order: all terms are integer multiples of one power of two q (q = the smallest of
+  the plane's gradOutput quanta, the largest power of two dividing each value, divided
+  by the largest window area), q is at
   least the accumulation format's smallest subnormal, and m[x] (the sum of the terms'
   magnitudes) is below 2**precision_acc * q and the format's max;
 - or x has one term and the path's term rounding is itself the rounding to the output
@@ -28,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.budget import BudgetModel
-from aclcheck.dtypes import FLOAT32, FloatFormat, correctly_rounded, ulp
-from aclcheck.reference import SpreadPlan, spread_plan
+from aclcheck.budget import BudgetModel, budget_model
+from aclcheck.dtypes import FLOAT32, FloatFormat, correctly_rounded, quantum, ulp
+from aclcheck.reference import SpreadPlan, backward, spread_plan
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,11 @@ class ExactPlan:
     def plane_bounds(self, grad: np.ndarray) -> np.ndarray:
         """Per plane of a gradOutput block (..., Ho, Wo): the bound 2**p_acc * q below which
         m proves an element exact (0 where no element of the plane can be proven)."""
-        g = np.abs(np.asarray(grad, dtype=np.float64)).reshape(-1, *grad.shape[-2:])
-        with np.errstate(invalid="ignore"):
-            nz = np.where(g > 0, g, np.inf).min(axis=(1, 2))
-        finite = np.isfinite(nz)
-        q = ulp(np.where(finite, nz, 1.0), self.out) / self.max_area
-        q = np.where(finite, q, np.inf)  # an all-zero plane: every m is 0
-        bound = np.ldexp(q, self.acc.precision)
+        g = np.asarray(grad, dtype=np.float64).reshape(-1, *grad.shape[-2:])
+        if g.shape[0] == 0 or g[0].size == 0:
+            return np.zeros(g.shape[0])
+        q = quantum(g).min(axis=(1, 2)) / self.max_area  # inf: an all-zero plane
+        bound = np.ldexp(np.minimum(q, self.acc.max_value), self.acc.precision)
         bound = np.minimum(bound, self.acc.max_value)
         return np.where(q >= self.acc.smallest_subnormal, bound, 0.0)
 
@@ -188,3 +187,23 @@ class ExactTally:
         return ("the conversion to the output dtype is not round-to-nearest-even: "
                 "ties away from zero, truncation, rounding toward +inf, or a bias added "
                 "before converting?")
+
+
+def exact_ties(product: str, dtype: str, grad: np.ndarray, golden: np.ndarray,
+               accumulate: str | None = None) -> tuple[int, int]:
+    """(elements proven exact, of which exact ties) of one case on its product's path,
+    for `aclcheck inspect` and the suite's docs (whole arrays: small cases)."""
+    if dtype not in ("float16", "bfloat16") or golden.size == 0 or grad.size == 0:
+        return 0, 0
+    g = np.asarray(golden, dtype=np.float64)
+    in_hw = (int(g.shape[-2]), int(g.shape[-1]))
+    out_hw = (int(grad.shape[-2]), int(grad.shape[-1]))
+    plan = exact_plan(budget_model(product, dtype, out_hw, in_hw, c=0.0,
+                                   accumulate=accumulate), out_hw, in_hw)
+    if plan is None:
+        return 0, 0
+    m3 = backward(np.asarray(grad), in_hw, absolute=True).reshape(-1, *in_hw)
+    idx = select(plan, m3, plan.plane_bounds(grad), slice(None), slice(None))
+    flat = g.reshape(-1)[idx]
+    flat = flat[np.isfinite(flat)]
+    return int(flat.size), int(np.count_nonzero(is_tie(flat, plan.out)))

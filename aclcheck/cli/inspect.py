@@ -17,6 +17,7 @@ from rich.table import Table
 from aclcheck import contract
 from aclcheck.cli.common import handle_errors, selection_options, stdout_console
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
+from aclcheck.exactness import exact_ties
 from aclcheck.selection import select
 from aclcheck.store import (
     FORMAT_RESULTS,
@@ -65,25 +66,48 @@ def _caption(gf: GoldenFile, shown: int) -> str:
             f"aclcheck {meta.get('tool_version')} | created {meta.get('created')}")
 
 
+def case_ties(gf: GoldenFile, case_id: str) -> int | None:
+    """Exact rounding ties of a case's golden on its product's path (None: no golden)."""
+    case = gf.case(case_id)
+    grad, _ = gf.inputs(case_id)
+    golden = gf.golden(case_id)
+    if golden is None or grad is None:
+        return None
+    return exact_ties(case.product, case.dtype, grad.view(), golden)[1]
+
+
+def _ties_text(gf: GoldenFile, e: IndexEntry) -> str:
+    """Tie count of a `rounding` case (read from its data); "-" for the other families,
+    so the listing stays an index-only read."""
+    if e.family != "rounding":
+        return "-"
+    ties = case_ties(gf, e.id)
+    return "-" if ties is None else str(ties)
+
+
 def list_table(gf: GoldenFile, rows: Sequence[IndexEntry]) -> Table:
-    """Rich table of index rows: id, family, expected status, stored size."""
+    """Rich table of index rows: id, family, expected status, ties, stored size."""
     table = Table(title=f"{gf.path}: suite {gf.meta.get('suite') or '-'!s}")
     table.add_column("id", overflow="fold")
     table.add_column("family", no_wrap=True)
     table.add_column("expected", no_wrap=True)
+    table.add_column("ties", justify="right", no_wrap=True)
     table.add_column("KB", justify="right", no_wrap=True)
     for e in rows:
-        table.add_row(e.id, e.family, _status_text(e), f"{e.nbytes / 1e3:.1f}")
+        table.add_row(e.id, e.family, _status_text(e), _ties_text(gf, e),
+                      f"{e.nbytes / 1e3:.1f}")
     table.caption = _caption(gf, len(rows))
     return table
 
 
 def list_lines(gf: GoldenFile, rows: Sequence[IndexEntry]) -> list[str]:
     """The same listing as aligned plain-text lines (for long listings)."""
-    cells = [(e.id, e.family, _status_text(e), f"{e.nbytes / 1e3:.1f}") for e in rows]
-    head = ("id", "family", "expected", "KB")
+    cells = [(e.id, e.family, _status_text(e), _ties_text(gf, e), f"{e.nbytes / 1e3:.1f}")
+             for e in rows]
+    head = ("id", "family", "expected", "ties", "KB")
     widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(head)]
-    fmt = f"{{:<{widths[0]}}}  {{:<{widths[1]}}}  {{:<{widths[2]}}}  {{:>{widths[3]}}}"
+    fmt = (f"{{:<{widths[0]}}}  {{:<{widths[1]}}}  {{:<{widths[2]}}}  {{:>{widths[3]}}}  "
+           f"{{:>{widths[4]}}}")
     lines = [f"{gf.path}: suite {gf.meta.get('suite') or '-'}", fmt.format(*head)]
     lines.extend(fmt.format(*c) for c in cells)
     lines.append(_caption(gf, len(rows)))
@@ -103,6 +127,11 @@ def case_tables(gf: GoldenFile, case_id: str) -> tuple[Table, Table, dict[str, A
     golden = gf.golden(case_id)
     tensors = {"grad_output": grad, "self": self_}
     data: dict[str, Any] = {"record": case.to_record(), "attributes": attrs}
+    if golden is not None and grad is not None:
+        proven, ties = exact_ties(case.product, case.dtype, grad.view(), golden)
+        data["exact"] = {"proven_exact": proven, "ties": ties}
+        rec.add_row("exact ties", f"{ties} (of {proven} elements the product's path "
+                    "computes exactly)")
     columns: dict[str, dict[str, Any]] = {}
     for name, t in (*tensors.items(), ("golden", None)):
         if name == "golden":
@@ -235,12 +264,19 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
         if as_json:
             click.echo(json.dumps({"file": str(file), "meta": _json_meta(gf.meta),
                                    "total": len(gf.index),
-                                   "cases": [e.to_dict() for e in rows]}, indent=2))
+                                   "cases": [_entry_json(gf, e) for e in rows]}, indent=2))
             return
         if len(rows) <= RICH_TABLE_MAX_ROWS:
             stdout_console().print(list_table(gf, rows))
         else:
             click.echo("\n".join(list_lines(gf, rows)))
+
+
+def _entry_json(gf: GoldenFile, e: IndexEntry) -> dict[str, Any]:
+    entry = e.to_dict()
+    if e.family == "rounding":
+        entry["ties"] = case_ties(gf, e.id)
+    return entry
 
 
 def _json_meta(meta: dict[str, Any]) -> dict[str, Any]:
