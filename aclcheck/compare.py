@@ -21,7 +21,7 @@ import numpy as np
 from aclcheck.budget import BudgetModel, budget_model
 from aclcheck.chunks import plane_blocks
 from aclcheck.dtypes import BFLOAT16, FloatFormat, float_format, max_ulp_distance
-from aclcheck.exactness import exact_plan, select
+from aclcheck.exactness import Prover, exact_plan
 from aclcheck.piece import Piece
 from aclcheck.reference import backward
 from aclcheck.standards import (
@@ -410,16 +410,15 @@ class _Run:
             g3 = np.asarray(golden[idx], dtype=np.float64).reshape(-1, h, w)
             a3 = actual[idx].reshape(-1, h, w)  # a view, or a copy of one small block
             m3 = backward(grad[idx], (h, w), absolute=True).reshape(-1, h, w)
-            bounds = self.exact.plane_bounds(grad[idx]) if self.exact else None
+            grad3 = grad[idx].reshape(-1, *grad.shape[-2:]) if self.exact else None
             base = _flat_start(idx, self.shape)
             for ps, rs, cs in _chunks(g3.shape[0], h, w):
                 start = base + ps.start * plane + (rs.start or 0) * w + (cs.start or 0)
-                piece_bounds = None if bounds is None else bounds[ps]
                 self.chunk(g3[ps, rs, cs], a3[ps, rs, cs], m3[ps, rs, cs], rs, cs, start,
-                           piece_bounds)
+                           None if grad3 is None else grad3[ps])
 
     def piece(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice,
-              cols: slice, bounds: np.ndarray | None) -> Piece:
+              cols: slice, grad3: np.ndarray | None) -> Piece:
         """The Piece of one chunk: values, budget terms, special values, exact elements."""
         fmt = self.fmt
         full = rows == slice(None) and cols == slice(None)
@@ -440,13 +439,13 @@ class _Run:
             extra0 += floor
             extra0 = extra0.reshape(-1)
             ch.extra0 = extra0 if ch.mask is None else np.where(ch.mask, extra0, 0.0)
-        if self.exact is not None and bounds is not None:
-            ch.exact = select(self.exact, m3, bounds, rows, cols)
+        if self.exact is not None and grad3 is not None:
+            ch.exact = Prover(self.exact, m3, grad3, rows, cols)
         return ch
 
     def chunk(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice, cols: slice,
-              start: int, bounds: np.ndarray | None = None) -> None:
-        ch = self.piece(g3, a3, m3, rows, cols, bounds)
+              start: int, grad3: np.ndarray | None = None) -> None:
+        ch = self.piece(g3, a3, m3, rows, cols, grad3)
         self.totals.update(ch, self.fmt)
         budget = ch.budget
         ratio = np.divide(ch.err, budget)

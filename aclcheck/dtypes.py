@@ -173,6 +173,30 @@ def quantum(values: np.ndarray) -> np.ndarray:
     return np.where(res > 0, res, np.inf)
 
 
+def quantum_exponent(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """log2 of quantum() for an array of a 16-bit format, from its bits (int32; zeros
+    and non-finite values give a large sentinel). Integer work on the 2-byte values: the
+    comparison's exactness analysis calls it on every gradOutput block."""
+    mant_bits = fmt.precision - 1
+    exp_bits = 15 - mant_bits
+    bias = (1 << (exp_bits - 1)) - 1
+    bits = to_bits(values, fmt).astype(np.int32)
+    field = (bits >> mant_bits) & ((1 << exp_bits) - 1)
+    sig = bits & ((1 << mant_bits) - 1)
+    normal = field > 0
+    sig |= normal.astype(np.int32) << mant_bits
+    low = sig & -sig  # a power of two, or 0 for a zero
+    res = _CTZ[low] + np.maximum(field, 1) - (bias + mant_bits)
+    bad = (low == 0) | (field == (1 << exp_bits) - 1)
+    return np.where(bad, _QUANTUM_NONE, res)
+
+
+#: Trailing zeros of the powers of two up to 2**16 (index: the power), for quantum bits.
+_CTZ = np.zeros((1 << 16) + 1, dtype=np.int32)
+_CTZ[1 << np.arange(17)] = np.arange(17)
+_QUANTUM_NONE = np.int32(1 << 20)
+
+
 def to_bits(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """Reinterpret an array of `fmt` as its unsigned integer bit patterns (no copy)."""
     arr = np.asarray(values)

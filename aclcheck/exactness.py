@@ -25,12 +25,20 @@ turns the check off (the standard says so in a note).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from aclcheck.budget import BudgetModel, budget_model
-from aclcheck.dtypes import FLOAT32, FloatFormat, correctly_rounded, quantum, ulp
+from aclcheck.dtypes import (
+    FLOAT32,
+    FloatFormat,
+    correctly_rounded,
+    quantum,
+    quantum_exponent,
+    ulp,
+)
 from aclcheck.reference import SpreadPlan, backward, spread_plan
 
 
@@ -49,10 +57,16 @@ class ExactPlan:
     def plane_bounds(self, grad: np.ndarray) -> np.ndarray:
         """Per plane of a gradOutput block (..., Ho, Wo): the bound 2**p_acc * q below which
         m proves an element exact (0 where no element of the plane can be proven)."""
-        g = np.asarray(grad, dtype=np.float64).reshape(-1, *grad.shape[-2:])
-        if g.shape[0] == 0 or g[0].size == 0:
-            return np.zeros(g.shape[0])
-        q = quantum(g).min(axis=(1, 2)) / self.max_area  # inf: an all-zero plane
+        grad = np.asarray(grad)
+        planes = math.prod(grad.shape[:-2])
+        if planes == 0 or grad.size == 0:
+            return np.zeros(planes)
+        if grad.dtype == self.out.np_dtype and self.out.bits_dtype.itemsize == 2:
+            e = quantum_exponent(grad, self.out).reshape(planes, -1).min(axis=1)
+            q = np.where(e < 1 << 19, np.ldexp(1.0, np.minimum(e, 1100)), np.inf)
+        else:
+            q = quantum(grad.astype(np.float64)).reshape(planes, -1).min(axis=1)
+        q = q / self.max_area  # inf: an all-zero plane
         bound = np.ldexp(np.minimum(q, self.acc.max_value), self.acc.precision)
         bound = np.minimum(bound, self.acc.max_value)
         return np.where(q >= self.acc.smallest_subnormal, bound, 0.0)
@@ -89,16 +103,53 @@ def exact_plan(model: BudgetModel, out_hw: tuple[int, int],
     return ExactPlan(model.fmt, model.path.accumulate, ok, single, area)
 
 
+#: Proven-exact elements of a piece: flat indices, or slice(None) for all of them (the
+#: common case of a fully proven piece, kept as views instead of gathers).
+Selection = np.ndarray | slice
+ALL = slice(None)
+
+
 def select(plan: ExactPlan, m3: np.ndarray, bounds: np.ndarray, rows: slice,
-           cols: slice) -> np.ndarray:
-    """Flat indices (C order within the piece) of the proven-exact elements of a piece:
-    m3 (P, rows, cols) the sums of magnitudes, bounds (P,) the planes' bounds."""
+           cols: slice) -> Selection:
+    """The proven-exact elements (C order within the piece) of a piece: m3 (P, rows,
+    cols) the sums of magnitudes, bounds (P,) the planes' bounds."""
     ok = plan.ok[rows, cols]
     cand = np.less(m3, bounds[:, None, None])
     cand &= ok
     if plan.single is not None:
         cand |= plan.single[rows, cols]
-    return np.flatnonzero(cand)
+    return ALL if cand.all() else np.flatnonzero(cand)
+
+
+def _subset(idx: Selection, keep: np.ndarray) -> np.ndarray:
+    """The elements of a selection where `keep` (aligned with the selection) holds."""
+    return np.flatnonzero(keep) if isinstance(idx, slice) else idx[keep]
+
+
+@dataclass(frozen=True)
+class Prover:
+    """The proof for one piece, asked lazily: only elements whose output may differ from
+    the RNE value need it, and only their planes' bounds are computed, so a passing
+    piece costs nothing here."""
+
+    plan: ExactPlan
+    m3: np.ndarray  # (P, rows, cols) sums of magnitudes
+    grad3: np.ndarray  # (P, Ho, Wo) the pieces' gradOutput planes
+    rows: slice
+    cols: slice
+
+    def proven(self, flat: np.ndarray) -> np.ndarray:
+        """Which of the piece's elements at C-order indices `flat` are proven exact."""
+        p, r, c = np.unravel_index(flat, self.m3.shape)
+        res = self.plan.ok[self.rows, self.cols][r, c]
+        if p.size >= self.grad3.shape[0]:  # many: every plane's bound once
+            bounds = self.plan.plane_bounds(self.grad3)[p]
+        else:  # a few: just their planes (repeats are cheaper than a sort)
+            bounds = self.plan.plane_bounds(self.grad3[p])
+        res &= self.m3[p, r, c] < bounds
+        if self.plan.single is not None:
+            res |= self.plan.single[self.rows, self.cols][r, c]
+        return res
 
 
 def is_tie(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
@@ -118,53 +169,63 @@ def is_tie(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
 
 
 class ExactTally:
-    """Running tally of the RNE check over the pieces of one comparison."""
+    """Running tally of the RNE check over the pieces of one comparison. Failing
+    elements are classified (tie away from / toward zero, or not a tie) in batches, so a
+    piece with a few failures pays for one comparison, not for the classification."""
+
+    BATCH = 1 << 16
 
     def __init__(self) -> None:
-        self.judged = 0  # elements judged exactly
-        self.judged_possible = 0  # elements that would be judged (when the check is off)
+        self.possible = False  # some piece had elements the proof can reach
         self.away = 0  # exact ties rounded away from zero (RNE gives the even neighbour)
         self.toward = 0  # exact ties rounded toward zero, to the odd neighbour
         self.off = 0  # exactly computed non-tie elements not equal to the RNE value
-        self.ties_ok = 0  # exact ties rounded to even
+        self._fmt: FloatFormat | None = None
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []  # (golden, actual)
+        self._pending_n = 0
 
     @property
     def failed(self) -> int:
+        self._classify()
         return self.away + self.toward + self.off
 
-    def expected(self, ch_g: np.ndarray, idx: np.ndarray, fmt: FloatFormat) -> tuple[
-            np.ndarray, np.ndarray]:
-        """(indices kept, their RNE values): proven elements with a finite golden."""
-        g = ch_g[idx]
-        keep = np.isfinite(g)
-        idx, g = idx[keep], g[keep]
-        return idx, correctly_rounded(g, fmt)
-
-    def update(self, idx: np.ndarray, g: np.ndarray, a: np.ndarray, rne: np.ndarray,
+    def update(self, prover: Prover, g: np.ndarray, a: np.ndarray, suspects: np.ndarray,
                fmt: FloatFormat, fail: np.ndarray) -> int:
-        """Judge the proven elements idx of a piece (g, a raw float64, rne their RNE
-        values); marks failures in `fail` and returns how many were not marked before."""
-        self.judged += idx.size
-        if idx.size == 0:
+        """Judge a piece (g, a raw float64; suspects: the flat indices whose output may
+        not be RNE(g), Piece.off_nearest): proven-exact elements whose output is not the
+        RNE value fail. Marks them in `fail`, returns how many were not marked before."""
+        if suspects.size == 0:
             return 0
-        av = a[idx]
-        wrong = av != rne
-        tie = is_tie(g[idx], fmt)
-        self.ties_ok += int(np.count_nonzero(tie & ~wrong))
-        if not wrong.any():
+        bad = suspects[np.not_equal(a[suspects], correctly_rounded(g[suspects], fmt))]
+        if bad.size == 0:
             return 0
-        gv = g[idx]
-        away = tie & wrong & (np.abs(av) > np.abs(gv))
-        toward = tie & wrong & (np.abs(av) < np.abs(gv))
-        self.away += int(np.count_nonzero(away))
-        self.toward += int(np.count_nonzero(toward))
-        self.off += int(np.count_nonzero(wrong & ~away & ~toward))
-        bad = idx[wrong]
+        bad = bad[prover.proven(bad)]
+        if bad.size == 0:
+            return 0
+        self._fmt = fmt
+        self._pending.append((g[bad], a[bad]))
+        self._pending_n += bad.size
+        if self._pending_n >= self.BATCH:
+            self._classify()
         new = int(np.count_nonzero(~fail[bad]))
         fail[bad] = True
         return new
 
+    def _classify(self) -> None:
+        if not self._pending or self._fmt is None:
+            return
+        gv = np.concatenate([p[0] for p in self._pending])
+        av = np.concatenate([p[1] for p in self._pending])
+        self._pending, self._pending_n = [], 0
+        tie = is_tie(gv, self._fmt)
+        away = tie & (np.abs(av) > np.abs(gv))
+        toward = tie & (np.abs(av) < np.abs(gv))
+        self.away += int(np.count_nonzero(away))
+        self.toward += int(np.count_nonzero(toward))
+        self.off += int(np.count_nonzero(~away & ~toward))
+
     def message(self) -> str:
+        self._classify()
         parts = []
         if self.away:
             parts.append(f"{self.away} exact ties rounded away from zero")
@@ -203,7 +264,7 @@ def exact_ties(product: str, dtype: str, grad: np.ndarray, golden: np.ndarray,
     if plan is None:
         return 0, 0
     m3 = backward(np.asarray(grad), in_hw, absolute=True).reshape(-1, *in_hw)
-    idx = select(plan, m3, plan.plane_bounds(grad), slice(None), slice(None))
+    idx = select(plan, m3, plan.plane_bounds(np.asarray(grad)), ALL, ALL)
     flat = g.reshape(-1)[idx]
     flat = flat[np.isfinite(flat)]
     return int(flat.size), int(np.count_nonzero(is_tie(flat, plan.out)))

@@ -13,6 +13,7 @@ import numpy as np
 
 from aclcheck.budget import element_budget
 from aclcheck.dtypes import FloatFormat, half_ulp
+from aclcheck.exactness import Prover
 
 
 class Piece:
@@ -31,7 +32,7 @@ class Piece:
         self.numeric = numeric  # number of elements compared numerically
         self.mask: np.ndarray | None = None  # elements compared numerically (None: all)
         self.raw_g, self.raw_a = g, a
-        self.exact: np.ndarray | None = None  # flat indices proven exact (exactness.py)
+        self.exact: Prover | None = None  # which elements are proven exact
         self.extra0: np.ndarray | None = None  # E without the scale term (path notes)
         self.d = a - g
         self.err = np.abs(self.d)
@@ -48,9 +49,32 @@ class Piece:
     @cached_property
     def ulp_g(self) -> np.ndarray:
         """ULP of the output dtype at |g| (twice the half ULP)."""
-        res = half_ulp(self.absg, self.fmt)
-        res *= 2.0
-        return res
+        return self.half_ulp_g * 2.0
+
+    @cached_property
+    def half_ulp_g(self) -> np.ndarray:
+        """Half the ULP of the output dtype at |g|."""
+        return half_ulp(self.absg, self.fmt)
+
+    @cached_property
+    def off_nearest(self) -> np.ndarray:
+        """Flat indices where the output may not be the RNE value of the raw golden.
+
+        A value closer to g than half its ULP is the nearest one, and half the ULP at |g|
+        is more than |g| * 2**-(p+1): so |a - g| * 2**(p+1) <= |g| proves a == RNE(g)
+        (two cheap passes instead of a rounding). The rest, ties included, are suspects;
+        non-finite goldens are left out.
+        """
+        if self.mask is None:
+            err, absg = self.err, self.absg
+        else:
+            finite = np.isfinite(self.raw_g)
+            g = np.where(finite, self.raw_g, 0.0)
+            err = np.where(finite, np.abs(self.raw_a - g), 0.0)
+            absg = np.abs(g)
+        scaled = np.multiply(err, 2.0 ** (self.fmt.precision + 1))
+        far = np.greater(scaled, absg)
+        return np.flatnonzero(far) if far.any() else np.empty(0, dtype=np.intp)
 
     @cached_property
     def reach(self) -> np.ndarray:

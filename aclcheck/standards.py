@@ -138,7 +138,6 @@ class Aclcheck(Standard):
         self.widened = (float(self.params["c"]) > DEFAULT_C
                         or float(self.params["atol"]) > 0.0)
         self.exact = ExactTally()
-        self.pending: tuple[np.ndarray, np.ndarray] | None = None  # this piece's (idx, RNE)
 
     def allowed(self, ch: Piece) -> np.ndarray:
         budget = ch.budget
@@ -149,24 +148,15 @@ class Aclcheck(Standard):
             saved = np.greater(ch.err, budget0)
             saved &= ch.err <= budget
             self.path_saved += int(np.count_nonzero(saved))
-        self.pending = None
-        if ch.exact is None or ch.exact.size == 0:
-            return budget
-        idx, rne = self.exact.expected(ch.raw_g, ch.exact, self.fmt)
-        if self.widened:
-            self.exact.judged_possible += idx.size
-            return budget
-        self.pending = (idx, rne)
-        allowed = budget.copy()  # the error of the RNE value itself, where proven exact
-        with np.errstate(invalid="ignore"):
-            allowed[idx] = np.abs(rne - ch.raw_g[idx])
-        return allowed
+        return budget
 
     def update(self, ch: Piece, allowed: np.ndarray) -> np.ndarray:
         fail = super().update(ch, allowed)
-        if self.pending is not None:
-            idx, rne = self.pending
-            self.fails += self.exact.update(idx, ch.raw_g, ch.raw_a, rne, self.fmt, fail)
+        if ch.exact is not None:
+            self.exact.possible = True
+            if not self.widened:
+                self.fails += self.exact.update(ch.exact, ch.raw_g, ch.raw_a, ch.off_nearest,
+                                                self.fmt, fail)
         return fail
 
     def result(self, n: int, metrics: Mapping[str, float | int]) -> StandardResult:
@@ -178,7 +168,7 @@ class Aclcheck(Standard):
         hints: list[str] = []
         if self.path_saved and self.model.path.scale_note:
             notes.append(f"{self.path_saved} element(s) {self.model.path.scale_note}")
-        if self.widened and self.exact.judged_possible:
+        if self.widened and self.exact.possible:
             notes.append("exact-rounding check off: the tolerance override widens the "
                          f"budget (c={self.model.c:g}, atol={self.model.atol:g})")
         elif self.exact.failed:

@@ -8,7 +8,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from aclcheck import compare as compare_mod
@@ -446,6 +446,9 @@ def test_property_correct_passes_push_fails(ho: int, wo: int, h: int, w: int, dt
     pushed[pick] += 2.5 * b.reshape(-1)[pick] * (1 if pushed[pick] >= 0 else -1)
     actual = pushed.reshape(golden.shape)
     actual = correctly_rounded(actual, float_format(dtype)).astype(NP[dtype])
+    # the push may round back onto the correct value (a golden on a tie of a coarse
+    # binade, e.g. bf16 -31.9375 -> -32): then there is nothing to flag
+    assume(actual.reshape(-1)[pick] != rounded.reshape(-1)[pick])
     res = compare(golden, actual, ctx)
     assert not res.passed
     assert res.worst[0].index == np.unravel_index(pick, golden.shape)
