@@ -21,7 +21,7 @@ import numpy as np
 from aclcheck.budget import BudgetModel, budget_model
 from aclcheck.chunks import plane_blocks
 from aclcheck.dtypes import BFLOAT16, FloatFormat, float_format, max_ulp_distance
-from aclcheck.exactness import Prover, exact_plan
+from aclcheck.exactness import BlockBounds, Prover, exact_plan
 from aclcheck.piece import Piece
 from aclcheck.reference import backward
 from aclcheck.standards import (
@@ -184,11 +184,10 @@ class _Totals:
         np.abs(signed, out=signed)
         self.rel_sum += float(signed.sum())
         self.rel_max = max(self.rel_max, float(signed.max()))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.divide(err, ch.absg, out=den)
+        rel = ch.rel
         top = float(np.fmax.reduce(rel))
         if not math.isfinite(top):  # zero goldens: excluded from the relative error
-            rel[ch.absg == 0] = 0.0
+            rel = np.where(ch.absg == 0, 0.0, rel)
             top = float(np.fmax.reduce(rel))
         self.max_rel = max(self.max_rel, top if math.isfinite(top) else 0.0)
         self.max_ulp = max(self.max_ulp, max_ulp_distance(a, g, fmt))
@@ -410,15 +409,17 @@ class _Run:
             g3 = np.asarray(golden[idx], dtype=np.float64).reshape(-1, h, w)
             a3 = actual[idx].reshape(-1, h, w)  # a view, or a copy of one small block
             m3 = backward(grad[idx], (h, w), absolute=True).reshape(-1, h, w)
-            grad3 = grad[idx].reshape(-1, *grad.shape[-2:]) if self.exact else None
+            bounds = None
+            if self.exact is not None:
+                bounds = BlockBounds(self.exact, grad[idx].reshape(-1, *grad.shape[-2:]))
             base = _flat_start(idx, self.shape)
             for ps, rs, cs in _chunks(g3.shape[0], h, w):
                 start = base + ps.start * plane + (rs.start or 0) * w + (cs.start or 0)
                 self.chunk(g3[ps, rs, cs], a3[ps, rs, cs], m3[ps, rs, cs], rs, cs, start,
-                           None if grad3 is None else grad3[ps])
+                           None if bounds is None else (bounds, ps.start))
 
     def piece(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice,
-              cols: slice, grad3: np.ndarray | None) -> Piece:
+              cols: slice, bounds: tuple[BlockBounds, int] | None) -> Piece:
         """The Piece of one chunk: values, budget terms, special values, exact elements."""
         fmt = self.fmt
         full = rows == slice(None) and cols == slice(None)
@@ -439,13 +440,13 @@ class _Run:
             extra0 += floor
             extra0 = extra0.reshape(-1)
             ch.extra0 = extra0 if ch.mask is None else np.where(ch.mask, extra0, 0.0)
-        if self.exact is not None and grad3 is not None:
-            ch.exact = Prover(self.exact, m3, grad3, rows, cols)
+        if self.exact is not None and bounds is not None:
+            ch.exact = Prover(self.exact, m3, bounds[0], bounds[1], rows, cols)
         return ch
 
     def chunk(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice, cols: slice,
-              start: int, grad3: np.ndarray | None = None) -> None:
-        ch = self.piece(g3, a3, m3, rows, cols, grad3)
+              start: int, bounds: tuple[BlockBounds, int] | None = None) -> None:
+        ch = self.piece(g3, a3, m3, rows, cols, bounds)
         self.totals.update(ch, self.fmt)
         budget = ch.budget
         ratio = np.divide(ch.err, budget)

@@ -126,15 +126,30 @@ def _subset(idx: Selection, keep: np.ndarray) -> np.ndarray:
     return np.flatnonzero(keep) if isinstance(idx, slice) else idx[keep]
 
 
+class BlockBounds:
+    """The plane bounds of a block of gradOutput planes, computed on first use (once
+    per block, shared by its pieces)."""
+
+    def __init__(self, plan: ExactPlan, grad3: np.ndarray) -> None:
+        self.plan, self.grad3 = plan, grad3
+        self._bounds: np.ndarray | None = None
+
+    def get(self) -> np.ndarray:
+        if self._bounds is None:
+            self._bounds = self.plan.plane_bounds(self.grad3)
+        return self._bounds
+
+
 @dataclass(frozen=True)
 class Prover:
     """The proof for one piece, asked lazily: only elements whose output may differ from
-    the RNE value need it, and only their planes' bounds are computed, so a passing
-    piece costs nothing here."""
+    the RNE value need it (and their block's plane bounds are computed then), so a
+    passing piece costs nothing here."""
 
     plan: ExactPlan
     m3: np.ndarray  # (P, rows, cols) sums of magnitudes
-    grad3: np.ndarray  # (P, Ho, Wo) the pieces' gradOutput planes
+    block: BlockBounds  # bounds of the block's planes
+    first_plane: int  # index of the piece's first plane in its block
     rows: slice
     cols: slice
 
@@ -142,11 +157,7 @@ class Prover:
         """Which of the piece's elements at C-order indices `flat` are proven exact."""
         p, r, c = np.unravel_index(flat, self.m3.shape)
         res = self.plan.ok[self.rows, self.cols][r, c]
-        if p.size >= self.grad3.shape[0]:  # many: every plane's bound once
-            bounds = self.plan.plane_bounds(self.grad3)[p]
-        else:  # a few: just their planes (repeats are cheaper than a sort)
-            bounds = self.plan.plane_bounds(self.grad3[p])
-        res &= self.m3[p, r, c] < bounds
+        res &= self.m3[p, r, c] < self.block.get()[p + self.first_plane]
         if self.plan.single is not None:
             res |= self.plan.single[self.rows, self.cols][r, c]
         return res

@@ -52,6 +52,12 @@ class Piece:
         return self.half_ulp_g * 2.0
 
     @cached_property
+    def rel(self) -> np.ndarray:
+        """|a - g| / |g| (inf or NaN where g is 0)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(self.err, self.absg)
+
+    @cached_property
     def half_ulp_g(self) -> np.ndarray:
         """Half the ULP of the output dtype at |g|."""
         return half_ulp(self.absg, self.fmt)
@@ -61,19 +67,20 @@ class Piece:
         """Flat indices where the output may not be the RNE value of the raw golden.
 
         A value closer to g than half its ULP is the nearest one, and half the ULP at |g|
-        is more than |g| * 2**-(p+1): so |a - g| * 2**(p+1) <= |g| proves a == RNE(g)
-        (two cheap passes instead of a rounding). The rest, ties included, are suspects;
-        non-finite goldens are left out.
+        is more than |g| * 2**-(p+1): so |a - g| / |g| <= 2**-(p+1) proves a == RNE(g)
+        (one comparison of the relative error the metrics compute anyway, instead of a
+        rounding). The rest, ties included, are suspects; non-finite goldens are left
+        out.
         """
         if self.mask is None:
-            err, absg = self.err, self.absg
+            rel = self.rel  # shared with the max relative error metric
         else:
             finite = np.isfinite(self.raw_g)
             g = np.where(finite, self.raw_g, 0.0)
             err = np.where(finite, np.abs(self.raw_a - g), 0.0)
-            absg = np.abs(g)
-        scaled = np.multiply(err, 2.0 ** (self.fmt.precision + 1))
-        far = np.greater(scaled, absg)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = np.divide(err, np.abs(g))
+        far = np.greater(rel, 2.0 ** -(self.fmt.precision + 1))  # NaN (0/0): no
         return np.flatnonzero(far) if far.any() else np.empty(0, dtype=np.intp)
 
     @cached_property
