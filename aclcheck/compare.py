@@ -13,7 +13,7 @@ breaks the rule counts as an element with infinite error under every standard.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,6 +39,9 @@ CHUNK_ELEMS = 1 << 16
 BLOCK_ELEMS = 1 << 20
 #: Worst elements kept.
 WORST_COUNT = 5
+
+#: compare(ratios=...): receives (first flat index, error/allowed of the piece's elements).
+RatioSink = Callable[[int, np.ndarray], None]
 
 _TINY = np.finfo(np.float64).tiny
 
@@ -313,12 +316,18 @@ def compare(
     ctx: Context,
     standards: Sequence[str] = (DEFAULT_STANDARD,),
     overrides: Overrides | None = None,
+    ratios: RatioSink | None = None,
 ) -> Comparison:
     """Metrics and verdicts of `actual` against the float64 `golden` (same shape).
 
     standards: names of the standards to judge by; the first one gates `passed` and picks
-    the worst elements. Raises ValueError for an unknown standard name or a shape mismatch
-    (the caller checks shapes first).
+    the worst elements. ratios: called once per piece with (flat C-order index of the
+    piece's first element, error / allowed error of each of its elements under the
+    gating standard, float64, inf for special-value failures, at least 1 where an element
+    fails for a reason its allowed error does not show); the pieces tile the output in
+    order, so a report can downsample an error map without holding the whole case.
+    Raises ValueError for an unknown standard name or a shape mismatch (the caller checks
+    shapes first).
     """
     names = list(dict.fromkeys(standards)) or [DEFAULT_STANDARD]
     for name in names:
@@ -329,7 +338,7 @@ def compare(
         raise ValueError(f"shape mismatch: golden {golden.shape}, actual {actual.shape}")
     if golden.size == 0:
         return _empty(names)
-    run = _Run(golden, ctx, names, overrides)
+    run = _Run(golden, ctx, names, overrides, ratios)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         run.all_blocks(golden, actual, np.asarray(ctx.grad_output))
     return run.outcome()
@@ -372,8 +381,9 @@ class _Run:
     hints, and the per-piece inputs they share (budget terms, proven-exact elements)."""
 
     def __init__(self, golden: np.ndarray, ctx: Context, names: list[str],
-                 overrides: Overrides | None) -> None:
+                 overrides: Overrides | None, ratios: RatioSink | None = None) -> None:
         self.shape = golden.shape
+        self.ratios = ratios
         self.h, self.w = int(self.shape[-2]), int(self.shape[-1])
         self.fmt = float_format(ctx.dtype)
         self.model = case_model(ctx, (self.h, self.w), overrides)
@@ -469,6 +479,8 @@ class _Run:
         if failed:  # a failure the allowed error does not show (an exact-rounding one)
             score = np.where(gate_fail, np.maximum(score, 1.0), score)
         self.worst.offer(score, start, ch.raw_g, ch.raw_a, gate_allowed)
+        if self.ratios is not None:
+            self.ratios(start, score)
         if failed:
             self.hints.update(gate_fail, start)
 

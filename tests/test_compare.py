@@ -452,3 +452,21 @@ def test_property_correct_passes_push_fails(ho: int, wo: int, h: int, w: int, dt
     res = compare(golden, actual, ctx)
     assert not res.passed
     assert res.worst[0].index == np.unravel_index(pick, golden.shape)
+
+
+def test_ratio_hook_tiles_the_output_with_error_over_allowed() -> None:
+    golden, ctx, rounded = setup(randn((2, 3, 5, 7)), (11, 13), "float16")
+    bad = rounded.copy()
+    bad.reshape(-1)[17] = np.float16(float(bad.reshape(-1)[17]) * 1.5 + 1)
+    ratio_map = np.full(golden.size, np.nan)
+    starts = []
+
+    def sink(start: int, ratios: np.ndarray) -> None:
+        starts.append(start)
+        ratio_map[start:start + ratios.size] = ratios
+
+    res = compare(golden, bad, ctx, ratios=sink)
+    assert not np.isnan(ratio_map).any() and starts == sorted(starts)
+    assert int(np.argmax(ratio_map)) == 17 and ratio_map[17] > 1
+    assert ratio_map.max() == res.metrics["max_budget_ratio"]
+    assert np.count_nonzero(ratio_map > 1) == res.metrics["mismatches"]
