@@ -22,6 +22,7 @@ from aclcheck.budget import BudgetModel, budget_model
 from aclcheck.chunks import plane_blocks
 from aclcheck.dtypes import BFLOAT16, FloatFormat, float_format, max_ulp_distance
 from aclcheck.exactness import BlockBounds, Prover, exact_plan
+from aclcheck.findings import Hints, Worst, WorstTally, Zones
 from aclcheck.piece import Piece
 from aclcheck.reference import backward
 from aclcheck.standards import (
@@ -37,8 +38,6 @@ from aclcheck.standards import (
 CHUNK_ELEMS = 1 << 16
 #: Elements per block of planes for which m is computed in one reference call.
 BLOCK_ELEMS = 1 << 20
-#: Worst elements kept.
-WORST_COUNT = 5
 
 #: compare(ratios=...): receives (first flat index, error/allowed of the piece's elements).
 RatioSink = Callable[[int, np.ndarray], None]
@@ -58,21 +57,6 @@ class Context:
     grad_output: np.ndarray  # logical gradOutput values (any layout): m and the 1x1 path
     in_hw: tuple[int, int]
     accumulate: str | None = None  # "float32" / "input" / a dtype name (--accumulate)
-
-
-@dataclass(frozen=True)
-class Worst:
-    """One element with a large error/allowed ratio under the gating standard.
-
-    golden/actual are the raw values (may be NaN or inf); error = |actual - golden| (inf
-    or NaN for special-value mismatches); budget = the error the standard allows there.
-    """
-
-    index: tuple[int, ...]
-    golden: float
-    actual: float
-    error: float
-    budget: float
 
 
 @dataclass(frozen=True)
@@ -232,84 +216,6 @@ def _metrics(t: _Totals, n: int, ratio: float, mismatches: int) -> dict[str, flo
     }
 
 
-class _Worst:
-    """Keeps the WORST_COUNT elements with the largest error/allowed ratio."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[float, int, float, float, float]] = []
-
-    def threshold(self) -> float:
-        return self.items[-1][0] if len(self.items) >= WORST_COUNT else -1.0
-
-    def offer(self, score: np.ndarray, base: int, g: np.ndarray, a: np.ndarray,
-              allowed: np.ndarray) -> None:
-        if score.size == 0 or float(score.max()) <= self.threshold():
-            return
-        k = min(WORST_COUNT, score.size)
-        pick = np.argpartition(-score, k - 1)[:k]
-        for i in pick:
-            s = float(score[i])
-            if s > self.threshold():
-                self.items.append((s, base + int(i), float(g[i]), float(a[i]),
-                                   float(allowed[i])))
-                self.items.sort(key=lambda t: (-t[0], t[1]))
-                del self.items[WORST_COUNT:]
-
-    def records(self, shape: tuple[int, ...]) -> tuple[Worst, ...]:
-        out = []
-        for _s, flat, g, a, allowed in self.items:
-            index = tuple(int(v) for v in np.unravel_index(flat, shape))
-            with np.errstate(invalid="ignore"):
-                error = abs(a - g) if not (math.isnan(a) and math.isnan(g)) else 0.0
-            out.append(Worst(index, g, a, float(error), allowed))
-        return tuple(out)
-
-
-class _Hints:
-    """Where failures sit (rows, columns, overlap) to point at the likely bug."""
-
-    def __init__(self, model: BudgetModel) -> None:
-        self.h, self.w = len(model.counts_h), len(model.counts_w)
-        self.counts_h, self.counts_w = model.counts_h, model.counts_w
-        self.rows = np.zeros(self.h, dtype=np.int64)
-        self.cols = np.zeros(self.w, dtype=np.int64)
-        self.total = 0
-        self.multi = 0  # failures where more than one term reaches the element
-
-    def update(self, fail: np.ndarray, base: int) -> None:
-        """Record the failing elements of a chunk starting at flat index `base`."""
-        idx = np.flatnonzero(fail)
-        if idx.size == 0:
-            return
-        pos = (idx + base) % (self.h * self.w)
-        rows, cols = pos // self.w, pos % self.w
-        self.rows += np.bincount(rows, minlength=self.h)
-        self.cols += np.bincount(cols, minlength=self.w)
-        self.total += idx.size
-        self.multi += int(np.count_nonzero(self.counts_h[rows] * self.counts_w[cols] > 1))
-
-    def lines(self, balance: float, mere: float) -> tuple[str, ...]:
-        if not self.total:
-            return ()
-        out = []
-        if self.h > 1 and self.rows[-1] == self.total:
-            out.append(f"every failing element is in the last row (h={self.h - 1}): "
-                       "dropped tail row or off-by-one end index?")
-        elif self.w > 1 and self.cols[-1] == self.total:
-            out.append(f"every failing element is in the last column (w={self.w - 1}): "
-                       "dropped tail column or off-by-one end index?")
-        elif self.h > 1 and self.w > 1 and self.rows[-1] + self.cols[-1] >= self.total:
-            out.append("failures sit in the last row and column: tail handling?")
-        if self.multi == self.total and (self.counts_h.max() * self.counts_w.max()) > 1:
-            out.append("failures only where windows overlap (k > 1): window bounds or "
-                       "accumulation?")
-        if mere > 0 and abs(balance) > 0.5 * mere:
-            sign = "above" if balance > 0 else "below"
-            out.append(f"errors are biased ({sign} the golden on average): wrong divisor "
-                       "or rounding mode?")
-        return tuple(out)
-
-
 def compare(
     golden: np.ndarray,
     actual: np.ndarray,
@@ -344,25 +250,6 @@ def compare(
     return run.outcome()
 
 
-class _Zones:
-    """Counts of special values accepted by the overflow rules (for notes)."""
-
-    def __init__(self) -> None:
-        self.near_threshold = 0
-        self.acc_overflow = 0
-
-    def notes(self, fmt: FloatFormat, model: BudgetModel) -> list[str]:
-        out = []
-        if self.near_threshold:
-            out.append(f"{self.near_threshold} element(s) within the budget of the "
-                       f"{fmt.name} overflow threshold: inf accepted")
-        if self.acc_overflow:
-            out.append(f"{self.acc_overflow} element(s) accepted as inf/NaN: the terms' "
-                       f"summed magnitude can overflow the {model.path.accumulate.name} "
-                       "accumulator")
-        return out
-
-
 def case_model(ctx: Context, in_hw: tuple[int, int],
                overrides: Overrides | None = None) -> BudgetModel:
     """The budget model of a case: the product's path and the budget numbers (c, atol,
@@ -394,9 +281,9 @@ class _Run:
         ]
         self.gate = self.rules[0]
         self.totals = _Totals()
-        self.worst = _Worst()
-        self.hints = _Hints(self.model)
-        self.zones = _Zones()
+        self.worst = WorstTally()
+        self.hints = Hints(self.model)
+        self.zones = Zones()
         self.track_path = self.model.path.scale_note is not None
         grad_shape = np.shape(ctx.grad_output)
         self.exact = exact_plan(self.model, (int(grad_shape[-2]), int(grad_shape[-1])),
@@ -530,7 +417,7 @@ def _flat_start(idx: tuple[slice, ...], shape: tuple[int, ...]) -> int:
 
 
 def _special_chunk(g: np.ndarray, a: np.ndarray, extra: np.ndarray, m: np.ndarray,
-                   fmt: FloatFormat, model: BudgetModel, zones: _Zones,
+                   fmt: FloatFormat, model: BudgetModel, zones: Zones,
                    totals: _Totals) -> Piece:
     """Classify special values by the overflow rules; zero them out of the numeric
     comparison and mark the failures."""
