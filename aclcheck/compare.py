@@ -377,8 +377,9 @@ class _Run:
         results = tuple(r.result(n, metrics) for r in self.rules)
         notes = list(dict.fromkeys(note for r in results for note in r.notes))
         notes.extend(self.zones.notes(self.fmt, self.model))
-        hints = results[0].hints + self.hints.lines(float(metrics["error_balance"]),
-                                                    float(metrics["mere"]))
+        hints = results[0].hints
+        if self.gate.explained < self.gate.fails:  # some failures the gate cannot explain
+            hints += self.hints.lines(float(metrics["error_balance"]), float(metrics["mere"]))
         return Comparison(
             passed=results[0].passed,
             metrics=metrics,

@@ -89,8 +89,10 @@ def _sequential(terms: np.ndarray, ih: np.ndarray, iw: np.ndarray, shape: tuple[
 
 
 def _to_dtype(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Round float32 results to the output dtype (round-to-nearest-even)."""
-    return np.asarray(x, dtype=F32).astype(dtype)
+    """Round float32 results to the output dtype (round-to-nearest-even; past the
+    overflow threshold: inf, as the conversion should)."""
+    with np.errstate(over="ignore"):
+        return np.asarray(x, dtype=F32).astype(dtype)
 
 
 def _toward_zero(x: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -199,3 +199,17 @@ def test_inspect_counts_ties(golden_file: Path) -> None:
     assert all("ties" not in r for r in rows if r["family"] != "rounding")
     res = runner.invoke(cli, ["inspect", str(golden_file), "--case", tie_rows[0]["id"]])
     assert res.exit_code == 0 and "exact ties" in res.output
+
+
+def test_verify_reports_the_tie_failure_and_passes_the_correct_kernel(golden_file: Path
+                                                                      ) -> None:
+    runner = CliRunner()
+    res = runner.invoke(cli, ["verify", str(golden_file), "--impl", "tests.kernels:ties_away",
+                              "--family", "rounding"])
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.output.split())
+    assert "exact ties rounded away from zero; RNE gives the even neighbour" in text
+    assert "round-half-away" in text and "windows overlap" not in text
+    res = runner.invoke(cli, ["verify", str(golden_file), "--impl",
+                              "tests.kernels:a2_like"])
+    assert res.exit_code == 0, res.output
