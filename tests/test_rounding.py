@@ -18,11 +18,13 @@ from click.testing import CliRunner
 
 from aclcheck.cases import make_tensors
 from aclcheck.cli import cli
+from aclcheck.cli.inspect import list_lines
 from aclcheck.compare import Context, compare
 from aclcheck.dtypes import BFLOAT16, FLOAT16, correctly_rounded, float_format
 from aclcheck.exactness import exact_ties, is_tie
 from aclcheck.reference import backward
 from aclcheck.standards import parse_overrides
+from aclcheck.store import open_golden
 from aclcheck.suite import Selection, build_suite
 from tests.tests_support import write_golden
 
@@ -191,14 +193,25 @@ def golden_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_inspect_counts_ties(golden_file: Path) -> None:
     runner = CliRunner()
-    res = runner.invoke(cli, ["inspect", str(golden_file), "--json"])
+    res = runner.invoke(cli, ["inspect", str(golden_file), "--json", "--ties"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)["cases"]
     tie_rows = [r for r in rows if r["family"] == "rounding"]
     assert tie_rows and all(r["ties"] > 10 for r in tie_rows)
-    assert all("ties" not in r for r in rows if r["family"] != "rounding")
+    assert all(isinstance(r["ties"], int) for r in rows)
+    plain = json.loads(runner.invoke(cli, ["inspect", str(golden_file), "--json"]).output)
+    assert all("ties" not in r for r in plain["cases"])  # index-only listing by default
+    res = runner.invoke(cli, ["inspect", str(golden_file), "--family", "rounding", "--ties"])
+    assert res.exit_code == 0 and " ties " in res.output
+    assert str(tie_rows[0]["ties"]) in res.output
+    with open_golden(golden_file) as gf:  # the plain-lines form of long listings
+        lines = list_lines(gf, gf.index, ties=True)
+    assert lines[1].split() == ["id", "family", "expected", "ties", "KB"]
+    assert any(line.startswith(tie_rows[0]["id"]) and f" {tie_rows[0]['ties']} " in line
+               for line in lines)
     res = runner.invoke(cli, ["inspect", str(golden_file), "--case", tie_rows[0]["id"]])
     assert res.exit_code == 0 and "exact ties" in res.output
+    assert f"{tie_rows[0]['ties']} (of" in " ".join(res.output.split())
 
 
 def test_verify_reports_the_tie_failure_and_passes_the_correct_kernel(golden_file: Path
