@@ -103,27 +103,14 @@ def exact_plan(model: BudgetModel, out_hw: tuple[int, int],
     return ExactPlan(model.fmt, model.path.accumulate, ok, single, area)
 
 
-#: Proven-exact elements of a piece: flat indices, or slice(None) for all of them (the
-#: common case of a fully proven piece, kept as views instead of gathers).
-Selection = np.ndarray | slice
-ALL = slice(None)
-
-
-def select(plan: ExactPlan, m3: np.ndarray, bounds: np.ndarray, rows: slice,
-           cols: slice) -> Selection:
-    """The proven-exact elements (C order within the piece) of a piece: m3 (P, rows,
-    cols) the sums of magnitudes, bounds (P,) the planes' bounds."""
-    ok = plan.ok[rows, cols]
-    cand = np.less(m3, bounds[:, None, None])
-    cand &= ok
+def proven_mask(plan: ExactPlan, m3: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """bool (P, H, W): the elements of whole planes proven exact, m3 the sums of
+    magnitudes, bounds (P,) the planes' bounds (the comparison asks Prover instead)."""
+    mask = np.less(m3, bounds[:, None, None])
+    mask &= plan.ok
     if plan.single is not None:
-        cand |= plan.single[rows, cols]
-    return ALL if cand.all() else np.flatnonzero(cand)
-
-
-def _subset(idx: Selection, keep: np.ndarray) -> np.ndarray:
-    """The elements of a selection where `keep` (aligned with the selection) holds."""
-    return np.flatnonzero(keep) if isinstance(idx, slice) else idx[keep]
+        mask |= plan.single
+    return mask
 
 
 class BlockBounds:
@@ -275,7 +262,6 @@ def exact_ties(product: str, dtype: str, grad: np.ndarray, golden: np.ndarray,
     if plan is None:
         return 0, 0
     m3 = backward(np.asarray(grad), in_hw, absolute=True).reshape(-1, *in_hw)
-    idx = select(plan, m3, plan.plane_bounds(np.asarray(grad)), ALL, ALL)
-    flat = g.reshape(-1)[idx]
+    flat = g.reshape(-1)[proven_mask(plan, m3, plan.plane_bounds(np.asarray(grad))).reshape(-1)]
     flat = flat[np.isfinite(flat)]
     return int(flat.size), int(np.count_nonzero(is_tie(flat, plan.out)))

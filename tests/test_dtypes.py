@@ -21,6 +21,8 @@ from aclcheck.dtypes import (
     half_ulp,
     max_ulp_distance,
     ordered_bits,
+    quantum,
+    quantum_exponent,
     round_to_odd_f32,
     ulp,
     ulp_distance,
@@ -85,3 +87,19 @@ def test_half_ulp_is_half_of_ulp_and_ordered_bits_step_by_one(fmt) -> None:
     assert ob[1] == ob[2] and ob[2] - ob[0] == ob[3] - ob[2]
     assert ulp_distance(vals[:1], vals[3:], fmt)[0] == 2 * (ob[3] - ob[2])
 
+
+
+@pytest.mark.parametrize("fmt", [FLOAT16, BFLOAT16])
+def test_quantum_from_bits_matches_the_float64_quantum(fmt) -> None:
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(20000) * 2.0 ** rng.integers(-30, 30, 20000))
+    with np.errstate(over="ignore"):
+        x = x.astype(np.float32).astype(fmt.np_dtype)
+    x[:5] = np.array([0.0, -0.0, np.inf, np.nan, fmt.smallest_subnormal]).astype(fmt.np_dtype)
+    e = quantum_exponent(x, fmt)
+    q = quantum(x.astype(np.float64))
+    finite = np.isfinite(q)
+    assert not finite[:4].any() and q[4] == fmt.smallest_subnormal
+    np.testing.assert_array_equal(np.ldexp(1.0, e[finite]), q[finite])
+    assert (e[~finite] > 1000).all()
+    assert quantum(np.array([3.0, 0.75, 6.0]))[[0, 1, 2]].tolist() == [1.0, 0.25, 2.0]
