@@ -23,13 +23,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck import contract
-from aclcheck.dtypes import FLOAT32, FloatFormat, correctly_rounded, float_format, round_to
+from aclcheck.dtypes import (
+    FLOAT32,
+    FloatFormat,
+    correctly_rounded,
+    float_format,
+    half_ulp,
+    round_to,
+)
 from aclcheck.reference import spread_plan
 
 #: Values --accumulate accepts besides a dtype name.
 ACCUMULATE_CHOICES: tuple[str, ...] = ("float32", "input", "float16", "bfloat16")
-
-_EXP_MASK = np.int64(0x7FF0000000000000)
 
 
 @dataclass(frozen=True)
@@ -201,27 +206,13 @@ def budget_model(
     return BudgetModel(float_format(dtype), path, float(c), float(atol), counts_h, counts_w)
 
 
-def half_ulp(x: np.ndarray, fmt: FloatFormat, out: np.ndarray | None = None) -> np.ndarray:
-    """Half the spacing of `fmt` at the non-negative finite float64 magnitudes `x`.
+def element_budget(reach: np.ndarray, extra: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """The budget ulp_out(|g| + E) / 2 + E, from reach = |g| + E and E (float64 arrays).
 
-    Bit arithmetic (2**floor(log2 x) from the exponent field) rather than frexp: this is
-    on the comparison's hot path. Subnormal and zero magnitudes get half the subnormal
-    spacing.
+    The one home of the formula: the comparison calls it chunk by chunk, `budget` on a
+    whole array.
     """
-    x = np.asarray(x, dtype=np.float64)
-    if out is None:
-        out = np.empty(x.shape, dtype=np.float64)
-    bits = out.view(np.int64)
-    np.bitwise_and(x.view(np.int64), _EXP_MASK, out=bits)
-    out *= 2.0 ** -fmt.precision
-    np.maximum(out, fmt.smallest_subnormal / 2.0, out=out)
-    return out
-
-
-def element_budget(abs_golden: np.ndarray, extra: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """ulp_out(|g| + E) / 2 + E for arrays of |g| and E (float64)."""
-    total = abs_golden + extra
-    res = half_ulp(total, fmt)
+    res = half_ulp(reach, fmt)
     res += extra
     return res
 
@@ -249,4 +240,4 @@ def budget(
     m = backward(grad_output, in_hw, absolute=True)
     extra = model.extra(m)
     with np.errstate(invalid="ignore"):
-        return element_budget(np.abs(g), extra, model.fmt)
+        return element_budget(np.abs(g) + extra, extra, model.fmt)

@@ -21,6 +21,7 @@ from aclcheck.contract import Call, Expectation, TensorDesc
 from aclcheck.dtypes import FLOAT_FORMATS, round_to
 from aclcheck.layouts import LAYOUT_TAGS, StridedTensor, place
 from aclcheck.reference import backward, spread_plan
+from aclcheck.ties import tie_grad
 
 #: Value distributions. The first four are the vendor suites' random ones; the rest are
 #: special-purpose (exact golden, IEEE special values, overflow edge).
@@ -36,6 +37,7 @@ DISTRIBUTIONS: tuple[str, ...] = (
     "subnormal",
     "near-max",
     "ones",
+    "ties",
 )
 
 NUMPY_DTYPES: dict[str, Any] = {
@@ -278,6 +280,8 @@ def tensor_values(case: Case, name: str) -> np.ndarray:
             vals = _exact_int_grad(rng, shape, tuple(case.self_shape[-2:]))
         else:
             vals = rng.integers(-2, 3, math.prod(shape)).reshape(shape).astype(np.float64)
+    elif dist == "ties":  # exact rounding ties of the output dtype (aclcheck.ties)
+        vals = tie_grad(rng, shape, tuple(case.self_shape[-2:]), FLOAT_FORMATS[dtype])
     elif dist in ("special", "inf-fill", "nan-fill", "subnormal", "near-max"):
         vals = _special_floats(rng, shape, dist, dtype)
     else:

@@ -15,24 +15,31 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
-from aclcheck.budget import BudgetModel, budget_model, half_ulp
+from aclcheck.budget import BudgetModel, budget_model
 from aclcheck.chunks import plane_blocks
-from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, FloatFormat, float_format
+from aclcheck.dtypes import BFLOAT16, FloatFormat, float_format, max_ulp_distance
 from aclcheck.evidence import Evidence, EvidenceBuilder
+from aclcheck.exactness import BlockBounds, Prover, exact_plan
+from aclcheck.findings import Hints, Worst, WorstTally, Zones
+from aclcheck.piece import Piece
 from aclcheck.reference import backward
-from aclcheck.standards import DEFAULT_STANDARD, Overrides, get_standard
+from aclcheck.standards import (
+    DEFAULT_STANDARD,
+    Overrides,
+    Standard,
+    StandardResult,
+    get_standard,
+)
 
 #: Elements per sub-chunk: the hot loop's arrays (a dozen float64 temporaries) stay in
 #: cache-sized pieces.
 CHUNK_ELEMS = 1 << 16
 #: Elements per block of planes for which m is computed in one reference call.
 BLOCK_ELEMS = 1 << 20
-#: Worst elements kept.
-WORST_COUNT = 5
+
 
 _TINY = np.finfo(np.float64).tiny
 
@@ -49,33 +56,6 @@ class Context:
     grad_output: np.ndarray  # logical gradOutput values (any layout): m and the 1x1 path
     in_hw: tuple[int, int]
     accumulate: str | None = None  # "float32" / "input" / a dtype name (--accumulate)
-
-
-@dataclass(frozen=True)
-class Worst:
-    """One element with a large error/allowed ratio under the gating standard.
-
-    golden/actual are the raw values (may be NaN or inf); error = |actual - golden| (inf
-    or NaN for special-value mismatches); budget = the error the standard allows there.
-    """
-
-    index: tuple[int, ...]
-    golden: float
-    actual: float
-    error: float
-    budget: float
-
-
-@dataclass(frozen=True)
-class StandardResult:
-    """Verdict of one standard: pass/fail, the fraction of elements out of tolerance,
-    a one-line detail with the numbers the case rule looked at, and notes."""
-
-    name: str
-    passed: bool
-    mismatch_ratio: float
-    detail: str
-    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -141,303 +121,7 @@ def discriminating(golden: np.ndarray) -> bool:
     return bool(g.size) and bool(np.any(g != 0))
 
 
-# -- the chunk: shared per-element quantities ---------------------------------------------
-
-
-class _Chunk:
-    """One piece of the comparison: golden, actual and E (= budget extra) as flat float64.
-
-    Elements that are not compared numerically (special values) hold 0 in g and a, so
-    every rule passes them numerically; `bad` marks the special-value failures, which
-    every rule then adds as infinite errors.
-    """
-
-    def __init__(self, g: np.ndarray, a: np.ndarray, extra: np.ndarray, fmt: FloatFormat,
-                 bad: np.ndarray | None, numeric: int) -> None:
-        self.g, self.a, self.extra, self.fmt = g, a, extra, fmt
-        self.bad = bad
-        self.numeric = numeric  # number of elements compared numerically
-        self.mask: np.ndarray | None = None  # elements compared numerically (None: all)
-        self.d = a - g
-        self.err = np.abs(self.d)
-        self.absg = np.abs(g)
-
-    @cached_property
-    def absa(self) -> np.ndarray:
-        return np.abs(self.a)
-
-    @cached_property
-    def maxabs(self) -> np.ndarray:
-        return np.maximum(self.absa, self.absg)
-
-    @cached_property
-    def ulp_g(self) -> np.ndarray:
-        """ULP of the output dtype at |g| (twice the half ULP)."""
-        res = half_ulp(self.absg, self.fmt)
-        res *= 2.0
-        return res
-
-    @cached_property
-    def reach(self) -> np.ndarray:
-        """|g| + E: the largest magnitude a correct result may have."""
-        return np.add(self.absg, self.extra)
-
-    @cached_property
-    def budget(self) -> np.ndarray:
-        """aclcheck's budget ulp_out(|g| + E)/2 + E."""
-        res = half_ulp(self.reach, self.fmt)
-        res += self.extra
-        return res
-
-    def with_bad(self, fail: np.ndarray) -> np.ndarray:
-        if self.bad is not None:
-            fail |= self.bad
-        return fail
-
-
-# -- rules: one per standard --------------------------------------------------------------
-
-
-class _Rule:
-    """Element rule (allowed error per element) plus the case rule of one standard."""
-
-    def __init__(self, name: str, params: dict, fmt: FloatFormat) -> None:
-        self.name, self.params, self.fmt = name, params, fmt
-        self.fails = 0  # elements out of tolerance, special-value failures included
-        self.bad = 0  # special-value failures
-
-    def allowed(self, ch: _Chunk) -> np.ndarray:
-        raise NotImplementedError
-
-    def update(self, ch: _Chunk, allowed: np.ndarray) -> np.ndarray:
-        """Count this chunk's failures; returns the fail mask (special failures included)."""
-        fail = ch.with_bad(np.greater(ch.err, allowed))
-        self.fails += int(np.count_nonzero(fail))
-        if ch.bad is not None:
-            self.bad += int(np.count_nonzero(ch.bad))
-        return fail
-
-    def result(self, n: int, metrics: dict) -> StandardResult:
-        raise NotImplementedError
-
-    def ratio(self, n: int) -> float:
-        return self.fails / n if n else 0.0
-
-
-class _Aclcheck(_Rule):
-    def __init__(self, name: str, params: dict, fmt: FloatFormat, model: BudgetModel) -> None:
-        super().__init__(name, params, fmt)
-        self.model = model
-        self.path_saved = 0  # elements within budget only thanks to the scale term
-
-    def allowed(self, ch: _Chunk) -> np.ndarray:
-        return ch.budget
-
-    def result(self, n: int, metrics: dict) -> StandardResult:
-        ratio = metrics.get("max_budget_ratio", 0.0)
-        detail = (f"{self.fails} of {n} elements over budget; max error/budget {ratio:.3g} "
-                  f"(c={self.model.c:g}, accumulate {self.model.path.accumulate.name}, "
-                  f"{self.model.path.name} path)")
-        notes = []
-        if self.path_saved and self.model.path.scale_note:
-            notes.append(f"{self.path_saved} element(s) {self.model.path.scale_note}")
-        return StandardResult(self.name, self.fails == 0, self.ratio(n), detail, tuple(notes))
-
-
-class _Tol(_Rule):
-    """|a-g| <= atol + rtol*|g| per element (cann-mixed, assert-close)."""
-
-    def allowed(self, ch: _Chunk) -> np.ndarray:
-        res = np.multiply(ch.absg, float(self.params["rtol"]))
-        res += float(self.params["atol"])
-        return res
-
-
-class _CannMixed(_Tol):
-    def result(self, n: int, metrics: dict) -> StandardResult:
-        max_err = math.inf if self.bad else metrics["max_abs_err"]
-        cap = float(self.params["cap"])
-        limit = float(self.params["max_mismatch"])
-        ok = self.ratio(n) <= limit and max_err <= cap
-        detail = (f"{self.ratio(n):.3%} of elements out of tolerance (limit {limit:.0%}), "
-                  f"max |a-g| {max_err:.3g} (cap {cap:g})")
-        return StandardResult(self.name, ok, self.ratio(n), detail)
-
-
-class _AssertClose(_Tol):
-    def result(self, n: int, metrics: dict) -> StandardResult:
-        detail = f"{self.fails} of {n} elements out of atol + rtol*|g|"
-        return StandardResult(self.name, self.fails == 0, self.ratio(n), detail)
-
-
-class _CannMere(_Rule):
-    def __init__(self, name: str, params: dict, fmt: FloatFormat) -> None:
-        super().__init__(name, params, fmt)
-        self.rel_sum = 0.0
-        self.rel_max = 0.0
-        self.normal = 0
-        self.small_fails = 0
-
-    def allowed(self, ch: _Chunk) -> np.ndarray:
-        p = self.params
-        small = ch.absg < float(p["small_threshold"])
-        res = np.add(ch.absg, float(p["eps"]))
-        res *= float(p["T"]) * float(p["mare_factor"])
-        res[small] = float(p["small_error"])
-        rel = np.divide(ch.err, ch.absg + float(p["eps"]))
-        rel[small] = 0.0
-        self.rel_sum += float(rel.sum())
-        self.rel_max = max(self.rel_max, float(rel.max()) if rel.size else 0.0)
-        n_small = int(np.count_nonzero(small))
-        self.normal += ch.g.size - n_small  # zeroed specials sit in the small domain
-        self.small_fails += int(np.count_nonzero(ch.err[small] > float(p["small_error"])))
-        return res
-
-    def result(self, n: int, metrics: dict) -> StandardResult:
-        p = self.params
-        t, factor = float(p["T"]), float(p["mare_factor"])
-        mere = self.rel_sum / self.normal if self.normal else 0.0
-        mare = math.inf if self.bad else self.rel_max
-        ok = mere < t and mare < factor * t and self.small_fails == 0 and not self.bad
-        detail = (f"MERE {mere:.3g} (limit {t:.3g}), MARE {mare:.3g} (limit {factor * t:.3g}), "
-                  f"{self.small_fails} small-value errors")
-        return StandardResult(self.name, ok, self.ratio(n), detail)
-
-
-class _Msopst(_Rule):
-    def __init__(self, name: str, params: dict, fmt: FloatFormat) -> None:
-        super().__init__(name, params, fmt)
-        self.big = 0
-
-    def allowed(self, ch: _Chunk) -> np.ndarray:
-        thr = float(self.params["threshold"])
-        res = np.maximum(ch.maxabs, 1.0)
-        res *= thr
-        big = np.greater_equal(ch.err, float(self.params["max_error"]) * ch.maxabs)
-        big &= ch.err >= thr
-        self.big += int(np.count_nonzero(big))
-        return res
-
-    def result(self, n: int, metrics: dict) -> StandardResult:
-        limit = float(self.params["max_mismatch"])
-        big = self.big + self.bad
-        ok = self.ratio(n) <= limit and big == 0
-        detail = (f"{self.ratio(n):.3%} of elements over {self.params['threshold']:g} "
-                  f"(limit {limit:.0%}), {big} at or over {self.params['max_error']:g}")
-        return StandardResult(self.name, ok, self.ratio(n), detail)
-
-
-class _TorchNpu(_Rule):
-    def allowed(self, ch: _Chunk) -> np.ndarray:
-        prec = float(self.params["prec"])
-        if self.params["mode"] == "allclose":
-            res = np.multiply(ch.absg, prec)
-            res += prec
-            return res
-        res = np.maximum(ch.maxabs, 1.0)
-        res *= prec
-        return res
-
-    def result(self, n: int, metrics: dict) -> StandardResult:
-        prec = float(self.params["prec"])
-        if self.params["mode"] == "allclose":
-            ok = self.fails == 0
-            detail = f"{self.fails} of {n} elements out of allclose(rtol=atol={prec:g})"
-        else:
-            ok = self.fails <= n * prec
-            detail = f"{self.fails} of {n} elements over prec {prec:g} (limit {n * prec:.3g})"
-        return StandardResult(self.name, ok, self.ratio(n), detail)
-
-
-class _MsprobeUlp(_Rule):
-    def __init__(self, name: str, params: dict, fmt: FloatFormat) -> None:
-        super().__init__(name, params, fmt)
-        self.ulp_sum = 0.0
-
-    def allowed(self, ch: _Chunk) -> np.ndarray:
-        if float(self.params["mean_ulp"]) > 0:
-            self.ulp_sum += float(np.divide(ch.err, ch.ulp_g).sum())
-        return ch.ulp_g * float(self.params["ulp_limit"])
-
-    def result(self, n: int, metrics: dict) -> StandardResult:
-        p = self.params
-        frac_ok = self.ratio(n) < float(p["max_ratio"])
-        mean_limit = float(p["mean_ulp"])
-        numeric = int(metrics["numeric_elements"])
-        mean = math.inf if self.bad else (self.ulp_sum / numeric if numeric else 0.0)
-        ok = frac_ok or (mean_limit > 0 and mean < mean_limit)
-        detail = (f"{self.ratio(n):.3%} of elements over {p['ulp_limit']:g} ULP "
-                  f"(limit {float(p['max_ratio']):.1%})")
-        if mean_limit > 0:
-            detail += f", mean ULP error {mean:.3g} (limit {mean_limit:g})"
-        return StandardResult(self.name, ok, self.ratio(n), detail)
-
-
-_RULES = {
-    "cann-mixed": _CannMixed,
-    "cann-mere": _CannMere,
-    "msopst": _Msopst,
-    "torch-npu": _TorchNpu,
-    "msprobe-ulp": _MsprobeUlp,
-    "assert-close": _AssertClose,
-}
-
-
 # -- iteration ----------------------------------------------------------------------------
-
-
-def _ordered32(bits: np.ndarray) -> np.ndarray:
-    """Sign-magnitude float32 bits (as int32) mapped to integers 1 apart per ULP (+0 == -0)."""
-    sign = np.right_shift(bits, 31)  # 0 or -1
-    res = np.bitwise_and(sign, np.int32(0x7FFFFFFF))
-    np.bitwise_xor(res, bits, out=res)
-    np.subtract(res, sign, out=res)
-    return res
-
-
-def _ordered16(bits: np.ndarray) -> np.ndarray:
-    """As _ordered32 for float16 bits (as int16)."""
-    sign = np.right_shift(bits, 15)
-    res = np.bitwise_and(sign, np.int16(0x7FFF))
-    np.bitwise_xor(res, bits, out=res)
-    np.subtract(res, sign, out=res)
-    return res
-
-
-def _bf16_as_f32(g: np.ndarray) -> np.ndarray:
-    """float64 -> the correctly rounded bfloat16 value, held in float32 (finite input).
-
-    Round to float32 with round-to-odd (float32 keeps 16 more bits, so no double
-    rounding), then round-to-nearest-even on the bits.
-    """
-    near = g.astype(np.float32)
-    back = near.astype(np.float64)
-    bits = near.view(np.int32)
-    away = np.abs(back) > np.abs(g)
-    bits -= away  # truncate toward zero (sign-magnitude)
-    bits |= back != g  # odd if inexact
-    lsb = np.right_shift(bits, 16)
-    lsb &= 1
-    bits += lsb
-    bits += 0x7FFF
-    bits &= np.int32(-65536)
-    return near
-
-
-def _ulp_range(a: np.ndarray, g: np.ndarray, fmt: FloatFormat) -> int:
-    """Largest bit-level ULP distance between a (exact fmt values, float64) and the
-    golden g correctly rounded to fmt (finite values only)."""
-    if fmt is FLOAT16:
-        oa = _ordered16(a.astype(np.float16).view(np.int16))
-        og = _ordered16(g.astype(np.float16).view(np.int16))
-    elif fmt is FLOAT32:
-        oa = _ordered32(a.astype(np.float32).view(np.int32))
-        og = _ordered32(g.astype(np.float32).view(np.int32))
-    else:  # bfloat16: bits of the float32 holder, shifted down (low 16 bits are zero)
-        oa = np.right_shift(_ordered32(a.astype(np.float32).view(np.int32)), 16)
-        og = np.right_shift(_ordered32(_bf16_as_f32(g).view(np.int32)), 16)
-    diff = np.subtract(oa, og, dtype=np.int64)
-    return max(int(diff.max()), -int(diff.min()))
 
 
 def _load(src: np.ndarray) -> np.ndarray:
@@ -470,7 +154,7 @@ class _Totals:
         self.special_ok = 0
         self.max_budget_ratio = 0.0
 
-    def update(self, ch: _Chunk, fmt: FloatFormat) -> None:
+    def update(self, ch: Piece, fmt: FloatFormat) -> None:
         if ch.g.size == 0:
             return
         self.numeric += ch.numeric
@@ -487,14 +171,13 @@ class _Totals:
         np.abs(signed, out=signed)
         self.rel_sum += float(signed.sum())
         self.rel_max = max(self.rel_max, float(signed.max()))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.divide(err, ch.absg, out=den)
+        rel = ch.rel
         top = float(np.fmax.reduce(rel))
         if not math.isfinite(top):  # zero goldens: excluded from the relative error
-            rel[ch.absg == 0] = 0.0
+            rel = np.where(ch.absg == 0, 0.0, rel)
             top = float(np.fmax.reduce(rel))
         self.max_rel = max(self.max_rel, top if math.isfinite(top) else 0.0)
-        self.max_ulp = max(self.max_ulp, _ulp_range(a, g, fmt))
+        self.max_ulp = max(self.max_ulp, max_ulp_distance(a, g, fmt))
 
 
 # -- the comparison -----------------------------------------------------------------------
@@ -533,84 +216,6 @@ def _metrics(t: _Totals, n: int, ratio: float, mismatches: int) -> dict[str, flo
     }
 
 
-class _Worst:
-    """Keeps the WORST_COUNT elements with the largest error/allowed ratio."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[float, int, float, float, float]] = []
-
-    def threshold(self) -> float:
-        return self.items[-1][0] if len(self.items) >= WORST_COUNT else -1.0
-
-    def offer(self, score: np.ndarray, base: int, g: np.ndarray, a: np.ndarray,
-              allowed: np.ndarray) -> None:
-        if score.size == 0 or float(score.max()) <= self.threshold():
-            return
-        k = min(WORST_COUNT, score.size)
-        pick = np.argpartition(-score, k - 1)[:k]
-        for i in pick:
-            s = float(score[i])
-            if s > self.threshold():
-                self.items.append((s, base + int(i), float(g[i]), float(a[i]),
-                                   float(allowed[i])))
-                self.items.sort(key=lambda t: (-t[0], t[1]))
-                del self.items[WORST_COUNT:]
-
-    def records(self, shape: tuple[int, ...]) -> tuple[Worst, ...]:
-        out = []
-        for _s, flat, g, a, allowed in self.items:
-            index = tuple(int(v) for v in np.unravel_index(flat, shape))
-            with np.errstate(invalid="ignore"):
-                error = abs(a - g) if not (math.isnan(a) and math.isnan(g)) else 0.0
-            out.append(Worst(index, g, a, float(error), allowed))
-        return tuple(out)
-
-
-class _Hints:
-    """Where failures sit (rows, columns, overlap) to point at the likely bug."""
-
-    def __init__(self, model: BudgetModel) -> None:
-        self.h, self.w = len(model.counts_h), len(model.counts_w)
-        self.counts_h, self.counts_w = model.counts_h, model.counts_w
-        self.rows = np.zeros(self.h, dtype=np.int64)
-        self.cols = np.zeros(self.w, dtype=np.int64)
-        self.total = 0
-        self.multi = 0  # failures where more than one term reaches the element
-
-    def update(self, fail: np.ndarray, base: int) -> None:
-        """Record the failing elements of a chunk starting at flat index `base`."""
-        idx = np.flatnonzero(fail)
-        if idx.size == 0:
-            return
-        pos = (idx + base) % (self.h * self.w)
-        rows, cols = pos // self.w, pos % self.w
-        self.rows += np.bincount(rows, minlength=self.h)
-        self.cols += np.bincount(cols, minlength=self.w)
-        self.total += idx.size
-        self.multi += int(np.count_nonzero(self.counts_h[rows] * self.counts_w[cols] > 1))
-
-    def lines(self, balance: float, mere: float) -> tuple[str, ...]:
-        if not self.total:
-            return ()
-        out = []
-        if self.h > 1 and self.rows[-1] == self.total:
-            out.append(f"every failing element is in the last row (h={self.h - 1}): "
-                       "dropped tail row or off-by-one end index?")
-        elif self.w > 1 and self.cols[-1] == self.total:
-            out.append(f"every failing element is in the last column (w={self.w - 1}): "
-                       "dropped tail column or off-by-one end index?")
-        elif self.h > 1 and self.w > 1 and self.rows[-1] + self.cols[-1] >= self.total:
-            out.append("failures sit in the last row and column: tail handling?")
-        if self.multi == self.total and (self.counts_h.max() * self.counts_w.max()) > 1:
-            out.append("failures only where windows overlap (k > 1): window bounds or "
-                       "accumulation?")
-        if mere > 0 and abs(balance) > 0.5 * mere:
-            sign = "above" if balance > 0 else "below"
-            out.append(f"errors are biased ({sign} the golden on average): wrong divisor "
-                       "or rounding mode?")
-        return tuple(out)
-
-
 def compare(
     golden: np.ndarray,
     actual: np.ndarray,
@@ -621,8 +226,10 @@ def compare(
     """Metrics and verdicts of `actual` against the float64 `golden` (same shape).
 
     standards: names of the standards to judge by; the first one gates `passed` and picks
-    the worst elements. Raises ValueError for an unknown standard name or a shape mismatch
-    (the caller checks shapes first).
+    the worst elements. A failing comparison carries its evidence (aclcheck.evidence: a
+    downsampled error/allowed map, failing planes, a histogram) for the reports.
+    Raises ValueError for an unknown standard name or a shape mismatch (the caller checks
+    shapes first).
     """
     names = list(dict.fromkeys(standards)) or [DEFAULT_STANDARD]
     for name in names:
@@ -639,55 +246,44 @@ def compare(
     return run.outcome()
 
 
-class _Zones:
-    """Counts of special values accepted by the overflow rules (for notes)."""
-
-    def __init__(self) -> None:
-        self.near_threshold = 0
-        self.acc_overflow = 0
-
-    def notes(self, fmt: FloatFormat, model: BudgetModel) -> list[str]:
-        out = []
-        if self.near_threshold:
-            out.append(f"{self.near_threshold} element(s) within the budget of the "
-                       f"{fmt.name} overflow threshold: inf accepted")
-        if self.acc_overflow:
-            out.append(f"{self.acc_overflow} element(s) accepted as inf/NaN: the terms' "
-                       f"summed magnitude can overflow the {model.path.accumulate.name} "
-                       "accumulator")
-        return out
+def case_model(ctx: Context, in_hw: tuple[int, int],
+               overrides: Overrides | None = None) -> BudgetModel:
+    """The budget model of a case: the product's path and the budget numbers (c, atol,
+    accumulation) with overrides and --accumulate applied. Every standard's special-value
+    rule reads it (the accumulator's overflow), so it is built whatever the standards."""
+    params = get_standard(DEFAULT_STANDARD).params_for(ctx.dtype, ctx.product, overrides)
+    accumulate = ctx.accumulate or (str(params["accumulate"]) or None)
+    grad_shape = np.shape(ctx.grad_output)
+    out_hw = (int(grad_shape[-2]), int(grad_shape[-1]))
+    return budget_model(ctx.product, ctx.dtype, out_hw, in_hw, c=float(params["c"]),
+                        accumulate=accumulate, atol=float(params["atol"]))
 
 
 class _Run:
-    """State of one comparison: rules, running metrics, worst elements, hints."""
+    """State of one comparison: the standards' tallies, running metrics, worst elements,
+    hints, and the per-piece inputs they share (budget terms, proven-exact elements)."""
 
     def __init__(self, golden: np.ndarray, ctx: Context, names: list[str],
                  overrides: Overrides | None) -> None:
         self.shape = golden.shape
         self.h, self.w = int(self.shape[-2]), int(self.shape[-1])
         self.fmt = float_format(ctx.dtype)
-        grad_shape = np.shape(ctx.grad_output)
-        out_hw = (int(grad_shape[-2]), int(grad_shape[-1]))
-        acl_params = get_standard("aclcheck").params_for(ctx.dtype, ctx.product, overrides)
-        accumulate = ctx.accumulate or (str(acl_params["accumulate"]) or None)
-        self.model = budget_model(ctx.product, ctx.dtype, out_hw, (self.h, self.w),
-                                  c=float(acl_params["c"]), accumulate=accumulate,
-                                  atol=float(acl_params["atol"]))
-        self.acl = _Aclcheck("aclcheck", acl_params, self.fmt, self.model)
-        self.rules: list[_Rule] = []
-        for name in names:
-            if name == "aclcheck":
-                self.rules.append(self.acl)
-            else:
-                params = get_standard(name).params_for(ctx.dtype, ctx.product, overrides)
-                self.rules.append(_RULES[name](name, params, self.fmt))
+        self.model = case_model(ctx, (self.h, self.w), overrides)
+        self.rules: list[Standard] = [
+            get_standard(name)(get_standard(name).params_for(ctx.dtype, ctx.product,
+                                                             overrides), self.fmt, self.model)
+            for name in names
+        ]
         self.gate = self.rules[0]
         self.totals = _Totals()
-        self.worst = _Worst()
-        self.hints = _Hints(self.model)
+        self.worst = WorstTally()
+        self.hints = Hints(self.model)
         self.evidence = EvidenceBuilder(self.shape, names[0])
-        self.zones = _Zones()
+        self.zones = Zones()
         self.track_path = self.model.path.scale_note is not None
+        grad_shape = np.shape(ctx.grad_output)
+        self.exact = exact_plan(self.model, (int(grad_shape[-2]), int(grad_shape[-1])),
+                                (self.h, self.w))
         full = (slice(None), slice(None))
         self.full_coefs = self.coefs(*full) if self.h * self.w <= CHUNK_ELEMS else None
 
@@ -706,13 +302,18 @@ class _Run:
             g3 = np.asarray(golden[idx], dtype=np.float64).reshape(-1, h, w)
             a3 = actual[idx].reshape(-1, h, w)  # a view, or a copy of one small block
             m3 = backward(grad[idx], (h, w), absolute=True).reshape(-1, h, w)
+            bounds = None
+            if self.exact is not None:
+                bounds = BlockBounds(self.exact, grad[idx].reshape(-1, *grad.shape[-2:]))
             base = _flat_start(idx, self.shape)
             for ps, rs, cs in _chunks(g3.shape[0], h, w):
                 start = base + ps.start * plane + (rs.start or 0) * w + (cs.start or 0)
-                self.chunk(g3[ps, rs, cs], a3[ps, rs, cs], m3[ps, rs, cs], rs, cs, start)
+                self.chunk(g3[ps, rs, cs], a3[ps, rs, cs], m3[ps, rs, cs], rs, cs, start,
+                           None if bounds is None else (bounds, ps.start))
 
-    def chunk(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice, cols: slice,
-              start: int) -> None:
+    def piece(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice,
+              cols: slice, bounds: tuple[BlockBounds, int] | None) -> Piece:
+        """The Piece of one chunk: values, budget terms, special values, exact elements."""
         fmt = self.fmt
         full = rows == slice(None) and cols == slice(None)
         coef, floor, coef0 = self.full_coefs if full and self.full_coefs else self.coefs(
@@ -722,27 +323,27 @@ class _Run:
         extra3 = np.multiply(m3, coef)
         extra3 += floor
         extra = extra3.reshape(-1)
-        ch = _Chunk(g, a, extra, fmt, None, g.size)
+        ch = Piece(g, a, extra, fmt, None, g.size)
         if (not math.isfinite(float(ch.err.max()))
                 or float(ch.reach.max()) >= fmt.overflow_threshold):
             ch = _special_chunk(g, a, extra, m3.reshape(-1), fmt, self.model, self.zones,
                                 self.totals)
-        self.totals.update(ch, fmt)
-        budget = ch.budget
-        ratio = np.divide(ch.err, budget)
-        self.totals.max_budget_ratio = max(self.totals.max_budget_ratio, float(ratio.max()))
         if coef0 is not None:
             extra0 = np.multiply(m3, coef0)
             extra0 += floor
             extra0 = extra0.reshape(-1)
-            if ch.mask is not None:
-                extra0 = np.where(ch.mask, extra0, 0.0)
-            budget0 = np.add(ch.absg, extra0)
-            half_ulp(budget0, fmt, out=budget0)
-            budget0 += extra0
-            saved = np.greater(ch.err, budget0)
-            saved &= ch.err <= budget
-            self.acl.path_saved += int(np.count_nonzero(saved))
+            ch.extra0 = extra0 if ch.mask is None else np.where(ch.mask, extra0, 0.0)
+        if self.exact is not None and bounds is not None:
+            ch.exact = Prover(self.exact, m3, bounds[0], bounds[1], rows, cols)
+        return ch
+
+    def chunk(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice, cols: slice,
+              start: int, bounds: tuple[BlockBounds, int] | None = None) -> None:
+        ch = self.piece(g3, a3, m3, rows, cols, bounds)
+        self.totals.update(ch, self.fmt)
+        budget = ch.budget
+        ratio = np.divide(ch.err, budget)
+        self.totals.max_budget_ratio = max(self.totals.max_budget_ratio, float(ratio.max()))
         gate_fail = gate_allowed = None
         before = self.gate.fails
         for rule in self.rules:
@@ -751,14 +352,16 @@ class _Run:
             if rule is self.gate:
                 gate_fail, gate_allowed = fail, allowed
         assert gate_fail is not None and gate_allowed is not None
-        if self.gate is self.acl:
+        if gate_allowed is budget:
             score = ratio
         else:
             score = np.divide(ch.err, np.maximum(gate_allowed, _TINY))
         if ch.bad is not None:
             score = np.where(ch.bad, np.inf, score)
-        self.worst.offer(score, start, g, a, gate_allowed)
         failed = self.gate.fails > before
+        if failed:  # a failure the allowed error does not show (an exact-rounding one)
+            score = np.where(gate_fail, np.maximum(score, 1.0), score)
+        self.worst.offer(score, start, ch.raw_g, ch.raw_a, gate_allowed)
         self.evidence.add(score, gate_fail if failed else None, start)
         if failed:
             self.hints.update(gate_fail, start)
@@ -767,17 +370,18 @@ class _Run:
         n = math.prod(self.shape)
         metrics = _metrics(self.totals, n, self.gate.ratio(n), self.gate.fails)
         results = tuple(r.result(n, metrics) for r in self.rules)
-        notes = []
-        if self.acl.path_saved and self.model.path.scale_note:
-            notes.append(f"{self.acl.path_saved} element(s) {self.model.path.scale_note}")
+        notes = list(dict.fromkeys(note for r in results for note in r.notes))
         notes.extend(self.zones.notes(self.fmt, self.model))
+        hints = results[0].hints
+        if self.gate.explained < self.gate.fails:  # some failures the gate cannot explain
+            hints += self.hints.lines(float(metrics["error_balance"]), float(metrics["mere"]))
         return Comparison(
             passed=results[0].passed,
             metrics=metrics,
             standards=results,
             worst=self.worst.records(self.shape),
             notes=tuple(notes),
-            hints=self.hints.lines(float(metrics["error_balance"]), float(metrics["mere"])),
+            hints=hints,
             evidence=None if results[0].passed else self.evidence.result(),
         )
 
@@ -810,8 +414,8 @@ def _flat_start(idx: tuple[slice, ...], shape: tuple[int, ...]) -> int:
 
 
 def _special_chunk(g: np.ndarray, a: np.ndarray, extra: np.ndarray, m: np.ndarray,
-                   fmt: FloatFormat, model: BudgetModel, zones: _Zones,
-                   totals: _Totals) -> _Chunk:
+                   fmt: FloatFormat, model: BudgetModel, zones: Zones,
+                   totals: _Totals) -> Piece:
     """Classify special values by the overflow rules; zero them out of the numeric
     comparison and mark the failures."""
     gfin, afin = np.isfinite(g), np.isfinite(a)
@@ -836,6 +440,7 @@ def _special_chunk(g: np.ndarray, a: np.ndarray, extra: np.ndarray, m: np.ndarra
     gz = np.where(numeric, g, 0.0)
     az = np.where(numeric, a, 0.0)
     ez = np.where(numeric, extra, 0.0)
-    ch = _Chunk(gz, az, ez, fmt, bad if bad.any() else None, int(np.count_nonzero(numeric)))
+    ch = Piece(gz, az, ez, fmt, bad if bad.any() else None, int(np.count_nonzero(numeric)))
     ch.mask = numeric
+    ch.raw_g, ch.raw_a = g, a
     return ch

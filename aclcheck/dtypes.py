@@ -81,30 +81,72 @@ def round_to(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     return arr.astype(fmt.np_dtype)
 
 
-def correctly_rounded(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """float64 values rounded once, correctly, to `fmt`; returned as float64.
+def round_to_odd_f32(values: np.ndarray) -> np.ndarray:
+    """float64 values rounded to float32 with round-to-odd (float32 array).
 
-    Unlike `round_to`, there is no float32 intermediate: this is the "best possible"
+    Truncate toward zero, then set the last significand bit where the value was inexact.
+    float32 keeps 16 more bits than bfloat16, so a round-to-nearest-even from this float32
+    to bfloat16 equals the correct single rounding of the float64 value; a plain
+    float64 -> float32 -> bfloat16 path rounds twice and can land on the wrong side of a
+    bfloat16 tie. Beyond float32's range the result is float32's max (odd), so the final
+    rounding still overflows to inf; inf and NaN pass through.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        near = x.astype(np.float32)
+        back = near.astype(np.float64)
+        bits = near.view(np.int32)
+        bits -= np.abs(back) > np.abs(x)  # one step toward zero (sign-magnitude)
+        bits |= back != x  # odd where inexact (NaN stays NaN: its bits are already odd)
+    return near
+
+
+def bfloat16_rounded(values: np.ndarray) -> np.ndarray:
+    """float64 values correctly rounded (RNE, one rounding) to bfloat16, held in float32.
+
+    Round-to-odd to float32 (round_to_odd_f32), then round-to-nearest-even on the bits.
+    """
+    near = round_to_odd_f32(values)
+    bits = near.view(np.int32)
+    lsb = np.right_shift(bits, 16)
+    lsb &= 1
+    bits += lsb
+    bits += 0x7FFF
+    bits &= np.int32(-65536)
+    return near
+
+
+def correctly_rounded(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """float64 values rounded once, correctly (RNE), to `fmt`; returned as float64.
+
+    Unlike `round_to`, there is no plain float32 intermediate: this is the "best possible"
     output of an exact kernel, the point ULP distances are measured from.
     """
     x = np.asarray(values, dtype=np.float64)
-    if fmt is FLOAT32:
-        with np.errstate(over="ignore"):  # beyond the format's range: inf, as intended
-            return x.astype(np.float32).astype(np.float64)
-    if fmt is FLOAT16:
-        with np.errstate(over="ignore"):
-            return x.astype(np.float16).astype(np.float64)
-    # bfloat16: ml_dtypes casts float64 through float32 (double rounding). Round to float32
-    # with round-to-odd first (truncate, then set the last bit if inexact): float32 keeps
-    # 16 more bits than bf16, so the final round-to-nearest-even is then exact.
-    with np.errstate(over="ignore", invalid="ignore"):
-        near = x.astype(np.float32)
-        bits = near.view(np.uint32).copy()
-        inexact = np.isfinite(x) & (near.astype(np.float64) != x)
-        away = inexact & (np.abs(near.astype(np.float64)) > np.abs(x))
-        bits[away] -= 1  # step toward zero: truncation (inf steps back to max)
-        bits[inexact] |= 1
-        return bits.view(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond the range: inf, as meant
+        if fmt is BFLOAT16:
+            return bfloat16_rounded(x).astype(np.float64)
+        return x.astype(fmt.np_dtype).astype(np.float64)
+
+
+_EXP_MASK = np.int64(0x7FF0000000000000)
+
+
+def half_ulp(x: np.ndarray, fmt: FloatFormat, out: np.ndarray | None = None) -> np.ndarray:
+    """Half the spacing of `fmt` at the non-negative finite float64 magnitudes `x`.
+
+    Bit arithmetic (2**floor(log2 x) from the exponent field) rather than frexp: this is
+    on the comparison's hot path. Subnormal and zero magnitudes get half the subnormal
+    spacing.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if out is None:
+        out = np.empty(x.shape, dtype=np.float64)
+    bits = out.view(np.int64)
+    np.bitwise_and(x.view(np.int64), _EXP_MASK, out=bits)
+    out *= 2.0 ** -fmt.precision
+    np.maximum(out, fmt.smallest_subnormal / 2.0, out=out)
+    return out
 
 
 def ulp(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
@@ -113,10 +155,46 @@ def ulp(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     Zero and subnormal magnitudes get the subnormal spacing; inf/NaN give NaN.
     """
     x = np.abs(np.asarray(values, dtype=np.float64))
-    _, exp = np.frexp(x)  # x = m * 2**exp, m in [0.5, 1)
-    e = np.maximum(exp.astype(np.int64) - fmt.precision, fmt.min_exp - fmt.precision + 1)
-    out = np.ldexp(1.0, np.where(x == 0, fmt.min_exp - fmt.precision + 1, e))
-    return np.where(np.isfinite(x), out, np.nan)
+    finite = np.isfinite(x)
+    out = half_ulp(np.where(finite, x, 0.0), fmt)
+    out *= 2.0
+    return np.where(finite, out, np.nan)
+
+
+def quantum(values: np.ndarray) -> np.ndarray:
+    """The largest power of two dividing each finite nonzero float64 value (its lowest
+    set significand bit); 0 and non-finite values give inf (no constraint)."""
+    x = np.abs(np.asarray(values, dtype=np.float64))
+    with np.errstate(invalid="ignore"):
+        mant, exp = np.frexp(np.where(np.isfinite(x), x, 0.0))
+        whole = np.ldexp(mant, 53).astype(np.int64)  # the significand as an integer
+        low = (whole & -whole).astype(np.float64)
+        res = np.ldexp(low, exp - 53)
+    return np.where(res > 0, res, np.inf)
+
+
+def quantum_exponent(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """log2 of quantum() for an array of a 16-bit format, from its bits (int32; zeros
+    and non-finite values give a large sentinel). Integer work on the 2-byte values: the
+    comparison's exactness analysis calls it on every gradOutput block."""
+    mant_bits = fmt.precision - 1
+    exp_bits = 15 - mant_bits
+    bias = (1 << (exp_bits - 1)) - 1
+    bits = to_bits(values, fmt).astype(np.int32)
+    field = (bits >> mant_bits) & ((1 << exp_bits) - 1)
+    sig = bits & ((1 << mant_bits) - 1)
+    normal = field > 0
+    sig |= normal.astype(np.int32) << mant_bits
+    low = sig & -sig  # a power of two, or 0 for a zero
+    res = _CTZ[low] + np.maximum(field, 1) - (bias + mant_bits)
+    bad = (low == 0) | (field == (1 << exp_bits) - 1)
+    return np.where(bad, _QUANTUM_NONE, res)
+
+
+#: Trailing zeros of the powers of two up to 2**16 (index: the power), for quantum bits.
+_CTZ = np.zeros((1 << 16) + 1, dtype=np.int32)
+_CTZ[1 << np.arange(17)] = np.arange(17)
+_QUANTUM_NONE = np.int32(1 << 20)
 
 
 def to_bits(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
@@ -128,15 +206,18 @@ def to_bits(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
 
 
 def ordered_bits(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """Map each value's bits onto int64 so that adjacent floats differ by exactly 1.
+    """Map each value's bits onto signed integers of the format's width so that adjacent
+    floats differ by exactly 1 (-0.0 and +0.0 map to the same integer).
 
-    -0.0 and +0.0 map to the same integer. Used for ULP distances between two arrays of
-    the same format.
+    Subtract two of them in int64 (`np.subtract(..., dtype=np.int64)`) for a ULP distance.
     """
-    bits = to_bits(values, fmt).astype(np.int64)
-    sign_bit = np.int64(1) << (fmt.bits_dtype.itemsize * 8 - 1)
-    magnitude = bits & (sign_bit - 1)
-    return np.where(bits & sign_bit, -magnitude, magnitude)
+    width = fmt.bits_dtype.itemsize * 8
+    bits = to_bits(values, fmt).view(np.int16 if width == 16 else np.int32)
+    sign = np.right_shift(bits, width - 1)  # 0 or -1
+    res = np.bitwise_and(sign, np.int16(0x7FFF) if width == 16 else np.int32(0x7FFFFFFF))
+    np.bitwise_xor(res, bits, out=res)
+    np.subtract(res, sign, out=res)
+    return res
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray, fmt: FloatFormat) -> np.ndarray:
@@ -146,9 +227,25 @@ def ulp_distance(a: np.ndarray, b: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """
     a = np.asarray(a, dtype=fmt.np_dtype)
     b = np.asarray(b, dtype=fmt.np_dtype)
-    dist = np.abs(ordered_bits(a, fmt) - ordered_bits(b, fmt))
+    dist = np.abs(np.subtract(ordered_bits(a, fmt), ordered_bits(b, fmt), dtype=np.int64))
     nan = np.isnan(a.astype(np.float32)) | np.isnan(b.astype(np.float32))
     return np.where(nan, -1, dist)
+
+
+def max_ulp_distance(exact: np.ndarray, golden: np.ndarray, fmt: FloatFormat) -> int:
+    """Largest ULP distance between `exact` (values of `fmt`, as float64) and the finite
+    float64 `golden` correctly rounded to `fmt` (0 for empty arrays)."""
+    if exact.size == 0:
+        return 0
+    if fmt is BFLOAT16:  # bf16 bits are the high half of the float32 holder's
+        oa = np.right_shift(ordered_bits(exact.astype(np.float32), FLOAT32), 16)
+        og = np.right_shift(ordered_bits(bfloat16_rounded(golden), FLOAT32), 16)
+    else:
+        oa = ordered_bits(exact.astype(fmt.np_dtype), fmt)
+        with np.errstate(over="ignore"):
+            og = ordered_bits(golden.astype(fmt.np_dtype), fmt)
+    diff = np.subtract(oa, og, dtype=np.int64)
+    return max(int(diff.max()), -int(diff.min()))
 
 
 def to_storage(values: np.ndarray) -> np.ndarray:

@@ -149,6 +149,37 @@ def _stress(rng, rank, index):
     return Shapes(lead + (h, w), lead + (ho, wo), "uniform")
 
 
+#: Output dtypes of the rounding family: the ones a wider accumulator is converted to.
+TIE_DTYPES = ("float16", "bfloat16")
+
+
+def _rounding(rng, rank, index):
+    # exact ties (aclcheck.ties): two windows per element, pair-down (H 3 <- 2, scale 1/2,
+    # W identity or halved) on even variants, pair-up (H 1 <- 2, no scale) on odd ones;
+    # three planes: one per tie zone
+    up = index % 2 == 1
+    wo = int(rng.integers(12, 33))
+    w = wo if up or rng.random() < 0.5 else 2 * wo
+    lead = (1, 3) if rank == 4 else (3,)
+    return Shapes(lead + (1 if up else 3, w), lead + (2, wo), "ties")
+
+
+#: Index boundaries (in, out) along H: i*in or (i+1)*in crosses 2**11 and 2**15 in every
+#: variant, 2**16 from the third, 2**24 in the last two (down- and upsampling, sizes where
+#: float32 i*in*(1/out) rounds across an integer).
+INDEX_H = ((182, 181), (181, 183), (257, 256), (4099, 4098), (4097, 4098))
+#: Along W (small): (in, out) where i*in*fl32(1/out) lands just below an integer.
+INDEX_W = ((7, 7), (14, 7), (5, 15), (6, 14))
+
+
+def _index(rng, rank, index):
+    # index arithmetic boundaries, N = C = 1; the 2**24 variants keep W = 1 (cheap)
+    h, ho = INDEX_H[index % len(INDEX_H)]
+    w, wo = INDEX_W[(index // len(INDEX_H)) % len(INDEX_W)] if h < 4000 else (1, 1)
+    lead = (1, 1) if rank == 4 else (1,)
+    return Shapes(lead + (h, w), lead + (ho, wo), "uniform")
+
+
 ShapeFn = Callable[[np.random.Generator, int, int], Shapes]
 
 #: family name -> (id label, shape function)
@@ -164,6 +195,8 @@ FAMILIES: dict[str, tuple[str, ShapeFn]] = {
     "special": ("special", _special),
     "empty": ("empty", _empty),
     "layout": ("layout", _layout),
+    "rounding": ("round", _rounding),
+    "index": ("index", _index),
 }
 #: Families built from the contract's rules rather than shapes.
 RULE_FAMILIES = ("invalid",)
@@ -198,6 +231,8 @@ def _rotation(product: str, dtype: str, fmt: str) -> int:
 def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
                suite_seed: int) -> Case | None:
     """One case of a shape family on one product/dtype/format (None if not applicable)."""
+    if family == "rounding" and dtype not in TIE_DTYPES:
+        return None  # FP32 output: no conversion from a wider accumulator to tie on
     seed = derive_seed(suite_seed, family, product, dtype, fmt, index)
     rng = np.random.default_rng([seed, 0])
     if family == "stress":

@@ -2,17 +2,24 @@
 
 Target (issue 4): one large case (64 M float32 elements) compared with every metric costs
 at most 4x numpy.allclose on the same arrays, and at most 3x the two arrays' size in
-extra memory (peak traced allocations during the call).
+extra memory (peak traced allocations during the call). Target (issue 12): the
+exactness analysis (aclcheck.exactness: which elements the path computes exactly, and
+the RNE check there) adds at most 10 %: compare() runs side by side with the analysis
+switched off. It only runs for FLOAT16/BFLOAT16 outputs, so measure with --dtype float16.
 
     python benchmarks/bench_compare.py                  # 64 M elements, default standard
+    python benchmarks/bench_compare.py --dtype float16  # the exactness analysis at work
     python benchmarks/bench_compare.py --elements 4e6 --standards all --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 import tracemalloc
+from collections.abc import Iterator
+from unittest import mock
 
 import numpy as np
 
@@ -64,6 +71,21 @@ def peak_bytes(fn) -> int:
     return peak - base
 
 
+@contextlib.contextmanager
+def exactness_off() -> Iterator[None]:
+    """compare() without the exactness analysis (no element proven exact): the baseline
+    of the analysis' cost."""
+    with mock.patch("aclcheck.compare.exact_plan", lambda *args: None):
+        yield
+
+
+def without_exactness(fn):
+    def run():
+        with exactness_off():
+            return fn()
+    return run
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--elements", type=float, default=64 * 2**20)
@@ -82,12 +104,17 @@ def main() -> None:
     print(f"case: golden {golden.shape} float64, actual {args.dtype}, {golden.size / 2**20:.1f} M "
           f"elements, arrays {arrays / 2**20:.0f} MiB; standards {', '.join(names)}")
 
-    (t_allclose, t_compare), (_, res) = side_by_side(
-        [lambda: np.allclose(actual, golden), lambda: compare(golden, actual, ctx, names)],
+    def run_compare():
+        return compare(golden, actual, ctx, names)
+
+    (t_allclose, t_compare, t_plain), (_, res, _) = side_by_side(
+        [lambda: np.allclose(actual, golden), run_compare, without_exactness(run_compare)],
         args.repeat)
     print(f"numpy.allclose  {t_allclose:8.3f} s")
     print(f"compare         {t_compare:8.3f} s   ratio {t_compare / t_allclose:.2f}x "
           "(target <= 4x)")
+    print(f"  no exactness  {t_plain:8.3f} s   exactness analysis adds "
+          f"{t_compare / t_plain - 1:+.1%} (target <= +10%)")
     print(f"verdict {res.passed}, max_ulp {res.metrics['max_ulp']}, "
           f"max_budget_ratio {res.metrics['max_budget_ratio']:.3g}")
     if not args.no_memory:

@@ -7,8 +7,9 @@ possibly non-contiguous views; the output has self's shape and dtype.
 CORRECT kernels accumulate in FP32 in different orders and round once (RNE) to the
 output dtype: what the A2/A3 products do (contract.md section 6), up to summation order.
 TRUNCATING kernels do the same but round toward zero at the end (a rounding-mode bug
-visible only in FP16/BF16). BROKEN kernels each carry one bug class of contract.md
-section 8.
+visible only in FP16/BF16); ROUNDING kernels convert with other wrong modes (ties away
+from zero, toward +inf, a tiny bias first), visible only at exact ties. BROKEN kernels
+each carry one bug class of contract.md section 8.
 """
 
 from __future__ import annotations
@@ -88,8 +89,10 @@ def _sequential(terms: np.ndarray, ih: np.ndarray, iw: np.ndarray, shape: tuple[
 
 
 def _to_dtype(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Round float32 results to the output dtype (round-to-nearest-even)."""
-    return np.asarray(x, dtype=F32).astype(dtype)
+    """Round float32 results to the output dtype (round-to-nearest-even; past the
+    overflow threshold: inf, as the conversion should)."""
+    with np.errstate(over="ignore"):
+        return np.asarray(x, dtype=F32).astype(dtype)
 
 
 def _toward_zero(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -270,6 +273,63 @@ def exact_truncating(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     return _toward_zero(backward(grad_output, tuple(self.shape[-2:])), self.dtype)
 
 
+# -- rounding-mode mutants: the FP32 result converted with the wrong rounding -------------
+
+
+def _convert(x32: np.ndarray, dtype: np.dtype, mode: str) -> np.ndarray:
+    """FP32 values converted to a 16-bit dtype with a rounding mode: "away" (ties away
+    from zero), "up" (toward +inf) or "nearest" (RNE); from the RNE result, step one ULP
+    (sign-magnitude bits) to the other neighbour where the mode picks it."""
+    x = np.asarray(x32, dtype=F32)
+    r = x.astype(dtype)
+    if np.dtype(dtype).itemsize != 2 or mode == "nearest":
+        return r
+    x64, r64 = x.astype(np.float64), r.astype(F32).astype(np.float64)
+    finite = np.isfinite(x64) & np.isfinite(r64)
+    bits = r.view(np.uint16).copy()
+    outward = finite & (np.abs(r64) < np.abs(x64))  # RNE went toward zero
+    other = bits + np.where(outward, 1, -1).astype(np.uint16)  # the other neighbour
+    o64 = other.view(dtype).astype(F32).astype(np.float64)
+    inexact = finite & (r64 != x64)
+    if mode == "away":
+        pick = inexact & outward & (np.abs(o64 - x64) == np.abs(r64 - x64))
+    else:  # "up": the larger neighbour
+        pick = inexact & (o64 > r64)
+    bits[pick] = other[pick]
+    return bits.view(dtype)
+
+
+def _fp32_then(mode: str, bias: float = 0.0) -> Kernel:
+    def kernel(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+        empty = _empty_out(grad_output, self)
+        if empty is not None:
+            return empty
+        kh, kw, ih, iw = _geometry(grad_output, self)
+        out = _sequential(_terms(grad_output.astype(F32), kh, kw), ih, iw, self.shape)
+        if bias:
+            out = out + np.abs(out) * F32(bias)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _convert(out, self.dtype, mode)
+
+    return kernel
+
+
+def ties_away(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """ROUNDING: window_sum converted with ties rounded away from zero."""
+    return _fp32_then("away")(grad_output, self)
+
+
+def round_up(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """ROUNDING: window_sum converted rounding toward +inf."""
+    return _fp32_then("up")(grad_output, self)
+
+
+def biased(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """ROUNDING: window_sum plus a tiny consistent bias (|x| * 2**-20, far below the
+    output's half ULP) before an RNE conversion: only exact ties move."""
+    return _fp32_then("nearest", 2.0**-20)(grad_output, self)
+
+
 # -- broken kernels: one per bug class ----------------------------------------------------
 
 
@@ -281,6 +341,31 @@ def _float_bounds(out_size: int, in_size: int) -> tuple[np.ndarray, np.ndarray]:
     start = np.floor(i * F32(in_size) * r).astype(np.int64)
     end = np.ceil((i + F32(1)) * F32(in_size) * r).astype(np.int64)
     return np.clip(start, 0, in_size), np.clip(end, 0, in_size)
+
+
+def _half_bounds(out_size: int, in_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds computed in float16 arithmetic: i*in/out with every step rounded to FP16
+    (wrong once i*in passes 2**11, inf past 65504)."""
+    f16 = np.float16
+    with np.errstate(over="ignore", invalid="ignore"):
+        i = np.arange(out_size).astype(f16)
+        start = np.floor(i * f16(in_size) / f16(out_size))
+        end = np.ceil((i + f16(1)) * f16(in_size) / f16(out_size))
+    return _clean(start, in_size), _clean(end, in_size)
+
+
+def _int16_bounds(out_size: int, in_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The products i*in and (i+1)*in held in int16 (they wrap past 32767)."""
+    i = np.arange(out_size, dtype=np.int64)
+    lo = (i * in_size).astype(np.int16).astype(np.int64)
+    hi = ((i + 1) * in_size).astype(np.int16).astype(np.int64)
+    return np.clip(lo // out_size, 0, in_size), np.clip(-(-hi // out_size), 0, in_size)
+
+
+def _clean(bound: np.ndarray, in_size: int) -> np.ndarray:
+    """Float bounds as indices in [0, in]: inf/NaN clamp to the end."""
+    b = np.nan_to_num(bound.astype(np.float64), nan=in_size, posinf=in_size, neginf=0)
+    return np.clip(b, 0, in_size).astype(np.int64)
 
 
 def _floor_end(out_size: int, in_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -306,6 +391,16 @@ def _with_bounds(bounds: Bounds) -> Kernel:
 def float_bounds(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     """BROKEN: window bounds in float32 arithmetic."""
     return _with_bounds(_float_bounds)(grad_output, self)
+
+
+def half_bounds(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """BROKEN: window bounds in float16 arithmetic."""
+    return _with_bounds(_half_bounds)(grad_output, self)
+
+
+def int16_bounds(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """BROKEN: window-bound products i*in held in 16-bit integers."""
+    return _with_bounds(_int16_bounds)(grad_output, self)
 
 
 def off_by_one_end(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
@@ -405,8 +500,17 @@ TRUNCATING: dict[str, Kernel] = {
     "window_sum_trunc": window_sum_truncating,
     "exact_trunc": exact_truncating,
 }
+#: Rounding-mode mutants: correct sums, a wrong conversion (FP16/BF16 only).
+ROUNDING: dict[str, Kernel] = {
+    "ties_away": ties_away,
+    "truncate": window_sum_truncating,
+    "round_up": round_up,
+    "biased": biased,
+}
 BROKEN: dict[str, Kernel] = {
     "float_bounds": float_bounds,
+    "half_bounds": half_bounds,
+    "int16_bounds": int16_bounds,
     "off_by_one_end": off_by_one_end,
     "wrong_divisor": wrong_divisor,
     "dropped_last": dropped_last,

@@ -7,6 +7,9 @@ standard, and checks:
 - correct FP32-accumulating kernels, the reference and PyTorch CPU float32 PASS all cases;
 - each broken kernel (one per bug class of contract.md section 8) FAILs some case;
 - round-toward-zero is still flagged in FP16 and in BF16;
+- the rounding-mode mutants (ties away, truncation, toward +inf, a bias) fail the rounding
+  family on every product, and the float16/float32/int16 window-bound kernels the index
+  family on every product;
 - on A2/A3 (FP32 accumulation) the default standard flags every case that a published
   standard flags for a broken kernel (where that standard passes the correct kernel);
 - c keeps a margin over the measured accumulation error of the correct kernels.
@@ -24,10 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from aclcheck.budget import half_ulp, resolve_accumulate
+from aclcheck.budget import resolve_accumulate
 from aclcheck.cases import Case, make_inputs, make_tensors
 from aclcheck.compare import Comparison, Context, compare
-from aclcheck.dtypes import float_format
+from aclcheck.dtypes import float_format, half_ulp
 from aclcheck.reference import backward, term_counts
 from aclcheck.standards import DEFAULT_C, PUBLISHED, STANDARDS
 from aclcheck.suite import Selection, build_suite
@@ -84,8 +87,12 @@ def suite(name: str) -> tuple[Item, ...]:
 
 ALL_KERNELS: dict[str, kernels.Kernel] = {
     **kernels.CORRECT, **REFERENCE_LIKE, **kernels.PRODUCT_PATHS, **kernels.TRUNCATING,
-    **kernels.BROKEN, "torch_cpu": kernels.torch_cpu_native,
+    **kernels.ROUNDING, **kernels.BROKEN, "torch_cpu": kernels.torch_cpu_native,
 }
+#: The rounding family's dtypes per product: where an exact tie reaches the conversion.
+TIE_TARGETS = {"atlas-training": ("float16",), "atlas-inference": ("float16",),
+               "atlas-a2": ("float16", "bfloat16"), "atlas-a3": ("float16", "bfloat16")}
+INDEX_KERNELS = ("float_bounds", "half_bounds", "int16_bounds")
 
 
 @functools.cache
@@ -168,6 +175,32 @@ def test_truncation_is_flagged(dtype: str) -> None:
         assert hits, f"{kernel} never flagged in {dtype}"
 
 
+@pytest.mark.parametrize("kernel", list(kernels.ROUNDING))
+def test_rounding_mutants_fail_on_every_product_with_the_tie_message(kernel: str) -> None:
+    """Each rounding-mode mutant FAILs the default standard on the default suite's
+    rounding cases of every product and tie dtype, reported as an exact-rounding error."""
+    for product, dtypes in TIE_TARGETS.items():
+        for dtype in dtypes:
+            hits = [r for i, r in outcomes(kernel, "default")
+                    if (i.case.family, i.case.product, i.case.dtype) == ("rounding", product,
+                                                                       dtype)
+                    and r is not None and not r.passed]
+            assert hits, f"{kernel} passes every rounding case of {product} {dtype}"
+            assert all("exact ties" in r.gating.detail for r in hits)
+    if kernel == "ties_away":
+        details = [r.gating.detail for i, r in outcomes(kernel, "default")
+                   if r is not None and not r.passed and i.case.family == "rounding"]
+        assert all("exact ties rounded away from zero; RNE gives the even neighbour" in d
+                   for d in details)
+
+
+@pytest.mark.parametrize("kernel", INDEX_KERNELS)
+def test_index_kernels_fail_the_index_family_on_every_product(kernel: str) -> None:
+    products = {i.case.product for i, r in outcomes(kernel, "default")
+                if i.case.family == "index" and (r is None or not r.passed)}
+    assert products == set(TIE_TARGETS), f"{kernel} passes the index family on some product"
+
+
 def test_default_flags_what_published_standards_flag_on_fp32_products() -> None:
     base = {i.case.id: r for i, r in outcomes("window_sum", "default")}
     missed = []
@@ -245,7 +278,7 @@ def missed_matrix() -> dict[str, dict[str, int]]:
     """kernel -> standard -> number of default-suite cases where aclcheck flags the broken
     kernel but the standard does not (0 = the standard catches everything aclcheck does)."""
     matrix: dict[str, dict[str, int]] = {}
-    for kernel in [*kernels.BROKEN, *kernels.TRUNCATING]:
+    for kernel in [*kernels.BROKEN, *kernels.TRUNCATING, *kernels.ROUNDING]:
         row = collections.Counter()
         acl = set(flagged(kernel, "default"))
         row["aclcheck"] = len(acl)

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from aclcheck.cli import cli
+from aclcheck.cli.tolerances import standard_table
 from aclcheck.errors import UsageError
 from aclcheck.standards import (
     DEFAULT_C,
@@ -17,7 +18,6 @@ from aclcheck.standards import (
     STANDARDS,
     get_standard,
     load_overrides,
-    standard_table,
 )
 
 NAMES = ("aclcheck", "cann-mixed", "cann-mere", "msopst", "torch-npu", "msprobe-ulp",
@@ -158,6 +158,11 @@ def test_cli_lists_every_standard() -> None:
     for name in NAMES:
         assert f"{name}:" in result.output
     assert "Default standard: aclcheck" in result.output
+    # the footer names its tables (rich markup used to eat "[...]"), 80 columns cut nothing
+    assert "[standard.dtype], [standard.product]," in result.output
+    assert "[standard.product.dtype]" in result.output
+    for product in ("atlas-training", "atlas-inference", "atlas-a2", "atlas-a3"):
+        assert f"│ {product} " in result.output
 
 
 def test_cli_one_standard_and_errors(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from rich.table import Table
 from aclcheck import contract
 from aclcheck.cli.common import handle_errors, selection_options, stdout_console
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
+from aclcheck.exactness import exact_ties
 from aclcheck.selection import id_matches, select
 from aclcheck.store import (
     FORMAT_RESULTS,
@@ -64,25 +65,45 @@ def _caption(gf: GoldenFile, shown: int) -> str:
             f"aclcheck {meta.get('tool_version')} | created {meta.get('created')}")
 
 
-def list_table(gf: GoldenFile, rows: Sequence[IndexEntry]) -> Table:
-    """Rich table of index rows: id, family, expected status, stored size."""
+def case_ties(gf: GoldenFile, case_id: str) -> int | None:
+    """Exact rounding ties of a case's golden on its product's path (None: no golden)."""
+    case = gf.case(case_id)
+    grad, _ = gf.inputs(case_id)
+    golden = gf.golden(case_id)
+    if golden is None or grad is None:
+        return None
+    return exact_ties(case.product, case.dtype, grad.view(), golden)[1]
+
+
+def _ties_text(gf: GoldenFile, e: IndexEntry) -> str:
+    ties = case_ties(gf, e.id)
+    return "-" if ties is None else str(ties)
+
+
+def list_table(gf: GoldenFile, rows: Sequence[IndexEntry], ties: bool = False) -> Table:
+    """Rich table of index rows: id, family, expected status, stored size (and with
+    `ties` the exact rounding ties of each case, read from its data)."""
     table = Table(title=f"{gf.path}: suite {gf.meta.get('suite') or '-'!s}")
     table.add_column("id", overflow="fold")
     table.add_column("family", no_wrap=True)
     table.add_column("expected", no_wrap=True)
+    if ties:
+        table.add_column("ties", justify="right", no_wrap=True)
     table.add_column("KB", justify="right", no_wrap=True)
     for e in rows:
-        table.add_row(e.id, e.family, _status_text(e), f"{e.nbytes / 1e3:.1f}")
+        extra = (_ties_text(gf, e),) if ties else ()
+        table.add_row(e.id, e.family, _status_text(e), *extra, f"{e.nbytes / 1e3:.1f}")
     table.caption = _caption(gf, len(rows))
     return table
 
 
-def list_lines(gf: GoldenFile, rows: Sequence[IndexEntry]) -> list[str]:
+def list_lines(gf: GoldenFile, rows: Sequence[IndexEntry], ties: bool = False) -> list[str]:
     """The same listing as aligned plain-text lines (for long listings)."""
-    cells = [(e.id, e.family, _status_text(e), f"{e.nbytes / 1e3:.1f}") for e in rows]
-    head = ("id", "family", "expected", "KB")
+    cells = [(e.id, e.family, _status_text(e), *((_ties_text(gf, e),) if ties else ()),
+              f"{e.nbytes / 1e3:.1f}") for e in rows]
+    head = ("id", "family", "expected", *(("ties",) if ties else ()), "KB")
     widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(head)]
-    fmt = f"{{:<{widths[0]}}}  {{:<{widths[1]}}}  {{:<{widths[2]}}}  {{:>{widths[3]}}}"
+    fmt = "  ".join(f"{{:{'>' if i >= 3 else '<'}{wd}}}" for i, wd in enumerate(widths))
     lines = [f"{gf.path}: suite {gf.meta.get('suite') or '-'}", fmt.format(*head)]
     lines.extend(fmt.format(*c) for c in cells)
     lines.append(_caption(gf, len(rows)))
@@ -102,6 +123,11 @@ def case_tables(gf: GoldenFile, case_id: str) -> tuple[Table, Table, dict[str, A
     golden = gf.golden(case_id)
     tensors = {"grad_output": grad, "self": self_}
     data: dict[str, Any] = {"record": case.to_record(), "attributes": attrs}
+    if golden is not None and grad is not None:
+        proven, ties = exact_ties(case.product, case.dtype, grad.view(), golden)
+        data["exact"] = {"proven_exact": proven, "ties": ties}
+        rec.add_row("exact ties", f"{ties} (of {proven} elements the product's path "
+                    "computes exactly)")
     columns: dict[str, dict[str, Any]] = {}
     for name, t in (*tensors.items(), ("golden", None)):
         if name == "golden":
@@ -184,17 +210,23 @@ def _results_listing(path: Path, as_json: bool, id_pattern: tuple[str, ...] | No
 @click.option("--check", is_flag=True,
               help="Read every dataset (fletcher32), validate schema and index; exit 3 on damage.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@click.option("--ties", is_flag=True,
+              help="Count each listed case's exact rounding ties (elements whose exact "
+                   "result is halfway between two values of the dtype, on the product's "
+                   "path): reads the cases' data.")
 @handle_errors
 def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
             format_: tuple[str, ...], family: tuple[str, ...], id_pattern: tuple[str, ...] | None,
-            case_id: str | None, check: bool, as_json: bool) -> None:
+            case_id: str | None, check: bool, as_json: bool, ties: bool) -> None:
     """List the cases of a golden file, show one case, or check the file's integrity.
 
-    Listing reads only the file's index, so it stays fast on large suites.
+    Listing reads only the file's index, so it stays fast on large suites (--ties
+    reads the listed cases' data too). One case (--case) shows its exact ties.
 
     \b
     Examples:
       aclcheck inspect suite.h5 --dtype bf16 --family special
+      aclcheck inspect suite.h5 --family rounding --ties
       aclcheck inspect suite.h5 --id 'a2-*-strided'
       aclcheck inspect suite.h5 --case a2-bf16-NCHW-nondiv0-n2c3h17w9-o5x4-normal
       aclcheck inspect suite.h5 --check
@@ -233,12 +265,20 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
         if as_json:
             click.echo(json.dumps({"file": str(file), "meta": _json_meta(gf.meta),
                                    "total": len(gf.index),
-                                   "cases": [e.to_dict() for e in rows]}, indent=2))
+                                   "cases": [_entry_json(gf, e, ties) for e in rows]},
+                                  indent=2))
             return
         if len(rows) <= RICH_TABLE_MAX_ROWS:
-            stdout_console().print(list_table(gf, rows))
+            stdout_console().print(list_table(gf, rows, ties))
         else:
-            click.echo("\n".join(list_lines(gf, rows)))
+            click.echo("\n".join(list_lines(gf, rows, ties)))
+
+
+def _entry_json(gf: GoldenFile, e: IndexEntry, ties: bool) -> dict[str, Any]:
+    entry = e.to_dict()
+    if ties:
+        entry["ties"] = case_ties(gf, e.id)
+    return entry
 
 
 def _json_meta(meta: dict[str, Any]) -> dict[str, Any]:

@@ -1,14 +1,95 @@
-"""`aclcheck tolerances`: the tolerance standards as tables (with overrides applied)."""
+"""`aclcheck tolerances`: the tolerance standards as tables (with overrides applied).
+
+The rendering of a standard lives here, in the CLI layer: standards.py holds the numbers
+and the rules, this module draws them.
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
+from rich.markup import escape
+from rich.table import Table
 
+from aclcheck import contract
+from aclcheck.budget import product_path, resolve_accumulate
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.errors import UsageError
-from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides, standard_table
+from aclcheck.standards import (
+    DEFAULT_STANDARD,
+    DTYPES,
+    STANDARDS,
+    Overrides,
+    ParamValue,
+    Standard,
+    get_standard,
+    load_overrides,
+)
+
+
+def _fmt_value(value: ParamValue) -> str:
+    if isinstance(value, str):
+        return value or "product's"
+    if value == 0:
+        return "0"
+    exp = math.log2(value) if value > 0 else 0.0
+    if value > 0 and exp == int(exp) and abs(exp) >= 4:
+        return f"2^{int(exp)}"
+    return f"{value:g}"
+
+
+def _u_text(fmt_name: str, u: float) -> str:
+    return f"{fmt_name} (u=2^{int(math.log2(u))})"
+
+
+def _aclcheck_table(std: type[Standard], overrides: Overrides | None) -> Table:
+    table = Table(title=f"{std.name}: {std.title}", caption_justify="left")
+    for col in ("product", "dtype", "accumulates in", "c", "atol", "windows", "1x1 path"):
+        # names and formats are never cut: the table grows (and wraps the free text)
+        table.add_column(col, no_wrap=col in ("product", "dtype", "c", "atol"))
+    for prod in contract.PRODUCTS.values():
+        for dtype in prod.dtypes:
+            params = std.params_for(dtype, prod.id, overrides)
+            acc_choice = str(params["accumulate"]) or None
+            acc = resolve_accumulate(prod.id, dtype, acc_choice)
+            general = product_path(prod.id, dtype, (2, 2), (3, 3), acc_choice)
+            global_ = product_path(prod.id, dtype, (1, 1), (3, 3), acc_choice)
+            windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}")
+            one = f"fill 1/(H*W) in {global_.scale_format.name}"
+            table.add_row(prod.id, dtype, _u_text(acc.name, acc.unit_roundoff),
+                          _fmt_value(params["c"]), _fmt_value(params["atol"]), windows, one)
+    table.caption = escape(
+        f"{std.rule}. r: roundings per term beyond the accumulation (fp32-atomic 1, "
+        "matmul 2, 1x1 0). Finite golden beyond the dtype's overflow threshold: inf "
+        "required (either near it); where the terms' magnitudes can overflow the "
+        "accumulator, inf/NaN are accepted. The exact-rounding check (FLOAT16/BFLOAT16) "
+        "is off for a product and dtype whose override raises c or atol."
+    )
+    return table
+
+
+def standard_table(name: str, overrides: Overrides | None = None) -> Table:
+    """A rich Table of one standard: its numbers per dtype (and per product where the
+    overrides make them differ), the rule as a caption."""
+    std = get_standard(name)
+    if std.name == DEFAULT_STANDARD:
+        return _aclcheck_table(std, overrides)
+    table = Table(title=f"{std.name}: {std.title}", caption_justify="left", min_width=72)
+    table.add_column("dtype", no_wrap=True)
+    for p in std.param_names:
+        table.add_column(p, justify="right", no_wrap=True)
+    rows: list[tuple[str, str | None]] = [(d, None) for d in DTYPES]
+    if overrides is not None:
+        rows += [(d, prod) for prod in overrides.products(std.name)
+                 for d in contract.PRODUCTS[prod].dtypes]
+    for dtype, prod in rows:
+        params = std.params_for(dtype, prod, overrides)
+        label = dtype if prod is None else f"{dtype} on {prod}"
+        table.add_row(label, *(_fmt_value(params[p]) for p in std.param_names))
+    table.caption = escape(f"{std.rule}. Source: {std.source}.")
+    return table
 
 
 @click.command()
@@ -21,7 +102,8 @@ def tolerances(names: tuple[str, ...], tolerances: Path | None) -> None:
     """Print the tolerance standards: the rule and the numbers per dtype.
 
     The default standard, aclcheck, budgets every element from the golden's own error
-    bound (docs/tolerances.md); the others are the published standards.
+    bound and demands the round-to-nearest-even result where the product's path computes
+    an element exactly (docs/tolerances.md); the others are the published standards.
 
     \b
     Examples:
@@ -40,4 +122,4 @@ def tolerances(names: tuple[str, ...], tolerances: Path | None) -> None:
     if not names:
         console.print(f"Default standard: {DEFAULT_STANDARD}. Overrides: --tolerances FILE "
                       "with tables [standard], [standard.dtype], [standard.product], "
-                      "[standard.product.dtype].")
+                      "[standard.product.dtype].", markup=False)

@@ -1,0 +1,130 @@
+"""What a comparison finds besides the verdicts: the worst elements, where the failures
+sit (hints at the likely bug), and the special values the overflow rules accepted.
+
+Running tallies the chunked loop of compare.py feeds piece by piece.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from aclcheck.budget import BudgetModel
+from aclcheck.dtypes import FloatFormat
+
+#: Worst elements kept.
+WORST_COUNT = 5
+
+
+@dataclass(frozen=True)
+class Worst:
+    """One element with a large error/allowed ratio under the gating standard.
+
+    golden/actual are the raw values (may be NaN or inf); error = |actual - golden| (inf
+    or NaN for special-value mismatches); budget = the error the standard allows there.
+    """
+
+    index: tuple[int, ...]
+    golden: float
+    actual: float
+    error: float
+    budget: float
+
+
+class WorstTally:
+    """Keeps the WORST_COUNT elements with the largest error/allowed ratio."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[float, int, float, float, float]] = []
+
+    def threshold(self) -> float:
+        return self.items[-1][0] if len(self.items) >= WORST_COUNT else -1.0
+
+    def offer(self, score: np.ndarray, base: int, g: np.ndarray, a: np.ndarray,
+              allowed: np.ndarray) -> None:
+        if score.size == 0 or float(score.max()) <= self.threshold():
+            return
+        k = min(WORST_COUNT, score.size)
+        pick = np.argpartition(-score, k - 1)[:k]
+        for i in pick:
+            s = float(score[i])
+            if s > self.threshold():
+                self.items.append((s, base + int(i), float(g[i]), float(a[i]),
+                                   float(allowed[i])))
+                self.items.sort(key=lambda t: (-t[0], t[1]))
+                del self.items[WORST_COUNT:]
+
+    def records(self, shape: tuple[int, ...]) -> tuple[Worst, ...]:
+        out = []
+        for _s, flat, g, a, allowed in self.items:
+            index = tuple(int(v) for v in np.unravel_index(flat, shape))
+            with np.errstate(invalid="ignore"):
+                error = abs(a - g) if not (math.isnan(a) and math.isnan(g)) else 0.0
+            out.append(Worst(index, g, a, float(error), allowed))
+        return tuple(out)
+
+
+class Hints:
+    """Where failures sit (rows, columns, overlap) to point at the likely bug."""
+
+    def __init__(self, model: BudgetModel) -> None:
+        self.h, self.w = len(model.counts_h), len(model.counts_w)
+        self.counts_h, self.counts_w = model.counts_h, model.counts_w
+        self.rows = np.zeros(self.h, dtype=np.int64)
+        self.cols = np.zeros(self.w, dtype=np.int64)
+        self.total = 0
+        self.multi = 0  # failures where more than one term reaches the element
+
+    def update(self, fail: np.ndarray, base: int) -> None:
+        """Record the failing elements of a chunk starting at flat index `base`."""
+        idx = np.flatnonzero(fail)
+        if idx.size == 0:
+            return
+        pos = (idx + base) % (self.h * self.w)
+        rows, cols = pos // self.w, pos % self.w
+        self.rows += np.bincount(rows, minlength=self.h)
+        self.cols += np.bincount(cols, minlength=self.w)
+        self.total += idx.size
+        self.multi += int(np.count_nonzero(self.counts_h[rows] * self.counts_w[cols] > 1))
+
+    def lines(self, balance: float, mere: float) -> tuple[str, ...]:
+        if not self.total:
+            return ()
+        out = []
+        if self.h > 1 and self.rows[-1] == self.total:
+            out.append(f"every failing element is in the last row (h={self.h - 1}): "
+                       "dropped tail row or off-by-one end index?")
+        elif self.w > 1 and self.cols[-1] == self.total:
+            out.append(f"every failing element is in the last column (w={self.w - 1}): "
+                       "dropped tail column or off-by-one end index?")
+        elif self.h > 1 and self.w > 1 and self.rows[-1] + self.cols[-1] >= self.total:
+            out.append("failures sit in the last row and column: tail handling?")
+        if self.multi == self.total and (self.counts_h.max() * self.counts_w.max()) > 1:
+            out.append("failures only where windows overlap (k > 1): window bounds or "
+                       "accumulation?")
+        if mere > 0 and abs(balance) > 0.5 * mere:
+            sign = "above" if balance > 0 else "below"
+            out.append(f"errors are biased ({sign} the golden on average): wrong divisor "
+                       "or rounding mode?")
+        return tuple(out)
+
+
+class Zones:
+    """Counts of special values accepted by the overflow rules (for notes)."""
+
+    def __init__(self) -> None:
+        self.near_threshold = 0
+        self.acc_overflow = 0
+
+    def notes(self, fmt: FloatFormat, model: BudgetModel) -> list[str]:
+        out = []
+        if self.near_threshold:
+            out.append(f"{self.near_threshold} element(s) within the budget of the "
+                       f"{fmt.name} overflow threshold: inf accepted")
+        if self.acc_overflow:
+            out.append(f"{self.acc_overflow} element(s) accepted as inf/NaN: the terms' "
+                       f"summed magnitude can overflow the {model.path.accumulate.name} "
+                       "accumulator")
+        return out
