@@ -275,13 +275,17 @@ def tensor_values(case: Case, name: str) -> np.ndarray:
         lo, hi = max(info.min, -5), min(info.max, 5)
         return rng.integers(lo, hi + 1, math.prod(shape)).reshape(shape).astype(np_dtype)
     dist = case.distribution if name == "grad_output" else "uniform"
-    if dist == "exact-int":
+    ties = None
+    if dist == "ties":  # exact rounding ties of the output dtype (aclcheck.ties)
+        ties = tie_grad(rng, shape, tuple(case.self_shape[-2:]), FLOAT_FORMATS[dtype])
+        dist = "ties" if ties is not None else "exact-int"  # no tie layout for this shape
+    if ties is not None:
+        vals = ties
+    elif dist == "exact-int":
         if len(shape) >= 2 and len(case.self_shape) >= 2:
             vals = _exact_int_grad(rng, shape, tuple(case.self_shape[-2:]))
         else:
             vals = rng.integers(-2, 3, math.prod(shape)).reshape(shape).astype(np.float64)
-    elif dist == "ties":  # exact rounding ties of the output dtype (aclcheck.ties)
-        vals = tie_grad(rng, shape, tuple(case.self_shape[-2:]), FLOAT_FORMATS[dtype])
     elif dist in ("special", "inf-fill", "nan-fill", "subnormal", "near-max"):
         vals = _special_floats(rng, shape, dist, dtype)
     else:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck.cases import make_tensors
+from aclcheck.cases import Case, make_tensors
 from aclcheck.cli import cli
 from aclcheck.cli.inspect import list_lines
 from aclcheck.compare import Context, compare
@@ -226,3 +226,11 @@ def test_verify_reports_the_tie_failure_and_passes_the_correct_kernel(golden_fil
     res = runner.invoke(cli, ["verify", str(golden_file), "--impl",
                               "tests.kernels:a2_like"])
     assert res.exit_code == 0, res.output
+
+
+def test_ties_on_a_shape_without_a_tie_layout_gives_exact_values() -> None:
+    """A case file's or a shrunk case's `ties` on another shape: exact integers, no crash."""
+    case = Case(id="t", family="file", product="atlas-a2", dtype="float16", format="NCHW",
+                self_shape=(1, 2, 7, 5), grad_shape=(1, 2, 3, 4), seed=3, distribution="ties")
+    grad = make_tensors(case).grad_output.view().astype(np.float64)
+    assert np.all(np.isfinite(grad)) and np.array_equal(grad, np.round(grad))
