@@ -26,7 +26,7 @@ import pytest
 if TYPE_CHECKING:
     from aclcheck.impls.base import Implementation
     from aclcheck.judge import Capabilities
-    from aclcheck.runner import Executor, RunOptions
+    from aclcheck.runner import CaseRunner, RunOptions
     from aclcheck.store import GoldenFile, IndexEntry
     from aclcheck.verdicts import CaseVerdict
     from aclcheck.xfail import XfailEntry, XfailList
@@ -157,7 +157,7 @@ class GoldenGate:
             timeout=config.getoption("aclcheck_timeout"),
             repro_prefix=self._repro_prefix(golden, tolerances),
         )
-        self._executor: Executor | None = None
+        self._executor: CaseRunner | None = None
 
     def _repro_prefix(self, golden: str, tolerances: str | None) -> str:
         from aclcheck.cli.verify import repro_prefix
@@ -169,12 +169,12 @@ class GoldenGate:
         return repro_prefix(golden, self.impl, params)
 
     @property
-    def executor(self) -> Executor:
+    def executor(self) -> CaseRunner:
         """The runner's executor, built on first use (an isolated worker starts lazily)."""
         if self._executor is None:
-            from aclcheck.runner import Executor
+            from aclcheck.runner import CaseRunner
 
-            self._executor = Executor(self.impl, self.opts)
+            self._executor = CaseRunner(self.impl, self.opts)
         return self._executor
 
     def run(self, case_id: str, position: int) -> CaseVerdict:

@@ -76,6 +76,13 @@ def exits(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     return correct(grad_output, self)
 
 
+def exits_natively(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """libc's _exit(7) on 3-D inputs: no Python code runs, only isolation contains it."""
+    if grad_output.ndim == 3:
+        ctypes.CDLL(None)._exit(7)
+    return correct(grad_output, self)
+
+
 def hangs(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     if grad_output.ndim == 3:
         time.sleep(600)

@@ -26,7 +26,13 @@ from aclcheck.impls.base import Implementation
 from aclcheck.judge import JudgeOptions
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
-from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
+from aclcheck.runner import (
+    CaseRunner,
+    LoadedCase,
+    RunOptions,
+    iter_verdicts,
+    iter_verdicts_parallel,
+)
 from aclcheck.selection import select
 from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides
 from aclcheck.store import GoldenFile, open_golden
@@ -119,10 +125,15 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
             raise UsageError(f"{golden}: no case matches the selection")
         cases = [gf.case(r.id) for r in rows]
         source = GoldenSource(gf)
-        with progress_bar(stderr_console(), len(cases)) as progress, \
+        err = stderr_console()
+        heartbeat = None if err.is_terminal else lambda line: print(line, file=sys.stderr,
+                                                                    flush=True)
+        # the runner (its worker zygote) before the progress bar starts a thread
+        with CaseRunner(adapter, opts, heartbeat) as runner, \
+                progress_bar(err, len(cases)) as progress, \
                 open_executor(jobs, executor_url) as pool:
             if pool is None:
-                stream = iter_verdicts(adapter, cases, source, opts, progress)
+                stream = iter_verdicts(adapter, cases, source, opts, progress, runner=runner)
             else:
                 if not adapter.spec:
                     raise UsageError(f"{adapter.name} cannot run in worker processes; "
@@ -149,14 +160,17 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
 @click.option("--accumulate", default=None, type=click.Choice(ACCUMULATE_CHOICES),
               help="Override the accumulation the error budget assumes ('input' = the "
                    "input dtype, as the Atlas training/inference path).")
-@click.option("--isolate", is_flag=True,
-              help="Run the implementation in a worker process: crashes and hangs become "
-                   "ERROR and the run goes on.")
+@click.option("--isolate/--no-isolate", default=None,
+              help="Run the implementation in a worker process: crashes, hangs and exits "
+                   "become ERROR and the run goes on. Default: on for fork-safe adapters "
+                   "(reference, torch:cpu, module:function), off for device adapters. "
+                   "--no-isolate runs it in this process (debuggers).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-              help="Seconds per call in the worker (--isolate, and invalid calls).")
+              help="Hard cap in seconds per call in a worker; a call is declared hung much "
+                   "sooner when it runs 50x longer than comparable calls (at least 3 s).")
 @click.option("--memory-limit", type=click.IntRange(min=64), default=None, metavar="MB",
               help="Address-space cap of the isolated worker: a runaway allocation becomes "
-                   "ERROR instead of exhausting the machine.")
+                   "ERROR instead of exhausting the machine (needs isolation).")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run each case N times and compare the outputs bitwise.")
 @click.option("--deterministic", is_flag=True,
@@ -195,7 +209,7 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
 def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...],
            dtype: tuple[str, ...], format_: tuple[str, ...], family: tuple[str, ...],
            id_pattern: str | None, standard: tuple[str, ...], tolerances: str | None,
-           accumulate: str | None, isolate: bool, timeout: float,
+           accumulate: str | None, isolate: bool | None, timeout: float,
            memory_limit: int | None, repeat: int,
            deterministic: bool, aclnn_lib_dir: tuple[str, ...], aclnn_device: int | None,
            shard: str | None, jobs: int, executor_url: str | None,

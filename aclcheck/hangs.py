@@ -1,0 +1,59 @@
+"""When is a call hung? An allowance that adapts to the calls of this run.
+
+A fixed timeout is either too short for a big case or far too long for the small calls
+that hang in practice (PyTorch CPU spins forever on some invalid calls). Here a call is
+hung when it runs `factor` times longer than the slowest answered call of this run,
+scaled to its size, never less than `floor` seconds; the first call of a worker (which
+may compile or load kernels) is compared with earlier first calls, and the very first
+one gets `first_floor`. `cap` (--timeout) bounds everything. Pure bookkeeping: the
+isolated runner asks and records, nothing here touches a process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: a call may run this many times longer than comparable calls of this run
+HANG_FACTOR = 50.0
+#: ...but never less than this (scheduling noise on a busy machine, a page-in)
+HANG_FLOOR_S = 3.0
+#: the run's very first call (nothing to compare with; may compile kernels)
+FIRST_CALL_FLOOR_S = 30.0
+
+
+@dataclass
+class CallClock:
+    """The hang allowance of the next call, from the answered calls recorded so far."""
+
+    cap: float
+    factor: float = HANG_FACTOR
+    floor: float = HANG_FLOOR_S
+    first_floor: float = FIRST_CALL_FLOOR_S
+    #: (elements, seconds) of answered calls: later calls, and first calls of a worker
+    _steady: list[tuple[int, float]] = field(default_factory=list)
+    _first: list[tuple[int, float]] = field(default_factory=list)
+
+    def allowance(self, size: int, first: bool) -> tuple[float, str]:
+        """(seconds, why) for a call over `size` elements; `first`: a fresh worker's."""
+        history = self._steady + (self._first if first else [])
+        if first and not self._first:
+            floor, what = self.first_floor, "the first call's allowance"
+        else:
+            floor, what = self.floor, "the hang floor"
+        ref = max((t * max(1.0, size / max(n, 1)) for n, t in history), default=0.0)
+        seconds, why = floor, what + f" ({floor:g} s)"
+        if self.factor * ref > floor:
+            seconds = self.factor * ref
+            why = (f"{self.factor:g}x the slowest comparable call of this run "
+                   f"({ref:.3g} s)")
+        if seconds >= self.cap:
+            return self.cap, f"--timeout {self.cap:g} s"
+        return seconds, why
+
+    def record(self, size: int, seconds: float, first: bool) -> None:
+        """An answered call (any answer but a crash or a hang)."""
+        (self._first if first else self._steady).append((size, seconds))
+        for history in (self._first, self._steady):  # keep the slowest few per size class
+            if len(history) > 256:
+                history.sort(key=lambda e: e[1] / max(e[0], 1), reverse=True)
+                del history[64:]
