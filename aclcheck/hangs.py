@@ -21,6 +21,24 @@ HANG_FLOOR_S = 3.0
 FIRST_CALL_FLOOR_S = 30.0
 
 
+def size_class(size: int) -> int:
+    """Calls within a factor of two share a class (log2 of the element count)."""
+    return max(size, 1).bit_length()
+
+
+def _reference(slowest: dict[int, float], size: int) -> float:
+    """Slowest answered call of similar size (classes within a factor of four); else the
+    nearest class, scaled up linearly when this call is bigger; 0 with no history."""
+    if not slowest:
+        return 0.0
+    c = size_class(size)
+    similar = [t for k, t in slowest.items() if abs(k - c) <= 2]
+    if similar:
+        return max(similar)
+    nearest = min(slowest, key=lambda k: abs(k - c))
+    return slowest[nearest] * (2.0 ** (c - nearest) if nearest < c else 1.0)
+
+
 @dataclass
 class CallClock:
     """The hang allowance of the next call, from the answered calls recorded so far."""
@@ -29,18 +47,19 @@ class CallClock:
     factor: float = HANG_FACTOR
     floor: float = HANG_FLOOR_S
     first_floor: float = FIRST_CALL_FLOOR_S
-    #: (elements, seconds) of answered calls: later calls, and first calls of a worker
-    _steady: list[tuple[int, float]] = field(default_factory=list)
-    _first: list[tuple[int, float]] = field(default_factory=list)
+    #: slowest answered call per size class: later calls, and first calls of a worker
+    _steady: dict[int, float] = field(default_factory=dict)
+    _first: dict[int, float] = field(default_factory=dict)
 
     def allowance(self, size: int, first: bool) -> tuple[float, str]:
         """(seconds, why) for a call over `size` elements; `first`: a fresh worker's."""
-        history = self._steady + (self._first if first else [])
+        ref = _reference(self._steady, size)
+        if first:
+            ref = max(ref, _reference(self._first, size))
         if first and not self._first:
             floor, what = self.first_floor, "the first call's allowance"
         else:
             floor, what = self.floor, "the hang floor"
-        ref = max((t * max(1.0, size / max(n, 1)) for n, t in history), default=0.0)
         seconds, why = floor, what + f" ({floor:g} s)"
         if self.factor * ref > floor:
             seconds = self.factor * ref
@@ -52,8 +71,6 @@ class CallClock:
 
     def record(self, size: int, seconds: float, first: bool) -> None:
         """An answered call (any answer but a crash or a hang)."""
-        (self._first if first else self._steady).append((size, seconds))
-        for history in (self._first, self._steady):  # keep the slowest few per size class
-            if len(history) > 256:
-                history.sort(key=lambda e: e[1] / max(e[0], 1), reverse=True)
-                del history[64:]
+        table = self._first if first else self._steady
+        c = size_class(size)
+        table[c] = max(table.get(c, 0.0), seconds)

@@ -85,11 +85,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Known-failure list (TOML): listed failures are reported as xfailed.")
     group.addoption("--aclcheck-strict-xfail", action="store_true", default=False,
                     help="A listed case that passes fails (XPASS(strict)).")
-    group.addoption("--aclcheck-isolate", action="store_true", default=False,
+    group.addoption("--aclcheck-isolate", action="store_true", default=None,
                     help="Run the implementation in a worker process: crashes and hangs "
-                         "fail one case, not the run.")
+                         "fail one case, not the run (default for fork-safe adapters).")
+    group.addoption("--aclcheck-no-isolate", dest="aclcheck_isolate", action="store_false",
+                    help="Run the implementation in the pytest process (debuggers).")
     group.addoption("--aclcheck-timeout", metavar="S", type=float, default=60.0,
-                    help="Seconds per call in the isolated worker (default: 60).")
+                    help="Hard cap in seconds per call in the isolated worker (default: 60; "
+                         "hangs are detected sooner).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
