@@ -26,9 +26,10 @@ def size_class(size: int) -> int:
     return max(size, 1).bit_length()
 
 
-def _reference(slowest: dict[int, float], size: int) -> float:
+def _reference(slowest: dict[int, float], size: int, scale: bool = True) -> float:
     """Slowest answered call of similar size (classes within a factor of four); else the
-    nearest class, scaled up linearly when this call is bigger; 0 with no history."""
+    nearest class, scaled up linearly when this call is bigger (`scale`: first calls
+    are mostly start-up cost, which does not grow with the size); 0 with no history."""
     if not slowest:
         return 0.0
     c = size_class(size)
@@ -36,7 +37,8 @@ def _reference(slowest: dict[int, float], size: int) -> float:
     if similar:
         return max(similar)
     nearest = min(slowest, key=lambda k: abs(k - c))
-    return slowest[nearest] * (2.0 ** (c - nearest) if nearest < c else 1.0)
+    grow = 2.0 ** (c - nearest) if scale and nearest < c else 1.0
+    return slowest[nearest] * grow
 
 
 @dataclass
@@ -55,7 +57,7 @@ class CallClock:
         """(seconds, why) for a call over `size` elements; `first`: a fresh worker's."""
         ref = _reference(self._steady, size)
         if first:
-            ref = max(ref, _reference(self._first, size))
+            ref = max(ref, _reference(self._first, size, scale=False))
         if first and not self._first:
             floor, what = self.first_floor, "the first call's allowance"
         else:

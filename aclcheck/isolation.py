@@ -2,9 +2,9 @@
 
 One long-lived worker at a time, replaced only after it died, hung, or may be corrupted
 (the caller says when). Workers are forked from a zygote (see aclcheck.zygote: a clean
-copy of the process made at start-up, modules imported, adapter never run) when the
-adapter is fork-safe, so a replacement costs milliseconds; device adapters get spawned
-workers (a fresh interpreter that pays the imports again).
+process started once per run, modules imported, adapter never run) when the adapter is
+fork-safe, so a replacement costs milliseconds; device adapters get spawned workers (a
+fresh interpreter that pays the imports again).
 
 Every worker leads its own process group: a crash or a hang kills the whole group. What
 it writes to stderr (glibc's "free(): invalid size", a kernel's warnings) goes to a log
@@ -94,15 +94,18 @@ def _worker_main(conn: Connection, spec: str, deterministic: bool | None,
             return
         if call is None:
             return
+        start = time.perf_counter()
         try:
             outcome = guarded_run(impl, call)
         except KeyboardInterrupt:  # raised by the kernel: the run stops, as in-process
-            conn.send(("interrupted", None))
+            conn.send(("interrupted", None, 0.0))
             continue
+        seconds = time.perf_counter() - start  # the call's own time, no queueing
         try:
-            conn.send(("outcome", outcome))
+            conn.send(("outcome", outcome, seconds))
         except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable output object
-            conn.send(("outcome", Outcome(raised=f"output cannot be returned: {exc}")))
+            conn.send(("outcome", Outcome(raised=f"output cannot be returned: {exc}"),
+                       seconds))
 
 
 def _zygote_worker(fd: int, args: tuple[Any, ...]) -> None:
@@ -115,11 +118,19 @@ def _spawned_worker(conn: Connection, *args: Any) -> None:
     _worker_main(conn, *args)
 
 
-def start_zygote() -> Zygote | None:
-    """A zygote for fork-safe adapters, or None where fork() is unavailable."""
+def _preload(spec: str) -> None:
+    """In the zygote: import what the adapter needs by building it once (never run)."""
+    from aclcheck.impls.registry import create
+
+    create(spec).close()
+
+
+def start_zygote(spec: str) -> Zygote | None:
+    """A zygote for a fork-safe adapter, or None where fork() is unavailable. It starts
+    now and imports in the background while the caller reads its first cases."""
     if not hasattr(os, "fork"):
         return None
-    return Zygote(_zygote_worker)
+    return Zygote("aclcheck.isolation:_zygote_worker", "aclcheck.isolation:_preload", spec)
 
 
 # -- the parent's side -----------------------------------------------------------------------
@@ -195,7 +206,7 @@ class IsolatedRunner:
             self._retire(live)
             raise RuntimeError(f"isolated worker for {self.spec} did not start")
         try:
-            kind, payload = live.conn.recv()
+            kind, payload = live.conn.recv()[:2]
         except (EOFError, OSError):
             code = self._retire(live)
             raise RuntimeError(f"isolated worker for {self.spec} died at start: "
@@ -267,12 +278,11 @@ class IsolatedRunner:
             try:
                 answered = self._wait(live, allowance, case_id)
                 if answered:
-                    kind, outcome = live.conn.recv()
-                    elapsed = time.perf_counter() - self._sent_at
+                    kind, outcome, seconds = live.conn.recv()
                     if kind == "interrupted":
                         raise KeyboardInterrupt
                     live.answered += 1
-                    self.clock.record(size, elapsed, first)
+                    self.clock.record(size, seconds, first)
                     log = live.new_log()
                     return replace(outcome, log=log) if log else outcome
             except (EOFError, BrokenPipeError, ConnectionResetError, OSError):

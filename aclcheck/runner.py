@@ -24,6 +24,7 @@ from aclcheck.isolation import Heartbeat, IsolatedRunner, start_zygote
 from aclcheck.judge import Capabilities, JudgeOptions, judge, not_expressible, skipped
 from aclcheck.layouts import StridedTensor
 from aclcheck.verdicts import CaseVerdict, Verdict
+from aclcheck.zygote import Zygote
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,9 @@ def isolates(impl: Implementation, opts: RunOptions) -> bool:
 class CaseRunner:
     """Makes an adapter's calls, in-process or in an isolated worker as the options say.
 
-    For a fork-safe adapter a zygote is forked here, before this process ever runs the
-    adapter, and every worker is forked from it: no call pays a fresh interpreter.
+    For a fork-safe adapter a zygote (a clean process with the adapter's modules
+    imported) starts with the first isolated call, and every worker is forked from it:
+    no call pays a fresh interpreter.
     Owns processes: use it as a context manager or call close().
     """
 
@@ -84,13 +86,12 @@ class CaseRunner:
         self.opts = opts
         self.isolate = isolates(impl, opts)
         if opts.memory_limit and not self.isolate:
-            raise UsageError("--memory-limit caps the isolated worker: it needs isolation "
-                             "(drop --no-isolate)")
+            fix = "add --isolate" if opts.isolate is None else "drop --no-isolate"
+            raise UsageError(f"--memory-limit caps the isolated worker: it needs isolation "
+                             f"({impl.name} runs in-process here; {fix})")
         self.heartbeat = heartbeat
         self._isolated: IsolatedRunner | None = None
-        may_isolate = bool(impl.spec) and (self.isolate or (
-            opts.isolate_invalid and not impl.has_status_codes))
-        self._zygote = start_zygote() if may_isolate and impl.fork_safe else None
+        self._zygote: Zygote | None = None
         self.deterministic_note: str | None = None
         if opts.deterministic:
             try:
@@ -112,6 +113,8 @@ class CaseRunner:
 
     def isolated(self) -> IsolatedRunner:
         if self._isolated is None:
+            if self.impl.fork_safe:
+                self._zygote = start_zygote(self.impl.spec)
             self._isolated = IsolatedRunner(
                 self.impl.spec, self.opts.timeout, self.opts.deterministic or None,
                 self.opts.memory_limit, zygote=self._zygote, heartbeat=self.heartbeat,
@@ -254,12 +257,13 @@ def run_cases(impl: Implementation, cases: Sequence[Case], source: CaseSource,
 
 def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSource,
                   opts: RunOptions, progress: ProgressFn | None = None, *,
-                  runner: CaseRunner | None = None) -> Iterator[CaseVerdict]:
-    """Verdicts in case order. `runner`: one the caller made (and closes), e.g. before
-    starting threads (a progress bar) so its zygote forks a single-threaded process."""
+                  runner: CaseRunner | None = None, heartbeat: Heartbeat | None = None
+                  ) -> Iterator[CaseVerdict]:
+    """Verdicts in case order. `runner`: one the caller made (and closes); `heartbeat`
+    gets a line now and then while one call runs long (CI logs)."""
     caps = Capabilities.of(impl)
     owned = runner is None
-    runner = runner if runner is not None else CaseRunner(impl, opts)
+    runner = runner if runner is not None else CaseRunner(impl, opts, heartbeat)
     try:
         stream = (_pipelined(runner, cases, source, caps) if runner.pipelined else
                   (run_case(runner, source.load(case), caps) for case in cases))

@@ -1,28 +1,38 @@
-"""A zygote: a process forked once at start-up that forks isolated workers on request.
+"""A zygote: a clean process, started once per run, that forks isolated workers on request.
 
-Forked before the parent runs the adapter (its modules imported, nothing run: no OpenMP
-pool, no device context, no threads), it stays that clean for the whole run, so a worker
-costs one fork (milliseconds) instead of a fresh interpreter that re-imports the
-framework (seconds). Each worker leads its own process group, so killing the group also
-ends anything the kernel started (a child that keeps stdout open must not block
-`aclcheck ... | tee`). The zygote reaps the workers and reports their exit status.
+It is a fresh interpreter that imports what the adapter needs (the adapter is never run
+there: no OpenMP pool, no device context, no threads), so it stays clean whatever the
+parent did before (a pytest session or a library user may have run PyTorch in-process,
+and a fork of that inherits a dead OpenMP pool: the child waits forever at its first
+parallel region). A worker then costs one fork (milliseconds) instead of a fresh
+interpreter that re-imports the framework (seconds). Each worker leads its own process
+group, so killing the group also ends anything the kernel started (a child that keeps
+stdout open must not block `aclcheck ... | tee`). The zygote reaps the workers, reports
+their exit status, and dies with its parent (Linux: PR_SET_PDEATHSIG), taking its workers
+with it.
 
-Linux and macOS only (fork); the caller falls back to spawned workers elsewhere.
+POSIX only (fork); the caller falls back to spawned workers elsewhere.
 """
 
 from __future__ import annotations
 
+import ctypes
+import importlib
 import os
 import pickle
 import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
-#: the worker's entry point: (connection fd, arguments) -> never returns
+#: the worker's entry point: (connection fd, arguments) -> returns when done
 WorkerMain = Callable[[int, tuple[Any, ...]], None]
 
 _MAX_MESSAGE = 1 << 16
+#: seconds the zygote may take to import the adapter's modules and answer a request
+REQUEST_TIMEOUT_S = 300.0
 
 
 def kill_group(pid: int) -> None:
@@ -36,32 +46,40 @@ def kill_group(pid: int) -> None:
             pass
 
 
-class Zygote:
-    """Forks itself now; `fork_worker` then forks workers from that clean copy."""
+def _resolve(ref: str) -> Any:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
-    def __init__(self, worker_main: WorkerMain) -> None:
+
+class Zygote:
+    """Starts the zygote; `fork_worker` then forks workers from it.
+
+    worker_main, preload: "module:function" references; the zygote calls
+    preload(preload_arg) once (imports), and worker_main(fd, args) in each worker.
+    """
+
+    def __init__(self, worker_main: str, preload: str, preload_arg: object) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
-        if pid == 0:  # the zygote
-            status = 0
-            try:
-                ours.close()
-                _serve(theirs, worker_main)
-            except BaseException:  # noqa: BLE001 - a forked copy must never return
-                status = 1
-            finally:
-                os._exit(status)
+        config = pickle.dumps((list(sys.path), worker_main, preload, preload_arg))
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", "from aclcheck.zygote import main; main()",
+             str(theirs.fileno())], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
         theirs.close()
-        self.pid = pid
+        ours.settimeout(REQUEST_TIMEOUT_S)
+        ours.sendall(config)
+        self.pid = self._proc.pid
         self._sock = ours
 
     def _ask(self, message: tuple[Any, ...], fds: list[int] | None = None) -> Any:
         data = pickle.dumps(message)
-        if fds:
-            socket.send_fds(self._sock, [data], fds)
-        else:
-            self._sock.sendall(data)
-        reply = self._sock.recv(_MAX_MESSAGE)
+        try:
+            if fds:
+                socket.send_fds(self._sock, [data], fds)
+            else:
+                self._sock.sendall(data)
+            reply = self._sock.recv(_MAX_MESSAGE)
+        except OSError as exc:  # includes the timeout
+            raise RuntimeError(f"the worker zygote does not answer: {exc}") from None
         if not reply:
             raise RuntimeError("the worker zygote exited")
         return pickle.loads(reply)
@@ -84,18 +102,42 @@ class Zygote:
 
     def close(self) -> None:
         """End the zygote (it kills the workers still alive) and wait for it."""
+        self._sock.close()
         try:
-            self._sock.close()
-        finally:
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (Linux; elsewhere EOF does the job)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def main() -> None:
+    """The zygote process: read the configuration, import, then serve requests."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    data = sock.recv(_MAX_MESSAGE)
+    if not data:
+        return
+    sys.path[:], worker_ref, preload_ref, preload_arg = pickle.loads(data)
+    worker_main = _resolve(worker_ref)
+    try:
+        _resolve(preload_ref)(preload_arg)
+    except Exception:  # noqa: BLE001, S110 - the worker reports a setup error itself
+        pass
+    _serve(sock, worker_main)
 
 
 def _serve(sock: socket.socket, worker_main: WorkerMain) -> None:
     """The zygote's loop: fork workers, reap them; on EOF kill the survivors and exit."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     live: set[int] = set()
     while True:
         try:
@@ -116,6 +158,7 @@ def _serve(sock: socket.socket, worker_main: WorkerMain) -> None:
                 try:
                     os.setpgid(0, 0)
                     sock.close()
+                    _die_with_parent()
                     signal.signal(signal.SIGINT, signal.default_int_handler)
                     worker_main(fds[0], arg)
                 except BaseException:  # noqa: BLE001 - the parent sees the exit status

@@ -1,5 +1,6 @@
-"""Cost of `verify --isolate`: the default suite verified in-process and isolated, side by
-side (interleaved rounds on the same golden file; the machine is noisy).
+"""Cost of isolation (the default for fork-safe adapters): the default suite verified
+in-process (`--no-isolate`) and isolated, side by side (interleaved rounds on the same
+golden file; the machine is noisy).
 
     python benchmarks/bench_isolate.py [--impl torch] [--rounds 3]
 

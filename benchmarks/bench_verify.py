@@ -30,7 +30,8 @@ import h5py, numpy as np, torch
 TORCH = {"float16": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
 
 def tensor(ds):
-    dtype = ds.attrs["dtype"].decode() if isinstance(ds.attrs["dtype"], bytes) else ds.attrs["dtype"]
+    dtype = ds.attrs["dtype"]
+    dtype = dtype.decode() if isinstance(dtype, bytes) else dtype
     storage = torch.from_numpy(np.ascontiguousarray(ds[()]).reshape(-1))
     storage = storage.view(torch.bfloat16) if dtype == "bfloat16" else storage
     return storage.as_strided(tuple(ds.attrs["shape"]), tuple(ds.attrs["strides"]),

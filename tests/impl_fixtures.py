@@ -184,15 +184,3 @@ def child_holds_stdout(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
         time.sleep(600)
     return correct(grad_output, self)
 
-
-def torch_spins_on_nc(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
-    """PyTorch CPU in the case dtype; spins forever on an N/C mismatch (as PyTorch 2.13's
-    unchecked kernel sometimes does), rejects the other invalid calls by raising."""
-    from kernels import torch_cpu_native
-
-    if grad_output.ndim != self.ndim or grad_output.dtype != self.dtype:
-        raise ValueError("invalid call")
-    if grad_output.shape[:-2] != self.shape[:-2]:
-        while True:
-            pass
-    return torch_cpu_native(grad_output, self)

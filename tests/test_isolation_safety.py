@@ -30,6 +30,8 @@ TESTS = Path(__file__).parent
 REPO = TESTS.parent
 CI_SUITE = REPO / "golden" / "ci-suite.h5"
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -117,7 +119,7 @@ def test_clock_compares_similar_sizes_only() -> None:
 def test_spinning_calls_are_detected_fast_on_the_ci_suite() -> None:
     pytest.importorskip("torch")
     start = time.monotonic()
-    code, report = verify(str(CI_SUITE), "--impl", "impl_fixtures:torch_spins_on_nc",
+    code, report = verify(str(CI_SUITE), "--impl", "torch_fixtures:spins_on_nc",
                           "--product", "atlas-a2", "--family", "invalid",
                           "--family", "divisible")
     elapsed = time.monotonic() - start
@@ -257,3 +259,29 @@ def test_memory_limit_needs_isolation(golden: Path) -> None:
                                       "--no-isolate", "--memory-limit", "512"])
     assert result.exit_code == 2
     assert "--memory-limit" in result.output and "isolation" in result.output
+
+
+EXITING = '''
+import os, sys
+
+def sys_exit(grad_output, self):
+    sys.exit(0)
+
+def os_exit(grad_output, self):
+    os._exit(0)
+'''
+
+
+@pytest.mark.parametrize("kernel", ["sys_exit", "os_exit"])
+@pytest.mark.parametrize("mode", ["--aclcheck-isolate", "--aclcheck-no-isolate"])
+def test_pytest_session_fails_when_a_kernel_exits(pytester: pytest.Pytester, golden: Path,
+                                                  kernel: str, mode: str) -> None:
+    pytester.makepyfile(exiting_kernel=EXITING)
+    pytester.syspathinsert()
+    result = pytester.runpytest_subprocess(
+        f"--aclcheck-golden={golden}", "--aclcheck-impl", f"exiting_kernel:{kernel}", mode,
+        "-p", "no:cacheprovider", "-p", "no:benchmark", "-k", "div0")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 2 and "passed" not in outcomes
+    result.stdout.fnmatch_lines(["*ERROR: the implementation tried to end the process*"])

@@ -26,13 +26,7 @@ from aclcheck.impls.base import Implementation
 from aclcheck.judge import JudgeOptions
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
-from aclcheck.runner import (
-    CaseRunner,
-    LoadedCase,
-    RunOptions,
-    iter_verdicts,
-    iter_verdicts_parallel,
-)
+from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
 from aclcheck.selection import select
 from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides
 from aclcheck.store import GoldenFile, open_golden
@@ -126,14 +120,11 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
         cases = [gf.case(r.id) for r in rows]
         source = GoldenSource(gf)
         err = stderr_console()
-        heartbeat = None if err.is_terminal else lambda line: print(line, file=sys.stderr,
-                                                                    flush=True)
-        # the runner (its worker zygote) before the progress bar starts a thread
-        with CaseRunner(adapter, opts, heartbeat) as runner, \
-                progress_bar(err, len(cases)) as progress, \
+        beat = None if err.is_terminal else lambda line: print(line, file=sys.stderr, flush=True)
+        with progress_bar(err, len(cases)) as progress, \
                 open_executor(jobs, executor_url) as pool:
             if pool is None:
-                stream = iter_verdicts(adapter, cases, source, opts, progress, runner=runner)
+                stream = iter_verdicts(adapter, cases, source, opts, progress, heartbeat=beat)
             else:
                 if not adapter.spec:
                     raise UsageError(f"{adapter.name} cannot run in worker processes; "
