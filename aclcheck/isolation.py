@@ -218,7 +218,8 @@ class IsolatedRunner:
 
     def _retire(self, live: _Live) -> int | None:
         """Kill the worker's whole group, reap it; its exit code (kept if it had died)."""
-        kill_group(live.pid)
+        # a zygote's worker is reaped only below; a spawned one may be reaped already
+        kill_group(live.pid, alive=live.process is None or live.process.exitcode is None)
         if live.process is not None:
             live.process.join(5)
             code = live.process.exitcode

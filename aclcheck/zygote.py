@@ -16,6 +16,7 @@ POSIX only (fork); the caller falls back to spawned workers elsewhere.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import os
@@ -35,15 +36,16 @@ _MAX_MESSAGE = 1 << 16
 REQUEST_TIMEOUT_S = 300.0
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group `pid` leads (the worker and whatever it started)."""
+def kill_group(pid: int, alive: bool = True) -> None:
+    """SIGKILL the process group `pid` leads (the worker and whatever it started); when
+    the worker is known `alive` (not reaped: its pid cannot be reused) but has not made
+    its group yet, SIGKILL the worker itself."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _resolve(ref: str) -> Any:
