@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 #: a call may run this many times longer than comparable calls of this run
 HANG_FACTOR = 50.0
 #: ...but never less than this (scheduling noise on a busy machine, a page-in)
-HANG_FLOOR_S = 3.0
+HANG_FLOOR_S = 5.0
 #: the run's very first call (nothing to compare with; may compile kernels)
 FIRST_CALL_FLOOR_S = 30.0
 

@@ -71,6 +71,20 @@ def isolates(impl: Implementation, opts: RunOptions) -> bool:
     return impl.fork_safe and bool(impl.spec)
 
 
+#: adapter specs that build fork-safe adapters (Implementation.fork_safe), known before
+#: the adapter is built: a zygote for them can import beside the caller's own imports
+_FORK_SAFE_SPECS = ("reference", "torch", "torch:cpu")
+
+
+def prestart_zygote(spec: str, isolate: bool | None) -> Zygote | None:
+    """Start the workers' zygote now, before the caller builds the adapter, so the two
+    processes import the framework at the same time (a fresh interpreter is clean, but
+    pays the imports once). None where isolation is off or the adapter may not be
+    fork-safe; CaseRunner(zygote=...) drops a zygote the adapter cannot use."""
+    likely = spec in _FORK_SAFE_SPECS or (":" in spec and not spec.startswith("torch:"))
+    return start_zygote(spec) if likely and isolate is not False else None
+
+
 class CaseRunner:
     """Makes an adapter's calls, in-process or in an isolated worker as the options say.
 
@@ -81,7 +95,7 @@ class CaseRunner:
     """
 
     def __init__(self, impl: Implementation, opts: RunOptions,
-                 heartbeat: Heartbeat | None = None) -> None:
+                 heartbeat: Heartbeat | None = None, zygote: Zygote | None = None) -> None:
         self.impl = impl
         self.opts = opts
         self.isolate = isolates(impl, opts)
@@ -91,7 +105,10 @@ class CaseRunner:
                              f"({impl.name} runs in-process here; {fix})")
         self.heartbeat = heartbeat
         self._isolated: IsolatedRunner | None = None
-        self._zygote: Zygote | None = None
+        #: a prestarted zygote (see prestart_zygote) becomes the runner's to close
+        self._zygote = zygote if impl.fork_safe and impl.spec else None
+        if zygote is not None and self._zygote is None:
+            zygote.close()
         self.deterministic_note: str | None = None
         if opts.deterministic:
             try:
@@ -113,7 +130,7 @@ class CaseRunner:
 
     def isolated(self) -> IsolatedRunner:
         if self._isolated is None:
-            if self.impl.fork_safe:
+            if self.impl.fork_safe and self._zygote is None:
                 self._zygote = start_zygote(self.impl.spec)
             self._isolated = IsolatedRunner(
                 self.impl.spec, self.opts.timeout, self.opts.deterministic or None,
@@ -257,13 +274,14 @@ def run_cases(impl: Implementation, cases: Sequence[Case], source: CaseSource,
 
 def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSource,
                   opts: RunOptions, progress: ProgressFn | None = None, *,
-                  runner: CaseRunner | None = None, heartbeat: Heartbeat | None = None
-                  ) -> Iterator[CaseVerdict]:
+                  runner: CaseRunner | None = None, heartbeat: Heartbeat | None = None,
+                  zygote: Zygote | None = None) -> Iterator[CaseVerdict]:
     """Verdicts in case order. `runner`: one the caller made (and closes); `heartbeat`
-    gets a line now and then while one call runs long (CI logs)."""
+    gets a line now and then while one call runs long (CI logs); `zygote`: a prestarted
+    one for the runner made here."""
     caps = Capabilities.of(impl)
     owned = runner is None
-    runner = runner if runner is not None else CaseRunner(impl, opts, heartbeat)
+    runner = runner if runner is not None else CaseRunner(impl, opts, heartbeat, zygote)
     try:
         stream = (_pipelined(runner, cases, source, caps) if runner.pipelined else
                   (run_case(runner, source.load(case), caps) for case in cases))

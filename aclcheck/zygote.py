@@ -103,7 +103,9 @@ class Zygote:
         return None if code is None else int(code)
 
     def close(self) -> None:
-        """End the zygote (it kills the workers still alive) and wait for it."""
+        """End the zygote (it kills the workers still alive) and wait for it. Idempotent."""
+        if self._sock.fileno() < 0:
+            return
         self._sock.close()
         try:
             self._proc.wait(10)

@@ -100,7 +100,7 @@ def test_clock_floor_first_call_and_cap() -> None:
     assert clock.allowance(100, first=True)[0] == 30.0  # nothing to compare with yet
     clock.record(100, 0.5, first=True)
     clock.record(100, 0.001, first=False)
-    assert clock.allowance(100, first=False)[0] == 3.0  # 50 x 1 ms < the floor
+    assert clock.allowance(100, first=False)[0] == 5.0  # 50 x 1 ms < the floor
     seconds, why = clock.allowance(100, first=True)  # a fresh worker: 50 x 0.5 s
     assert seconds == pytest.approx(25.0) and "50x" in why
     clock.record(120, 0.2, first=False)
@@ -113,7 +113,7 @@ def test_clock_compares_similar_sizes_only() -> None:
     clock = CallClock(cap=600.0)
     clock.record(10**6, 2.0, first=False)  # a big, slow call
     clock.record(50, 0.01, first=False)
-    assert clock.allowance(60, first=False)[0] == 3.0  # the big call does not count
+    assert clock.allowance(60, first=False)[0] == 5.0  # the big call does not count
 
 
 def test_spinning_calls_are_detected_fast_on_the_ci_suite() -> None:

@@ -26,12 +26,19 @@ from aclcheck.impls.base import Implementation
 from aclcheck.judge import JudgeOptions
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
-from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
+from aclcheck.runner import (
+    LoadedCase,
+    RunOptions,
+    iter_verdicts,
+    iter_verdicts_parallel,
+    prestart_zygote,
+)
 from aclcheck.selection import select
 from aclcheck.standards import DEFAULT_STANDARD, STANDARDS, load_overrides
 from aclcheck.store import GoldenFile, open_golden
 from aclcheck.suite import parse_shard
 from aclcheck.verdicts import CaseVerdict
+from aclcheck.zygote import Zygote
 
 
 class GoldenSource:
@@ -106,7 +113,8 @@ def _standards(names: Sequence[str]) -> tuple[str, ...]:
 
 def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
                   selection: dict[str, Any], shard: tuple[int, int] | None, jobs: int,
-                  executor_url: str | None, done: list[CaseVerdict]) -> None:
+                  executor_url: str | None, done: list[CaseVerdict],
+                  zygote: Zygote | None = None) -> None:
     """Select cases from the golden file, run them (serially or fanned out), in order,
     appending each verdict to `done` as it comes (so an interruption keeps them)."""
     with open_golden(golden) as gf:
@@ -124,7 +132,8 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
         with progress_bar(err, len(cases)) as progress, \
                 open_executor(jobs, executor_url) as pool:
             if pool is None:
-                stream = iter_verdicts(adapter, cases, source, opts, progress, heartbeat=beat)
+                stream = iter_verdicts(adapter, cases, source, opts, progress, heartbeat=beat,
+                                       zygote=zygote)
             else:
                 if not adapter.spec:
                     raise UsageError(f"{adapter.name} cannot run in worker processes; "
@@ -158,7 +167,7 @@ def run_selection(golden: str, adapter: Implementation, opts: RunOptions,
                    "--no-isolate runs it in this process (debuggers).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="Hard cap in seconds per call in a worker; a call is declared hung much "
-                   "sooner when it runs 50x longer than comparable calls (at least 3 s).")
+                   "sooner when it runs 50x longer than comparable calls (at least 5 s).")
 @click.option("--memory-limit", type=click.IntRange(min=64), default=None, metavar="MB",
               help="Address-space cap of the isolated worker: a runaway allocation becomes "
                    "ERROR instead of exhausting the machine (needs isolation).")
@@ -231,6 +240,9 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
     shard_kn = parse_shard(shard) if shard else None
     click.get_current_context().call_on_close(configure_environment(  # inherited by workers
         aclnn_lib_dir, aclnn_device, product if impl == "aclnn" else ()))
+    zygote = prestart_zygote(impl, isolate) if results is None else None  # imports beside ours
+    if zygote is not None:
+        click.get_current_context().call_on_close(zygote.close)
     adapter = build_impl(impl, results)
     out = Console(record=html_path is not None, highlight=False)
     opts = RunOptions(
@@ -245,7 +257,7 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
     interrupted = False
     try:
         run_selection(golden, adapter, opts, selection, shard_kn, jobs, executor_url,
-                      verdicts)
+                      verdicts, zygote)
     except KeyboardInterrupt:
         # keep what was judged: report it (marked) and exit 130 below
         interrupted = True
