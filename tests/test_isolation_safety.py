@@ -285,3 +285,13 @@ def test_pytest_session_fails_when_a_kernel_exits(pytester: pytest.Pytester, gol
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 2 and "passed" not in outcomes
     result.stdout.fnmatch_lines(["*ERROR: the implementation tried to end the process*"])
+
+
+def test_cli_prints_heartbeats_outside_a_terminal(golden: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(isolation, "HEARTBEAT_EVERY_S", 0.5)
+    result = CliRunner().invoke(cli, ["verify", str(golden), "--impl", "impl_fixtures:hangs",
+                                      "--family", "rank3", "--timeout", "1.6"])
+    assert result.exit_code == 1
+    assert "still running after 1 s" in result.stderr
+    assert "timeout" in result.stdout

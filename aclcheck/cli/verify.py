@@ -224,7 +224,8 @@ def verify(golden: str, impl: str, results: str | None, product: tuple[str, ...]
     Examples:
       aclcheck verify suite.h5                              # the reference (self-test)
       aclcheck verify suite.h5 --impl torch --dtype float32
-      aclcheck verify suite.h5 --impl mykernels:backward --isolate --timeout 10
+      aclcheck verify suite.h5 --impl mykernels:backward --timeout 10
+      aclcheck verify suite.h5 --impl mykernels:backward --no-isolate   # for a debugger
       aclcheck verify suite.h5 --results board_run.h5 --json report.json --junit junit.xml
       aclcheck verify suite.h5 --impl torch --standard aclcheck --standard cann-mixed
     """
