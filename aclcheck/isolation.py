@@ -19,9 +19,11 @@ import contextlib
 import faulthandler
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
@@ -180,6 +182,8 @@ class IsolatedRunner:
         self._sent_at = 0.0
         self._send_failed = False
         self._logdir = Path(tempfile.mkdtemp(prefix="aclcheck-workers-"))
+        # removed by close(), or at exit when an owner never closes (a pool's cache)
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._logdir, True)
         #: workers started so far (a test proves fork-safe runs start no fresh process)
         self.started = 0
         self.spawned = 0
@@ -319,10 +323,7 @@ class IsolatedRunner:
                 live.conn.send(None)
                 live.conn.poll(2.0)  # EOF once it has exited
             self._drop(live)
-        with contextlib.suppress(OSError):
-            for leftover in self._logdir.iterdir():
-                leftover.unlink()
-            self._logdir.rmdir()
+        self._cleanup()
 
 
 def _tail(log: str) -> str:
