@@ -284,6 +284,7 @@ class IsolatedRunner:
                 answered = self._wait(live, allowance, case_id)
                 if answered:
                     kind, outcome, seconds = live.conn.recv()
+                    self._pending = None
                     if kind == "interrupted":
                         raise KeyboardInterrupt
                     live.answered += 1
@@ -293,6 +294,7 @@ class IsolatedRunner:
             except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
                 died = True  # the worker died mid-call
         elapsed = time.perf_counter() - self._sent_at
+        self._pending = None
         log = live.new_log()
         code = self._drop(live)
         self.restarts += 1
@@ -321,7 +323,8 @@ class IsolatedRunner:
         if live is not None:
             with contextlib.suppress(BrokenPipeError, OSError):
                 live.conn.send(None)
-                live.conn.poll(2.0)  # EOF once it has exited
+                # EOF once it has exited; a worker still on a call (Ctrl-C) is just killed
+                live.conn.poll(0.1 if self._pending else 2.0)
             self._drop(live)
         self._cleanup()
 
