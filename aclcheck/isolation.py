@@ -196,10 +196,15 @@ class IsolatedRunner:
         log.touch()
         args = (self.spec, self.deterministic, self.memory_limit, str(log))
         self.started += 1
+        live = None
         if self.zygote is not None:
-            pid, sock = self.zygote.fork_worker(args)
-            live = _Live(pid, Connection(sock.detach()), log)
-        else:
+            try:
+                pid, sock = self.zygote.fork_worker(args)
+                live = _Live(pid, Connection(sock.detach()), log)
+            except RuntimeError:  # the zygote is gone: spawned workers from now on
+                self.zygote.close()
+                self.zygote = None
+        if live is None:
             parent, child = self._ctx.Pipe()
             proc = self._ctx.Process(target=_spawned_worker, args=(child, *args), daemon=True)
             proc.start()

@@ -295,3 +295,17 @@ def test_cli_prints_heartbeats_outside_a_terminal(golden: Path,
     assert result.exit_code == 1
     assert "still running after 1 s" in result.stderr
     assert "timeout" in result.stdout
+
+
+def test_a_dead_zygote_falls_back_to_spawned_workers(golden: Path) -> None:
+    impl = create("impl_fixtures:correct")
+    with open_golden(golden) as gf:
+        case = gf.case(next(i for i in gf.ids() if "-div0-" in i))
+        grad, self_ = gf.inputs(case.id)
+        with CaseRunner(impl, RunOptions()) as runner:
+            worker = runner.isolated()
+            assert worker.zygote is not None
+            os.kill(worker.zygote.pid, 9)
+            outcome = runner.call(CallInputs(case, grad, self_))
+            assert outcome.crashed is None and outcome.output is not None
+            assert worker.spawned == 1 and worker.zygote is None
