@@ -61,7 +61,8 @@ class VerifyConfig:
     xfail: str | None = _opt(None, "--xfail", True, "known-failure list (TOML)")
     strict_xfail: bool = _opt(False, "--strict-xfail", True, "XPASS fails the gate")
     # -- how calls run
-    isolate: bool = _opt(False, "--isolate", True, "every call in a worker process")
+    isolate: bool | None = _opt(None, "--isolate", True,
+                                "calls in a worker process (None: where fork-safe)")
     timeout: float = _opt(60.0, "--timeout", True, "seconds per call in a worker")
     memory_limit: int | None = _opt(None, "--memory-limit", True,
                                     "worker address-space cap in MB")
@@ -154,7 +155,9 @@ def _flag_args(flag: str, value: Any, default: Any) -> list[str]:
     """The command-line words that give `flag` this value ([] for the default)."""
     if value == default or value is None:
         return []
-    if isinstance(value, bool):
+    if isinstance(value, bool):  # an on/off switch whose default is None says which
+        if default is None:
+            return [flag] if value else ["--no-" + flag.removeprefix("--")]
         return [flag] if value else []
     if isinstance(value, tuple):
         return [word for item in value for word in (flag, str(item))]

@@ -26,7 +26,7 @@ import pytest
 if TYPE_CHECKING:
     from aclcheck.impls.base import Implementation
     from aclcheck.judge import Capabilities
-    from aclcheck.runner import Executor, RunOptions
+    from aclcheck.runner import CaseRunner, RunOptions
     from aclcheck.store import GoldenFile, IndexEntry
     from aclcheck.verdicts import CaseVerdict
     from aclcheck.xfail import XfailEntry, XfailList
@@ -87,11 +87,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Known-failure list (TOML): listed failures are reported as xfailed.")
     group.addoption("--aclcheck-strict-xfail", action="store_true", default=False,
                     help="A listed case that passes fails (XPASS(strict)).")
-    group.addoption("--aclcheck-isolate", action="store_true", default=False,
+    group.addoption("--aclcheck-isolate", action="store_true", default=None,
                     help="Run the implementation in a worker process: crashes and hangs "
-                         "fail one case, not the run.")
+                         "fail one case, not the run (default for fork-safe adapters).")
+    group.addoption("--aclcheck-no-isolate", dest="aclcheck_isolate", action="store_false",
+                    help="Run the implementation in the pytest process (debuggers).")
     group.addoption("--aclcheck-timeout", metavar="S", type=float, default=60.0,
-                    help="Seconds per call in the isolated worker (default: 60).")
+                    help="Hard cap in seconds per call in the isolated worker (default: 60; "
+                         "hangs are detected sooner).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -159,15 +162,15 @@ class GoldenGate:
             self.golden.close()
             raise pytest.UsageError(f"--aclcheck-impl {self.spec}: {exc}") from None
         self.caps: Capabilities = Capabilities.of(self.impl)
-        self._executor: Executor | None = None
+        self._executor: CaseRunner | None = None
 
     @property
-    def executor(self) -> Executor:
+    def executor(self) -> CaseRunner:
         """The runner's executor, built on first use (an isolated worker starts lazily)."""
         if self._executor is None:
-            from aclcheck.runner import Executor
+            from aclcheck.runner import CaseRunner
 
-            self._executor = Executor(self.impl, self.opts)
+            self._executor = CaseRunner(self.impl, self.opts)
         return self._executor
 
     def run(self, case_id: str, position: int) -> CaseVerdict:

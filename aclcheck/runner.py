@@ -1,13 +1,13 @@
 """Run cases through an adapter (in-process or isolated) and collect verdicts.
 
 Only the caller touches files: a `CaseSource` hands over plain arrays per case, and the
-runner returns plain verdicts. Determinism (`repeat`) and crash isolation live here.
+runner returns plain verdicts. Determinism (`repeat`) and which calls run isolated live
+here; the worker processes themselves in aclcheck.isolation.
 """
 
 from __future__ import annotations
 
 import shlex
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -17,11 +17,14 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.contract import SUCCESS
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
-from aclcheck.impls.base import CallInputs, Implementation, Outcome
-from aclcheck.isolation import IsolatedRunner
+from aclcheck.errors import UsageError
+from aclcheck.hangs import HANG_FLOOR_S, CallClock
+from aclcheck.impls.base import CallInputs, Implementation, Outcome, guarded_run
+from aclcheck.isolation import Heartbeat, IsolatedRunner, start_zygote
 from aclcheck.judge import Capabilities, JudgeOptions, judge, not_expressible, skipped
 from aclcheck.layouts import StridedTensor
 from aclcheck.verdicts import CaseVerdict, Verdict
+from aclcheck.zygote import Zygote
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,10 @@ class CaseSource(Protocol):
 @dataclass(frozen=True)
 class RunOptions:
     judge: JudgeOptions = field(default_factory=JudgeOptions)
-    isolate: bool = False
+    #: run every call in a worker process; None: yes for fork-safe adapters (a forked
+    #: worker costs nothing), no for the others (False: in-process, for debuggers)
+    isolate: bool | None = None
+    #: hard cap on one call's seconds in a worker (hang detection adapts below it)
     timeout: float = 60.0
     #: address-space cap of the isolated worker in bytes (None: no cap)
     memory_limit: int | None = None
@@ -54,15 +60,55 @@ class RunOptions:
     isolate_invalid: bool = True
     #: command prefix for repro lines, e.g. "aclcheck verify golden.h5 --impl torch"
     repro_prefix: str = ""
+    #: hang allowance floor in seconds (see aclcheck.hangs)
+    hang_floor: float = HANG_FLOOR_S
 
 
-class Executor:
-    """Runs calls in-process or in the isolated worker, as the options say."""
+def isolates(impl: Implementation, opts: RunOptions) -> bool:
+    """Whether every call runs in a worker: as asked, else where the adapter is fork-safe."""
+    if opts.isolate is not None:
+        return opts.isolate
+    return impl.fork_safe and bool(impl.spec)
 
-    def __init__(self, impl: Implementation, opts: RunOptions) -> None:
+
+#: adapter specs that build fork-safe adapters (Implementation.fork_safe), known before
+#: the adapter is built: a zygote for them can import beside the caller's own imports
+_FORK_SAFE_SPECS = ("reference", "torch", "torch:cpu")
+
+
+def prestart_zygote(spec: str, isolate: bool | None) -> Zygote | None:
+    """Start the workers' zygote now, before the caller builds the adapter, so the two
+    processes import the framework at the same time (a fresh interpreter is clean, but
+    pays the imports once). None where isolation is off or the adapter may not be
+    fork-safe; CaseRunner(zygote=...) drops a zygote the adapter cannot use."""
+    likely = spec in _FORK_SAFE_SPECS or (":" in spec and not spec.startswith("torch:"))
+    return start_zygote(spec) if likely and isolate is not False else None
+
+
+class CaseRunner:
+    """Makes an adapter's calls, in-process or in an isolated worker as the options say.
+
+    For a fork-safe adapter a zygote (a clean process with the adapter's modules
+    imported) starts with the first isolated call, and every worker is forked from it:
+    no call pays a fresh interpreter.
+    Owns processes: use it as a context manager or call close().
+    """
+
+    def __init__(self, impl: Implementation, opts: RunOptions,
+                 heartbeat: Heartbeat | None = None, zygote: Zygote | None = None) -> None:
         self.impl = impl
         self.opts = opts
+        self.isolate = isolates(impl, opts)
+        if opts.memory_limit and not self.isolate:
+            fix = "add --isolate" if opts.isolate is None else "drop --no-isolate"
+            raise UsageError(f"--memory-limit caps the isolated worker: it needs isolation "
+                             f"({impl.name} runs in-process here; {fix})")
+        self.heartbeat = heartbeat
         self._isolated: IsolatedRunner | None = None
+        #: a prestarted zygote (see prestart_zygote) becomes the runner's to close
+        self._zygote = zygote if impl.fork_safe and impl.spec else None
+        if zygote is not None and self._zygote is None:
+            zygote.close()
         self.deterministic_note: str | None = None
         if opts.deterministic:
             try:
@@ -70,29 +116,32 @@ class Executor:
             except Exception as exc:  # noqa: BLE001 - reported per case, not a crash
                 self.deterministic_note = f"cannot switch deterministic mode: {exc}"
 
-    def _start_method(self) -> str:
-        """fork when it is safe: the parent never runs the adapter (--isolate), so no
-        OpenMP pool or device context exists to be inherited half-alive; else spawn."""
-        if self.opts.isolate and self.impl.fork_safe and sys.platform.startswith("linux"):
-            return "fork"
-        return "spawn"
+    def __enter__(self) -> CaseRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _needs_isolation(self, case: Case) -> bool:
-        if self.opts.isolate:
+        if self.isolate:
             return True
         return (self.opts.isolate_invalid and not self.impl.has_status_codes
                 and case.expected_status != SUCCESS and bool(self.impl.spec))
 
     def isolated(self) -> IsolatedRunner:
         if self._isolated is None:
-            self._isolated = IsolatedRunner(self.impl.spec, self.opts.timeout,
-                                            self.opts.deterministic or None,
-                                            self.opts.memory_limit, self._start_method())
+            if self.impl.fork_safe and self._zygote is None:
+                self._zygote = start_zygote(self.impl.spec)
+            self._isolated = IsolatedRunner(
+                self.impl.spec, self.opts.timeout, self.opts.deterministic or None,
+                self.opts.memory_limit, zygote=self._zygote, heartbeat=self.heartbeat,
+                clock=CallClock(cap=self.opts.timeout, floor=self.opts.hang_floor))
         return self._isolated
 
     def after_isolated(self, call: CallInputs, outcome: Outcome) -> None:
         """A worker that accepted an invalid call may have corrupted its memory (out-of-
-        bounds reads and writes): replace it before it can blame the next case."""
+        bounds reads and writes): replace it before it can blame the next case (a fork
+        from the zygote: milliseconds)."""
         if call.case.expected_status != SUCCESS and outcome.output is not None:
             self.isolated().recycle()
 
@@ -100,21 +149,24 @@ class Executor:
     def pipelined(self) -> bool:
         """Every call goes to the worker, one at a time: the parent can read and judge
         neighbouring cases while the worker computes."""
-        return self.opts.isolate and self.opts.repeat == 1
+        return self.isolate and self.opts.repeat == 1
 
     def call(self, call: CallInputs) -> Outcome:
         if self._needs_isolation(call.case):
             outcome = self.isolated().run(call)
             self.after_isolated(call, outcome)
             return outcome
-        try:
-            return self.impl.run(call)
-        except Exception as exc:  # noqa: BLE001 - an adapter bug is this case's ERROR
-            return Outcome(raised=f"{type(exc).__name__}: {exc}")
+        return guarded_run(self.impl, call)
 
     def close(self) -> None:
-        if self._isolated is not None:
-            self._isolated.close()
+        try:
+            if self._isolated is not None:
+                self._isolated.close()
+                self._isolated = None
+        finally:
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
 
 
 def _repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
@@ -135,11 +187,11 @@ def _repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
     return worst
 
 
-def prepare(executor: Executor, loaded: LoadedCase, caps: Capabilities
+def prepare(runner: CaseRunner, loaded: LoadedCase, caps: Capabilities
             ) -> CallInputs | CaseVerdict:
     """The call to make, or the SKIP verdict of a case the adapter cannot run."""
     case = loaded.case
-    reason = executor.impl.supports(case)
+    reason = runner.impl.supports(case)
     if reason is not True:
         return skipped(case, str(reason))
     cannot = not_expressible(case, caps)
@@ -148,34 +200,37 @@ def prepare(executor: Executor, loaded: LoadedCase, caps: Capabilities
     return CallInputs(case, loaded.grad_output, loaded.self)
 
 
-def conclude(executor: Executor, loaded: LoadedCase, call: CallInputs, outcome: Outcome,
+def conclude(runner: CaseRunner, loaded: LoadedCase, call: CallInputs, outcome: Outcome,
              caps: Capabilities) -> CaseVerdict:
     """Judge what came back (repeating the call if asked), with notes and the repro."""
-    case, opts = loaded.case, executor.opts
+    case, opts = loaded.case, runner.opts
     grad_values = loaded.grad_output.view() if loaded.grad_output is not None else None
     verdict = judge(case, loaded.golden, grad_values, outcome, caps, opts.judge)
     if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
-        verdict = _judge_repeats(executor, call, outcome, verdict)
-    if executor.deterministic_note:
-        verdict = _with_note(verdict, executor.deterministic_note)
+        verdict = _judge_repeats(runner, call, outcome, verdict)
+    if runner.deterministic_note:
+        verdict = _with_note(verdict, runner.deterministic_note)
+    if outcome.log:  # the worker's stderr during this call (e.g. glibc's abort message)
+        verdict = _replace(verdict, detail="\n".join(
+            filter(None, (verdict.detail.rstrip("\n"), "worker stderr:", outcome.log))))
     if opts.repro_prefix:
         verdict = _replace(verdict, repro=f"{opts.repro_prefix} --id {shlex.quote(case.id)}")
     return verdict
 
 
-def run_case(executor: Executor, loaded: LoadedCase, caps: Capabilities) -> CaseVerdict:
+def run_case(runner: CaseRunner, loaded: LoadedCase, caps: Capabilities) -> CaseVerdict:
     """Run, repeat if asked, and judge one case."""
-    prepared = prepare(executor, loaded, caps)
+    prepared = prepare(runner, loaded, caps)
     if isinstance(prepared, CaseVerdict):
         return prepared
-    return conclude(executor, loaded, prepared, executor.call(prepared), caps)
+    return conclude(runner, loaded, prepared, runner.call(prepared), caps)
 
 
-def _judge_repeats(executor: Executor, call: CallInputs, first: Outcome,
+def _judge_repeats(runner: CaseRunner, call: CallInputs, first: Outcome,
                    verdict: CaseVerdict) -> CaseVerdict:
     outputs = [first.output]
-    for _ in range(executor.opts.repeat - 1):
-        again = executor.call(call)
+    for _ in range(runner.opts.repeat - 1):
+        again = runner.call(call)
         if again.crashed or not isinstance(again.output, np.ndarray) or (
             again.output.shape != first.output.shape  # type: ignore[union-attr]
         ):
@@ -187,11 +242,11 @@ def _judge_repeats(executor: Executor, call: CallInputs, first: Outcome,
     metrics = dict(verdict.metrics, repeat_max_ulp=worst)
     verdict = _replace(verdict, metrics=metrics)
     if worst == 0:
-        return _with_note(verdict, f"deterministic over {executor.opts.repeat} runs")
-    note = f"run-to-run variation over {executor.opts.repeat} runs: max {worst} ULP"
-    refused = executor.deterministic_note or any("refuses deterministic" in n
+        return _with_note(verdict, f"deterministic over {runner.opts.repeat} runs")
+    note = f"run-to-run variation over {runner.opts.repeat} runs: max {worst} ULP"
+    refused = runner.deterministic_note or any("refuses deterministic" in n
                                                  for n in first.notes)
-    if executor.opts.deterministic and not refused:
+    if runner.opts.deterministic and not refused:
         return _replace(verdict, verdict=Verdict.NONDETERMINISTIC,
                         message=f"outputs differ between repeats with determinism on "
                                 f"(max {worst} ULP)", notes=verdict.notes + (note,))
@@ -218,40 +273,46 @@ def run_cases(impl: Implementation, cases: Sequence[Case], source: CaseSource,
 
 
 def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSource,
-                  opts: RunOptions, progress: ProgressFn | None = None
-                  ) -> Iterator[CaseVerdict]:
+                  opts: RunOptions, progress: ProgressFn | None = None, *,
+                  runner: CaseRunner | None = None, heartbeat: Heartbeat | None = None,
+                  zygote: Zygote | None = None) -> Iterator[CaseVerdict]:
+    """Verdicts in case order. `runner`: one the caller made (and closes); `heartbeat`
+    gets a line now and then while one call runs long (CI logs); `zygote`: a prestarted
+    one for the runner made here."""
     caps = Capabilities.of(impl)
-    executor = Executor(impl, opts)
+    owned = runner is None
+    runner = runner if runner is not None else CaseRunner(impl, opts, heartbeat, zygote)
     try:
-        stream = (_pipelined(executor, cases, source, caps) if executor.pipelined else
-                  (run_case(executor, source.load(case), caps) for case in cases))
+        stream = (_pipelined(runner, cases, source, caps) if runner.pipelined else
+                  (run_case(runner, source.load(case), caps) for case in cases))
         for verdict in stream:
             if progress is not None:
                 progress(verdict)
             yield verdict
     finally:
-        executor.close()
+        if owned:
+            runner.close()
 
 
-def _pipelined(executor: Executor, cases: Iterable[Case], source: CaseSource,
+def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
                caps: Capabilities) -> Iterator[CaseVerdict]:
     """Isolated run with one call in flight: the parent loads the next case and judges
     the previous one while the worker computes. Same verdicts, same order."""
-    worker = executor.isolated()
+    worker = runner.isolated()
     pending: tuple[LoadedCase, CallInputs] | None = None
 
     def collect() -> Outcome:
         assert pending is not None
         outcome = worker.collect()
-        executor.after_isolated(pending[1], outcome)
+        runner.after_isolated(pending[1], outcome)
         return outcome
 
     for case in cases:
         loaded = source.load(case)  # overlaps with the worker computing `pending`
-        prepared = prepare(executor, loaded, caps)
+        prepared = prepare(runner, loaded, caps)
         if isinstance(prepared, CaseVerdict):
             if pending is not None:
-                yield conclude(executor, *pending, collect(), caps)
+                yield conclude(runner, *pending, collect(), caps)
                 pending = None
             yield prepared
             continue
@@ -260,10 +321,10 @@ def _pipelined(executor: Executor, cases: Iterable[Case], source: CaseSource,
         else:
             outcome = collect()
             worker.submit(prepared)  # the worker starts on this one...
-            yield conclude(executor, *pending, outcome, caps)  # ...while we judge
+            yield conclude(runner, *pending, outcome, caps)  # ...while we judge
         pending = (loaded, prepared)
     if pending is not None:
-        yield conclude(executor, *pending, collect(), caps)
+        yield conclude(runner, *pending, collect(), caps)
 
 
 # -- fan-out over a concurrent.futures-style executor --------------------------------------
@@ -278,19 +339,19 @@ class WorkItem:
     opts: RunOptions
 
 
-_WORKER_CACHE: dict[tuple[str, str], tuple[Implementation, Executor]] = {}
+_WORKER_CACHE: dict[tuple[str, str], tuple[Implementation, CaseRunner]] = {}
 
 
 def run_work_item(item: WorkItem) -> CaseVerdict:
-    """Executor-side: build (once per process) the adapter from its spec and run one case."""
+    """Pool-side: build (once per process) the adapter from its spec and run one case."""
     from aclcheck.impls.registry import create
 
     key = (item.spec, repr(item.opts))  # options may hold unhashable overrides
     if key not in _WORKER_CACHE:
         impl = create(item.spec)
-        _WORKER_CACHE[key] = (impl, Executor(impl, item.opts))
-    impl, executor = _WORKER_CACHE[key]
-    return run_case(executor, item.loaded, Capabilities.of(impl))
+        _WORKER_CACHE[key] = (impl, CaseRunner(impl, item.opts))
+    impl, runner = _WORKER_CACHE[key]
+    return run_case(runner, item.loaded, Capabilities.of(impl))
 
 
 class SubmitExecutor(Protocol):
@@ -300,7 +361,7 @@ class SubmitExecutor(Protocol):
 def iter_verdicts_parallel(impl: Implementation, cases: Iterable[Case], source: CaseSource,
                            opts: RunOptions, pool: SubmitExecutor, *, window: int = 8,
                            progress: ProgressFn | None = None) -> Iterator[CaseVerdict]:
-    """Like iter_verdicts, but each case runs on `pool` (ProcessPoolExecutor, a Dask
+    """Like iter_verdicts, but each case runs on `pool` (ProcessPoolCaseRunner, a Dask
     client's executor, ...). Only this process reads the source; at most `window` cases
     are in flight, and verdicts come back in case order, identical to a serial run."""
     if not impl.spec:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -76,6 +78,13 @@ def exits(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     return correct(grad_output, self)
 
 
+def exits_natively(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """libc's _exit(7) on 3-D inputs: no Python code runs, only isolation contains it."""
+    if grad_output.ndim == 3:
+        ctypes.CDLL(None)._exit(7)
+    return correct(grad_output, self)
+
+
 def hangs(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     if grad_output.ndim == 3:
         time.sleep(600)
@@ -135,3 +144,58 @@ def float32_only(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
 
 
 float32_only.aclcheck_dtypes = ("float32",)  # type: ignore[attr-defined]
+
+
+# -- kernels that try to end the process, write into their inputs, or leave children ------
+
+
+def sys_exit_zero(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """sys.exit(0) on 3-D inputs: must be ERROR, never a silent exit 0."""
+    if grad_output.ndim == 3:
+        sys.exit(0)
+    return correct(grad_output, self)
+
+
+def os_exit_zero(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    if grad_output.ndim == 3:
+        os._exit(0)
+    return correct(grad_output, self)
+
+
+def native_exit_zero(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """libc _exit(0): only an isolated worker can contain it."""
+    if grad_output.ndim == 3:
+        ctypes.CDLL(None)._exit(0)
+    return correct(grad_output, self)
+
+
+def writes_inputs_numpy(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """Scales gradOutput in place before computing (numpy refuses: read-only input)."""
+    grad_output *= 2
+    return correct(grad_output, self)
+
+
+def writes_inputs_pointer(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """A C kernel's bug: zeroes the first bytes of gradOutput through its raw pointer,
+    then returns the correct result of the original values."""
+    result = correct(grad_output, self)
+    if grad_output.size:
+        ctypes.memset(grad_output.ctypes.data, 0, grad_output.itemsize)
+    return result
+
+
+def stderr_then_abort(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """What glibc does on heap corruption: a line on fd 2, then SIGABRT (3-D inputs)."""
+    if grad_output.ndim == 3:
+        os.write(2, b"free(): invalid size\n")
+        os.abort()
+    return correct(grad_output, self)
+
+
+def child_holds_stdout(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """Starts a child that keeps stdout open, then hangs (3-D inputs)."""
+    if grad_output.ndim == 3:
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        time.sleep(600)
+    return correct(grad_output, self)
+

@@ -155,8 +155,8 @@ def test_results_file_judged_and_missing_cases_are_errors(golden: Path, tmp_path
 
 @pytest.mark.parametrize(
     ("fixture", "reason"),
-    [("segfaults", "SIGSEGV"), ("aborts", "SIGABRT"), ("exits", "exited with code 7"),
-     ("hangs", "timeout")],
+    [("segfaults", "SIGSEGV"), ("aborts", "SIGABRT"), ("exits", "os._exit(7)"),
+     ("exits_natively", "exited with code 7"), ("hangs", "timeout")],
 )
 def test_isolate_turns_crashes_into_errors(golden: Path, tmp_path: Path, fixture: str,
                                            reason: str) -> None:

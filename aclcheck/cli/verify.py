@@ -35,12 +35,19 @@ from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
 from aclcheck.report.files import check_writable, write_all
 from aclcheck.report.safe_text import printable
-from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
+from aclcheck.runner import (
+    LoadedCase,
+    RunOptions,
+    iter_verdicts,
+    iter_verdicts_parallel,
+    prestart_zygote,
+)
 from aclcheck.selection import select
 from aclcheck.standards import DEFAULT_STANDARD, STANDARDS
 from aclcheck.store import GoldenFile, open_golden
 from aclcheck.suite import parse_shard
 from aclcheck.verdicts import CaseVerdict
+from aclcheck.zygote import Zygote
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,7 +92,7 @@ def progress_bar(console: Console, total: int) -> Iterator[Any]:
 
 
 def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOptions,
-                  done: list[CaseVerdict]) -> None:
+                  done: list[CaseVerdict], zygote: Zygote | None = None) -> None:
     """Select cases from the golden file, run them (serially or fanned out), in order,
     appending each verdict (with its repro line) to `done` as it comes, so an
     interruption keeps them."""
@@ -100,10 +107,13 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
             raise UsageError(f"{config.golden}: no case matches the selection")
         cases = [gf.case(r.id) for r in rows]
         source = GoldenSource(gf)
-        with progress_bar(stderr_console(), len(cases)) as progress, \
+        err = stderr_console()
+        beat = None if err.is_terminal else lambda line: print(line, file=sys.stderr, flush=True)
+        with progress_bar(err, len(cases)) as progress, \
                 open_executor(config.jobs, config.executor) as pool:
             if pool is None:
-                stream = iter_verdicts(adapter, cases, source, opts, progress)
+                stream = iter_verdicts(adapter, cases, source, opts, progress, heartbeat=beat,
+                                       zygote=zygote)
             else:
                 if not adapter.spec:
                     raise UsageError(f"{adapter.name} cannot run in worker processes; "
@@ -164,14 +174,17 @@ judging_options = _group(
 )
 
 running_options = _group(
-    click.option("--isolate", is_flag=True,
-                 help="Run the implementation in a worker process: crashes and hangs become "
-                      "ERROR and the run goes on."),
+    click.option("--isolate/--no-isolate", default=None,
+                 help="Run the implementation in a worker process: crashes, hangs and exits "
+                      "become ERROR and the run goes on. Default: on for fork-safe adapters "
+                      "(reference, torch:cpu, CPU frameworks, module:function), off for "
+                      "device adapters. --no-isolate runs it in this process (debuggers)."),
     click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-                 help="Seconds per call in the worker (--isolate, and invalid calls)."),
+                 help="Hard cap in seconds per call in a worker; a call is declared hung much "
+                      "sooner when it runs 50x longer than comparable calls (at least 5 s)."),
     click.option("--memory-limit", type=click.IntRange(min=64), default=None, metavar="MB",
                  help="Address-space cap of the isolated worker: a runaway allocation "
-                      "becomes ERROR instead of exhausting the machine."),
+                      "becomes ERROR instead of exhausting the machine (needs isolation)."),
     click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
                  help="Run each case N times and compare the outputs bitwise."),
     click.option("--deterministic", is_flag=True,
@@ -244,7 +257,8 @@ def verify(golden: str, **params: Any) -> None:
       aclcheck verify suite.h5                              # the reference (self-test)
       aclcheck verify suite.h5 --impl torch --dtype float32 --family '!invalid'
       aclcheck verify suite.h5 --impl paddle --xfail golden/paddle-cpu.xfail.toml
-      aclcheck verify suite.h5 --impl mykernels:backward --isolate --timeout 10
+      aclcheck verify suite.h5 --impl mykernels:backward --timeout 10
+      aclcheck verify suite.h5 --impl mykernels:backward --no-isolate   # for a debugger
       aclcheck verify suite.h5 --results board_run.h5 --json report.json --junit junit.xml
       aclcheck verify suite.h5 --impl torch --standard aclcheck --standard cann-mixed
       aclcheck verify suite.h5 --impl torch --id 'a2-fp16-*' --id 'a3-fp16-*' -v
@@ -269,11 +283,18 @@ def _run_verify(config: VerifyConfig) -> int:
     opts = config.run_options()
     xfails = xfail.load(config.xfail) if config.xfail else None
     old = json_report.read(config.baseline)[1] if config.baseline else None
-    adapter = build_impl(config.impl, config.results)
+    zygote = (prestart_zygote(config.impl, config.isolate)  # imports beside ours
+              if config.results is None else None)
+    try:
+        adapter = build_impl(config.impl, config.results)
+    except BaseException:
+        if zygote is not None:
+            zygote.close()
+        raise
     verdicts: list[CaseVerdict] = []
     interrupted = False
     try:
-        run_selection(config, adapter, opts, verdicts)
+        run_selection(config, adapter, opts, verdicts, zygote)
     except KeyboardInterrupt:
         # keep what was judged: report it (marked) and exit 130 below
         interrupted = True
@@ -281,6 +302,8 @@ def _run_verify(config: VerifyConfig) -> int:
                                "reporting those")
     finally:
         adapter.close()
+        if zygote is not None:
+            zygote.close()
     if xfails is not None:
         verdicts = xfail.apply(verdicts, xfails, adapter.name)
     failed = xfail.gate_failed(verdicts, config.strict_xfail)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+import traceback
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -19,7 +23,10 @@ class Outcome:
     status: the aclnn status for adapters that report codes (None for the others);
     output: the out tensor (None when rejected or nothing came back);
     raised: the exception text when the implementation raised (a rejection for adapters
-    without status codes, an ERROR on a valid call); crashed: the process died or hung.
+    without status codes, an ERROR on a valid call), its first line the message, then the
+    last frames (file:line); crashed: the process died or hung, or the implementation
+    tried to end the process or wrote into its inputs (never a rejection);
+    log: what it wrote to stderr during the call (isolated workers capture it).
     """
 
     status: int | None = None
@@ -28,6 +35,7 @@ class Outcome:
     raised: str | None = None
     crashed: str | None = None
     notes: tuple[str, ...] = ()
+    log: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,13 +90,95 @@ class Implementation:
 
 
 def timed_call(fn: Callable[[], object]) -> tuple[object, float, str | None]:
-    """Run fn; (result, seconds, exception text or None). Never raises Exception."""
+    """Run fn; (result, seconds, exception text or None). Never raises Exception.
+
+    The text is "Type: message" followed by the last frames of the traceback (file:line),
+    so a kernel's own bug can be found from the report."""
     start = time.perf_counter()
     try:
         result = fn()
     except Exception as exc:  # noqa: BLE001 - any exception is the implementation's answer
-        return None, time.perf_counter() - start, f"{type(exc).__name__}: {exc}"
+        return None, time.perf_counter() - start, describe_exception(exc)
     return result, time.perf_counter() - start, None
+
+
+#: frames of a kernel's traceback kept in the verdict detail (innermost last)
+TRACEBACK_FRAMES = 4
+
+
+def describe_exception(exc: BaseException) -> str:
+    """'Type: message' then up to TRACEBACK_FRAMES innermost frames as '  at file:line in fn'."""
+    text = f"{type(exc).__name__}: {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)[-TRACEBACK_FRAMES:]
+    where = [f"  at {f.filename}:{f.lineno} in {f.name}" for f in frames]
+    return "\n".join([text, *where]) if where else text
+
+
+class ExitAttempt(BaseException):  # noqa: N818 - it names what the kernel tried
+    """Raised in place of os._exit() while an implementation runs in this process (a
+    BaseException, like SystemExit: `except Exception` in a kernel or adapter must not
+    turn it into a rejection)."""
+
+
+@contextmanager
+def _exit_refused() -> Iterator[None]:
+    """os._exit() from Python code in a kernel raises ExitAttempt instead of ending the
+    process with a status the CI would read as success. (A C-level exit cannot be caught
+    in-process: only an isolated worker contains it.)"""
+    real = os._exit
+
+    def refuse(status: int) -> None:
+        raise ExitAttempt(f"os._exit({status})")
+
+    os._exit = refuse  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
+def input_checksums(call: CallInputs) -> tuple[int | None, int | None]:
+    """CRC-32 of each input's whole storage (None for a null pointer)."""
+    return tuple(None if t is None else zlib.crc32(t.storage.reshape(-1).view(np.uint8))
+                 for t in (call.grad_output, call.self))  # type: ignore[return-value]
+
+
+def _read_only(call: CallInputs) -> None:
+    for t in (call.grad_output, call.self):
+        if t is not None and t.storage.flags.writeable and t.storage.flags.owndata:
+            t.storage.setflags(write=False)
+
+
+def guarded_run(impl: Implementation, call: CallInputs) -> Outcome:
+    """impl.run(call) as aclcheck makes every call, in-process or in a worker.
+
+    Inputs are read-only and verified unchanged afterwards (a C kernel can write through a
+    raw pointer): a change is a crash-class answer, never a pass. SystemExit, os._exit and
+    any other exception become this call's answer; KeyboardInterrupt still stops the run.
+    """
+    _read_only(call)
+    before = input_checksums(call)
+    start = time.perf_counter()
+    try:
+        with _exit_refused():
+            outcome = impl.run(call)
+    except KeyboardInterrupt:
+        raise
+    except (SystemExit, ExitAttempt) as exc:
+        what = exc.args[0] if isinstance(exc, ExitAttempt) else f"sys.exit({exc.code!r})"
+        return Outcome(crashed=f"the implementation tried to end the process: {what}",
+                       time_s=time.perf_counter() - start)
+    except Exception as exc:  # noqa: BLE001 - an adapter bug is this case's ERROR
+        return Outcome(raised=describe_exception(exc), time_s=time.perf_counter() - start)
+    except BaseException as exc:  # noqa: BLE001 - GeneratorExit & co.: never a rejection
+        return Outcome(crashed=f"the implementation raised {type(exc).__name__}",
+                       time_s=time.perf_counter() - start)
+    changed = [name for name, a, b in zip(("gradOutput", "self"), before,
+                                          input_checksums(call), strict=True) if a != b]
+    if changed:
+        return replace(outcome, crashed=f"implementation wrote into its inputs "
+                                        f"({', '.join(changed)} changed during the call)")
+    return outcome
 
 
 def numpy_view(tensor: StridedTensor | None) -> np.ndarray | None:
