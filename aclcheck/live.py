@@ -12,7 +12,7 @@ from types import TracebackType
 from aclcheck.cases import Case, make_tensors
 from aclcheck.impls.base import Implementation
 from aclcheck.judge import Capabilities
-from aclcheck.runner import Executor, LoadedCase, RunOptions, run_case
+from aclcheck.runner import CaseRunner, LoadedCase, RunOptions, run_case
 from aclcheck.verdicts import CaseVerdict
 
 
@@ -29,7 +29,7 @@ class LiveJudge:
     def __init__(self, impl: Implementation, opts: RunOptions | None = None) -> None:
         self.impl = impl
         self.caps = Capabilities.of(impl)
-        self.executor = Executor(impl, opts or RunOptions())
+        self.executor = CaseRunner(impl, opts or RunOptions())
         self.calls = 0
 
     def __call__(self, case: Case) -> CaseVerdict:

@@ -68,7 +68,7 @@ def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
 @click.option("--force", is_flag=True, help="Overwrite the folder's files.")
 @handle_errors
 def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
-         accumulate: str | None, isolate: bool, timeout: float, max_time: float,
+         accumulate: str | None, isolate: bool | None, timeout: float, max_time: float,
          product: tuple[str, ...], dtype: tuple[str, ...], seed: int, failures: int,
          shrink_time: float, output: str, force: bool) -> None:
     """Judge random valid calls (shapes with divisible, non-divisible and upsampling

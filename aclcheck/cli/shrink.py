@@ -37,8 +37,9 @@ def live_options(fn: F) -> F:
                      help="TOML file overriding standard parameters."),
         click.option("--accumulate", default=None, type=click.Choice(ACCUMULATE_CHOICES),
                      help="Override the accumulation the error budget assumes."),
-        click.option("--isolate", is_flag=True,
-                     help="Run the implementation in a worker process (crashes, hangs)."),
+        click.option("--isolate/--no-isolate", default=None,
+                     help="Run the implementation in a worker process (crashes, hangs); "
+                          "default: where the adapter is fork-safe, as for verify."),
         click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0,
                      show_default=True, help="Seconds per call in the worker."),
         click.option("--max-time", type=click.FloatRange(min=0.0), default=60.0,
@@ -50,7 +51,7 @@ def live_options(fn: F) -> F:
 
 
 def live_setup(impl: str, standard: tuple[str, ...], tolerances: str | None,
-               accumulate: str | None, isolate: bool, timeout: float
+               accumulate: str | None, isolate: bool | None, timeout: float
                ) -> tuple[Implementation, VerifyConfig]:
     """The adapter (refusing one that cannot rerun) and the verify configuration its
     verdicts and repro lines come from (the golden file is named later, per output)."""
@@ -101,7 +102,7 @@ def describe(result: ShrinkResult) -> str:
                                    "missing): a permanent regression case.")
 @handle_errors
 def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
-               tolerances: str | None, accumulate: str | None, isolate: bool, timeout: float,
+               tolerances: str | None, accumulate: str | None, isolate: bool | None, timeout: float,
                max_time: float, results: str | None, append_path: str | None) -> None:
     """Find the smallest call that still fails like case CASE of GOLDEN: fewer N, C, H, W,
     Ho, Wo, then simpler values (ones, small exact integers), keeping product, dtype,
