@@ -19,6 +19,7 @@ from typing import Any
 from aclcheck import contract
 from aclcheck.cases import Case, CaseTensors, make_tensors
 from aclcheck.errors import UsageError
+from aclcheck.reference import ResultBuffers
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
 from aclcheck.suite import (
     Selection,
@@ -149,8 +150,9 @@ def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, C
     """(case, tensors) in suite order; with jobs > 1 computed in a process pool, at most
     2 * jobs batches in flight."""
     if jobs <= 1:
+        buffers = ResultBuffers()  # golden memory reused from case to case
         for case in cases:
-            yield case, make_tensors(case)
+            yield case, make_tensors(case, buffers=buffers)
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         pending: deque[tuple[list[Case], Future[list[CaseTensors]]]] = deque()

@@ -19,8 +19,9 @@ golden) end to end. Target: peak below 2.5x (bytes of the case's inputs + float6
 "ours" is the path backward() takes here: the compiled kernel (aclcheck._spread) when it
 is built, else numpy; the column "numpy ms" times the numpy path (ACLCHECK_PURE_NUMPY=1)
 side by side, for the kernel's speed-up. ACLCHECK_THREADS=n caps the kernel's threads.
-"nocache" times backward() with ACLCHECK_RESULT_CACHE_MB=0: every large result in fresh
-memory (as torch's are), for what the reuse of freed result memory is worth.
+"ours" writes each result into a caller-owned buffer (`out=` from a ResultBuffers, as the
+generate and verify loops do); "fresh" calls backward() without `out=`: every large result
+in freshly allocated, page-faulted memory (as torch's are), for what the buffer is worth.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from functools import partial
 import numpy as np
 
 from aclcheck import reference
-from aclcheck.reference import DEFAULT_CHUNK_ELEMS, backward
+from aclcheck.reference import DEFAULT_CHUNK_ELEMS, ResultBuffers, backward
 
 #: (N, C, H, W) of self -> (Ho, Wo) of gradOutput, from the issue.
 SHAPES: list[tuple[tuple[int, int, int, int], tuple[int, int]]] = [
@@ -95,8 +96,13 @@ def backward_with(env: dict[str, str], *args: object, **kwargs: object) -> np.nd
 
 #: backward() on its numpy path, for the side-by-side column.
 numpy_backward = partial(backward_with, {"ACLCHECK_PURE_NUMPY": "1"})
-#: backward() without the result cache: every result freshly allocated (np.empty).
-nocache_backward = partial(backward_with, {"ACLCHECK_RESULT_CACHE_MB": "0"})
+
+
+def buffered(buffers: ResultBuffers, grad: np.ndarray, in_hw: tuple[int, int],
+             chunk_elems: int) -> np.ndarray:
+    """backward() into a caller-owned buffer, as a loop over cases calls it."""
+    out = buffers.take(tuple(grad.shape[:-2]) + tuple(in_hw))
+    return backward(grad, in_hw, chunk_elems=chunk_elems, out=out)
 
 
 def path_name() -> str:
@@ -118,7 +124,7 @@ def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
     print(f"ours: {path_name()}")
     header = (f"{'self (N,C,H,W)':>20} {'-> (Ho,Wo)':>10} {'ours ms':>9} {'t_f64 ms':>9} "
               f"{'t_f32 ms':>9} {'f64/ours':>9} {'f32/ours':>9} {'numpy ms':>9} "
-              f"{'nocache':>9} {'f64/noc':>9}")
+              f"{'fresh ms':>9} {'f64/frs':>9}")
     print(header)
     print("-" * len(header))
     r64, r32, rnc = [], [], []
@@ -129,19 +135,19 @@ def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
         tg64, tg32 = torch.from_numpy(g64), torch.from_numpy(g32)
         ts64 = torch.empty((n, c, h, w), dtype=torch.float64)
         ts32 = torch.empty((n, c, h, w), dtype=torch.float32)
-        ours, t64, t32, pure, nocache = best_of(
-            [partial(backward, ours_in, (h, w), chunk_elems=chunk_elems),
+        ours, t64, t32, pure, fresh = best_of(
+            [partial(buffered, ResultBuffers(), ours_in, (h, w), chunk_elems),
              partial(torch_bw, tg64, ts64),
              partial(torch_bw, tg32, ts32),
              partial(numpy_backward, ours_in, (h, w), chunk_elems=chunk_elems),
-             partial(nocache_backward, ours_in, (h, w), chunk_elems=chunk_elems)],
+             partial(backward, ours_in, (h, w), chunk_elems=chunk_elems)],
             repeats,
         )
         r64.append(t64 / ours)
         r32.append(t32 / ours)
-        rnc.append(t64 / nocache)
+        rnc.append(t64 / fresh)
         print(f"{str((n, c, h, w)):>20} {str((ho, wo)):>10} {ours:9.2f} {t64:9.2f} "
-              f"{t32:9.2f} {r64[-1]:9.2f} {r32[-1]:9.2f} {pure:9.2f} {nocache:9.2f} "
+              f"{t32:9.2f} {r64[-1]:9.2f} {r32[-1]:9.2f} {pure:9.2f} {fresh:9.2f} "
               f"{rnc[-1]:9.2f}")
     gm64, gm32, gmnc = (math.exp(sum(map(math.log, r)) / len(r)) for r in (r64, r32, rnc))
     print(f"{'geometric mean':>31} {'':>29} {gm64:9.2f} {gm32:9.2f} {'':>19} {gmnc:9.2f}")
@@ -151,8 +157,8 @@ def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
     print(f"target no shape slower than torch_f64: {'met' if ok_each else 'MISSED'} "
           f"(worst {min(r64):.2f})")
     print(f"float32: geomean torch_f32/ours {gm32:.2f}, worst {min(r32):.2f}")
-    print(f"without the result cache (every result page-faulted fresh): geomean "
-          f"torch_f64/ours {gmnc:.2f}, worst {min(rnc):.2f} (information)")
+    print(f"fresh result memory (no out=, every result page-faulted): geomean "
+          f"torch_f64/fresh {gmnc:.2f}, worst {min(rnc):.2f} (information)")
     return ok_mean and ok_each
 
 
@@ -172,7 +178,7 @@ def speed_single_thread(repeats: int, chunk_elems: int, input_dtype: str) -> Non
             ours_in = g64.astype(np.float32) if input_dtype == "float32" else g64
             ts64 = torch.empty((n, c, h, w), dtype=torch.float64)
             ours, t64 = best_of(
-                [partial(backward, ours_in, (h, w), chunk_elems=chunk_elems),
+                [partial(buffered, ResultBuffers(), ours_in, (h, w), chunk_elems),
                  partial(torch_bw, torch.from_numpy(g64), ts64)],
                 repeats,
             )
