@@ -87,23 +87,26 @@ class ResultBuffers:
     (and whatever wraps one, a torch tensor, a memoryview) holds a reference to the block,
     so a block with references beyond this object's own is in use. A result the caller
     still holds is therefore never overwritten. With every block in use, or for results
-    under `min_bytes` (numpy's allocator reuses small blocks by itself), take() returns a
-    fresh array. Two slots cover the usual loop that holds the previous result while the
-    next one is computed. The memory goes when the object is dropped.
+    under `min_bytes` (numpy's allocator reuses small blocks by itself) or over
+    `max_bytes` (kept, such a block would hold that much memory through the next, smaller
+    cases), take() returns a fresh array. Two slots cover the usual loop that holds the
+    previous result while the next one is computed. The memory goes with the object.
     """
 
-    def __init__(self, slots: int = 2, min_bytes: int = 4 << 20) -> None:
+    def __init__(self, slots: int = 2, min_bytes: int = 4 << 20,
+                 max_bytes: int = 512 << 20) -> None:
         if slots < 1:
             raise ValueError(f"slots must be >= 1, got {slots}")
         self.slots = slots
         self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
         self._blocks: list[np.ndarray] = []
         self.reused = 0  # results placed in a kept block (for tests and benchmarks)
 
     def take(self, shape: tuple[int, ...]) -> np.ndarray:
         """An uninitialized float64 array of `shape`, in a kept block where one is free."""
         n = math.prod(shape)
-        if n * 8 < self.min_bytes:
+        if not self.min_bytes <= n * 8 <= self.max_bytes:
             return np.empty(shape, dtype=np.float64)
         blocks = self._blocks
         free = [i for i in range(len(blocks)) if _refs(blocks, i) <= _UNSHARED_REFS]
@@ -116,6 +119,7 @@ class ResultBuffers:
             blocks.append(np.empty(n, dtype=np.float64))
         elif free:  # a free block too small for this result: replace the smallest one
             i = min(free, key=lambda k: blocks[k].size)
+            blocks[i] = np.empty(0)  # the old block goes first: never both at once
             blocks[i] = np.empty(n, dtype=np.float64)
         else:
             return np.empty(shape, dtype=np.float64)

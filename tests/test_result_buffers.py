@@ -107,11 +107,18 @@ def test_buffers_replace_a_free_block_that_is_too_small() -> None:
     assert bufs.reused == 1 and again.size == 2 * BIG
 
 
-def test_small_results_and_bad_slots() -> None:
-    bufs = ResultBuffers()
+def test_small_and_huge_results_are_not_kept() -> None:
+    bufs = ResultBuffers(max_bytes=2 * BIG * 8)
     for _ in range(3):
-        assert bufs.take((3, 4)).shape == (3, 4)
-    assert bufs.reused == 0  # below min_bytes: plain np.empty, nothing kept
+        assert bufs.take((3, 4)).shape == (3, 4)  # below min_bytes
+        assert bufs.take((3 * BIG,)).shape == (3 * BIG,)  # above max_bytes
+    assert bufs.reused == 0  # plain np.empty each time, nothing kept
+    bufs.take((2 * BIG,))
+    bufs.take((2 * BIG,))
+    assert bufs.reused == 1
+
+
+def test_bad_slots() -> None:
     with pytest.raises(ValueError, match="slots"):
         ResultBuffers(slots=0)
 
