@@ -5,8 +5,6 @@ same arithmetic as its numpy path, bit for bit. It is optional: where no C compi
 exists the build skips it and aclcheck.reference falls back to numpy. No -march and no
 fast-math: the kernel must round exactly as numpy does on every machine (an AVX2 clone
 is chosen at run time where the CPU has it: wider lanes, the same roundings).
-aclcheck._resultbuf keeps the memory of freed large results for the next one (see its
-header); without it results come from np.empty.
 """
 
 from setuptools import Extension, setup
@@ -17,13 +15,6 @@ setup(
             "aclcheck._spread",
             sources=["aclcheck/_spread.c"],
             extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math", "-Wno-psabi"],
-            extra_link_args=["-pthread"],
-            optional=True,
-        ),
-        Extension(
-            "aclcheck._resultbuf",
-            sources=["aclcheck/_resultbuf.c"],
-            extra_compile_args=["-O2"],
             extra_link_args=["-pthread"],
             optional=True,
         ),

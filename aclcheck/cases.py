@@ -20,7 +20,7 @@ from aclcheck import contract
 from aclcheck.contract import Call, Expectation, TensorDesc
 from aclcheck.dtypes import FLOAT_FORMATS, round_to
 from aclcheck.layouts import LAYOUT_TAGS, StridedTensor, place
-from aclcheck.reference import backward, spread_plan
+from aclcheck.reference import ResultBuffers, backward, spread_plan
 from aclcheck.ties import tie_grad
 
 #: Value distributions. The first four are the vendor suites' random ones; the rest are
@@ -315,12 +315,17 @@ def make_inputs(case: Case) -> tuple[StridedTensor | None, StridedTensor | None]
     return tensors[0], tensors[1]
 
 
-def make_tensors(case: Case) -> CaseTensors:
-    """Inputs and golden of a case, bit-identical for the same record on any machine."""
+def make_tensors(case: Case, buffers: ResultBuffers | None = None) -> CaseTensors:
+    """Inputs and golden of a case, bit-identical for the same record on any machine.
+
+    buffers: where a loop over cases keeps golden memory for reuse (see ResultBuffers).
+    """
     grad, self_ = make_inputs(case)
     golden = None
     if case.positive and grad is not None:
-        golden = backward(grad.view(), tuple(case.self_shape[-2:]))
+        hw = tuple(case.self_shape[-2:])
+        out = buffers.take(tuple(grad.shape[:-2]) + hw) if buffers is not None else None
+        golden = backward(grad.view(), hw, out=out)
         # The sign and payload of a NaN are not part of any contract and differ between
         # CPUs (x86's default NaN is negative, Arm's positive) and between vectorised and
         # scalar adds: store one canonical quiet NaN so golden bytes are the same anywhere.

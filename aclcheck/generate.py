@@ -22,6 +22,7 @@ from aclcheck import contract
 from aclcheck.cases import NUMPY_DTYPES, Case, CaseTensors, make_tensors
 from aclcheck.errors import UsageError
 from aclcheck.layouts import layout_geometry
+from aclcheck.reference import ResultBuffers
 from aclcheck.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
 from aclcheck.store.h5read import memory_bytes
@@ -181,8 +182,9 @@ def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, C
     """(case, tensors) in suite order; with jobs > 1 computed in a process pool, at most
     2 * jobs batches in flight."""
     if jobs <= 1:
+        buffers = ResultBuffers()  # golden memory reused from case to case
         for case in cases:
-            yield case, make_tensors(case)
+            yield case, make_tensors(case, buffers=buffers)
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         pending: deque[tuple[list[Case], Future[list[CaseTensors]]]] = deque()

@@ -11,14 +11,18 @@ stays at the result plus a few chunk-sized temporaries.
 The optional compiled kernel `aclcheck._spread` (built by setup.py where a C compiler
 exists) runs the same fixed-order arithmetic, bit for bit, 2-7x faster; without it, or
 with ACLCHECK_PURE_NUMPY=1, the numpy path runs. ACLCHECK_THREADS=n caps the kernel's
-plane-parallel threads (no result bit depends on it). Large results reuse the memory of
-freed ones (aclcheck._resultbuf, ACLCHECK_RESULT_CACHE_MB; see empty_result).
+plane-parallel threads (no result bit depends on it).
+
+Callers that compute result after result pass `out=` (an array they own) or take it from a
+ResultBuffers they own: a fresh result of tens of MB is page-faulted on first write, which
+costs several times its arithmetic (see benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,11 +35,6 @@ try:  # the optional compiled kernel (setup.py); numpy below is the fallback
     from aclcheck import _spread as _native
 except ImportError:  # pragma: no cover - depends on the build
     _native = None
-
-try:  # optional reusable memory for large results (setup.py); else np.empty
-    from aclcheck import _resultbuf
-except ImportError:  # pragma: no cover - depends on the build
-    _resultbuf = None
 
 #: Elements of float64 output per chunk (2 MiB): large enough to amortize numpy's
 #: per-call overhead, small enough that a chunk's temporaries stay in cache (32 MiB chunks
@@ -52,37 +51,79 @@ NATIVE_PARALLEL_MIN_ELEMS = 1 << 17
 NATIVE_ROWS_PER_THREAD = 4
 
 
-#: Results of at least this many bytes take their memory from aclcheck._resultbuf, which
-#: keeps the memory of freed results (up to ACLCHECK_RESULT_CACHE_MB, default 512; 0 turns
-#: it off) for the next one: page-faulting a fresh 51 MB result cost 2-4x its arithmetic.
-#: Smaller results come from np.empty, whose allocator reuses freed memory by itself.
-RESULT_CACHE_MIN_BYTES = 4 << 20
-RESULT_CACHE_DEFAULT_MB = 512
+def check_out(out: np.ndarray, shape: tuple[int, ...], grad_output: np.ndarray) -> None:
+    """Refuse an `out=` array the result cannot be written into as it is.
 
-
-def result_cache_limit() -> int:
-    """Bytes of freed result memory kept for reuse: ACLCHECK_RESULT_CACHE_MB (MiB)."""
-    env = os.environ.get("ACLCHECK_RESULT_CACHE_MB", "").strip()
-    mb = int(env) if env.isdigit() else RESULT_CACHE_DEFAULT_MB
-    return mb << 20
-
-
-def empty_result(shape: tuple[int, ...]) -> np.ndarray:
-    """An uninitialized C-contiguous float64 array for a result (every element is written).
-
-    Large ones reuse the memory of freed results (see RESULT_CACHE_MIN_BYTES); the array
-    behaves as any other: views keep its memory alive, and only when the last one is gone
-    does the memory go back to the cache. With the limit at 0 no result takes memory from
-    the cache (what the cache holds already stays, within the last limit set).
+    It must be a writable, C-contiguous float64 array of exactly the result's shape (no
+    silent reshape or cast: a wrong buffer is a caller's bug) and share no memory with
+    grad_output (the result would overwrite terms not yet read).
     """
-    n = math.prod(shape)
-    limit = result_cache_limit() if _resultbuf is not None else 0
-    if limit == 0 or n * 8 < RESULT_CACHE_MIN_BYTES:
-        return np.empty(shape, dtype=np.float64)
-    assert _resultbuf is not None
-    _resultbuf.set_limit(limit)  # the environment may have changed it since the last call
-    block = _resultbuf.empty(n * 8)
-    return np.frombuffer(block, dtype=np.float64, count=n).reshape(shape)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.dtype != np.float64:
+        raise TypeError(f"out must be float64, got {out.dtype}")
+    if tuple(out.shape) != shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}, the result {shape}")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be C-contiguous and writable")
+    if np.may_share_memory(out, grad_output):
+        raise ValueError("out shares memory with grad_output")
+
+
+def _refs(blocks: list[np.ndarray], i: int) -> int:
+    return sys.getrefcount(blocks[i])
+
+
+#: References to a block that only its list holds, counted the way ResultBuffers does.
+_UNSHARED_REFS = _refs([np.empty(0)], 0)
+
+
+class ResultBuffers:
+    """Result memory a caller owns and reuses across backward() calls.
+
+    `take(shape)` returns an uninitialized C-contiguous float64 array for the next result
+    (pass it as `out=`): a view of one of at most `slots` blocks kept here. A block is
+    handed out again only when nothing made from it is alive any more: every numpy view
+    (and whatever wraps one, a torch tensor, a memoryview) holds a reference to the block,
+    so a block with references beyond this object's own is in use. A result the caller
+    still holds is therefore never overwritten. With every block in use, or for results
+    under `min_bytes` (numpy's allocator reuses small blocks by itself) or over
+    `max_bytes` (kept, such a block would hold that much memory through the next, smaller
+    cases), take() returns a fresh array. Two slots cover the usual loop that holds the
+    previous result while the next one is computed. The memory goes with the object.
+    """
+
+    def __init__(self, slots: int = 2, min_bytes: int = 4 << 20,
+                 max_bytes: int = 512 << 20) -> None:
+        if slots < 1:
+            raise ValueError(f"slots must be >= 1, got {slots}")
+        self.slots = slots
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self._blocks: list[np.ndarray] = []
+        self.reused = 0  # results placed in a kept block (for tests and benchmarks)
+
+    def take(self, shape: tuple[int, ...]) -> np.ndarray:
+        """An uninitialized float64 array of `shape`, in a kept block where one is free."""
+        n = math.prod(shape)
+        if not self.min_bytes <= n * 8 <= self.max_bytes:
+            return np.empty(shape, dtype=np.float64)
+        blocks = self._blocks
+        free = [i for i in range(len(blocks)) if _refs(blocks, i) <= _UNSHARED_REFS]
+        fits = [i for i in free if blocks[i].size >= n]
+        if fits:
+            i = min(fits, key=lambda k: blocks[k].size)
+            self.reused += 1
+        elif len(blocks) < self.slots:
+            i = len(blocks)
+            blocks.append(np.empty(n, dtype=np.float64))
+        elif free:  # a free block too small for this result: replace the smallest one
+            i = min(free, key=lambda k: blocks[k].size)
+            blocks[i] = np.empty(0)  # the old block goes first: never both at once
+            blocks[i] = np.empty(n, dtype=np.float64)
+        else:
+            return np.empty(shape, dtype=np.float64)
+        return blocks[i][:n].reshape(shape)
 
 
 def native_available() -> bool:
@@ -269,13 +310,16 @@ def backward(
     *,
     absolute: bool = False,
     chunk_elems: int = DEFAULT_CHUNK_ELEMS,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Gradient w.r.t. the forward input, in float64, C-contiguous.
 
     grad_output: any array of rank >= 2 (..., Ho, Wo), any dtype numpy can read as float64
     (float16, float32, ml_dtypes.bfloat16, float64) and any strides. in_hw: (H, W) of self.
     absolute: use |gradOutput| instead: gives m, the sum of term magnitudes that the error
-    budget of the comparison scales with.
+    budget of the comparison scales with. out: where to write the result (see check_out;
+    every element is written) instead of a fresh array; it is returned. Callers computing
+    many results reuse one (or take it from a ResultBuffers) to skip page faults.
     """
     g = np.asarray(grad_output)
     if g.ndim < 2:
@@ -285,7 +329,10 @@ def backward(
         raise ValueError(f"negative input size {in_hw}")
     ho, wo = g.shape[-2:]
     lead = tuple(g.shape[:-2])
-    out = empty_result(lead + (h, w))
+    if out is None:
+        out = np.empty(lead + (h, w), dtype=np.float64)
+    else:
+        check_out(out, lead + (h, w), g)
     if out.size == 0:
         return out
     if g.size == 0:

@@ -15,12 +15,17 @@ golden) end to end. Target: peak below 2.5x (bytes of the case's inputs + float6
 
     python benchmarks/bench_reference.py                # speed tables (~20 s)
     python benchmarks/bench_reference.py --memory       # + peak memory (~1 min, 6 GiB RAM)
+    python benchmarks/bench_reference.py --no-speed --throughput --loops 20   # threads vs jobs
 
 "ours" is the path backward() takes here: the compiled kernel (aclcheck._spread) when it
 is built, else numpy; the column "numpy ms" times the numpy path (ACLCHECK_PURE_NUMPY=1)
 side by side, for the kernel's speed-up. ACLCHECK_THREADS=n caps the kernel's threads.
-"nocache" times backward() with ACLCHECK_RESULT_CACHE_MB=0: every large result in fresh
-memory (as torch's are), for what the reuse of freed result memory is worth.
+"ours" writes each result into a caller-owned buffer (`out=` from a ResultBuffers, as the
+generate and verify loops do); "fresh" calls backward() without `out=`: every large result
+in freshly allocated, page-faulted memory (as torch's are), for what the buffer is worth;
+"1thr" is "ours" with the kernel on one thread, for what its thread pool is worth. With
+--throughput it also runs a suite of large cases on the kernel's 2 threads, on 2
+processes of 1 thread each (as --jobs 2 splits a suite) and on 1 thread, taking turns.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from functools import partial
 import numpy as np
 
 from aclcheck import reference
-from aclcheck.reference import DEFAULT_CHUNK_ELEMS, backward
+from aclcheck.reference import DEFAULT_CHUNK_ELEMS, ResultBuffers, backward
 
 #: (N, C, H, W) of self -> (Ho, Wo) of gradOutput, from the issue.
 SHAPES: list[tuple[tuple[int, int, int, int], tuple[int, int]]] = [
@@ -95,8 +100,13 @@ def backward_with(env: dict[str, str], *args: object, **kwargs: object) -> np.nd
 
 #: backward() on its numpy path, for the side-by-side column.
 numpy_backward = partial(backward_with, {"ACLCHECK_PURE_NUMPY": "1"})
-#: backward() without the result cache: every result freshly allocated (np.empty).
-nocache_backward = partial(backward_with, {"ACLCHECK_RESULT_CACHE_MB": "0"})
+
+
+def buffered(buffers: ResultBuffers, grad: np.ndarray, in_hw: tuple[int, int],
+             chunk_elems: int, env: dict[str, str] | None = None) -> np.ndarray:
+    """backward() into a caller-owned buffer, as a loop over cases calls it."""
+    out = buffers.take(tuple(grad.shape[:-2]) + tuple(in_hw))
+    return backward_with(env or {}, grad, in_hw, chunk_elems=chunk_elems, out=out)
 
 
 def path_name() -> str:
@@ -118,10 +128,10 @@ def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
     print(f"ours: {path_name()}")
     header = (f"{'self (N,C,H,W)':>20} {'-> (Ho,Wo)':>10} {'ours ms':>9} {'t_f64 ms':>9} "
               f"{'t_f32 ms':>9} {'f64/ours':>9} {'f32/ours':>9} {'numpy ms':>9} "
-              f"{'nocache':>9} {'f64/noc':>9}")
+              f"{'fresh ms':>9} {'f64/frs':>9} {'1thr ms':>9} {'f64/1thr':>9}")
     print(header)
     print("-" * len(header))
-    r64, r32, rnc = [], [], []
+    r64, r32, rnc, r1 = [], [], [], []
     for (n, c, h, w), (ho, wo) in SHAPES:
         g64 = np.random.default_rng(0).normal(0.0, 1.0, (n, c, ho, wo))
         g32 = g64.astype(np.float32)
@@ -129,30 +139,37 @@ def speed(repeats: int, chunk_elems: int, input_dtype: str) -> bool:
         tg64, tg32 = torch.from_numpy(g64), torch.from_numpy(g32)
         ts64 = torch.empty((n, c, h, w), dtype=torch.float64)
         ts32 = torch.empty((n, c, h, w), dtype=torch.float32)
-        ours, t64, t32, pure, nocache = best_of(
-            [partial(backward, ours_in, (h, w), chunk_elems=chunk_elems),
+        ours, t64, t32, pure, fresh, one = best_of(
+            [partial(buffered, ResultBuffers(), ours_in, (h, w), chunk_elems),
              partial(torch_bw, tg64, ts64),
              partial(torch_bw, tg32, ts32),
              partial(numpy_backward, ours_in, (h, w), chunk_elems=chunk_elems),
-             partial(nocache_backward, ours_in, (h, w), chunk_elems=chunk_elems)],
+             partial(backward, ours_in, (h, w), chunk_elems=chunk_elems),
+             partial(buffered, ResultBuffers(), ours_in, (h, w), chunk_elems,
+                     {"ACLCHECK_THREADS": "1"})],
             repeats,
         )
+        r1.append(t64 / one)
         r64.append(t64 / ours)
         r32.append(t32 / ours)
-        rnc.append(t64 / nocache)
+        rnc.append(t64 / fresh)
         print(f"{str((n, c, h, w)):>20} {str((ho, wo)):>10} {ours:9.2f} {t64:9.2f} "
-              f"{t32:9.2f} {r64[-1]:9.2f} {r32[-1]:9.2f} {pure:9.2f} {nocache:9.2f} "
-              f"{rnc[-1]:9.2f}")
-    gm64, gm32, gmnc = (math.exp(sum(map(math.log, r)) / len(r)) for r in (r64, r32, rnc))
-    print(f"{'geometric mean':>31} {'':>29} {gm64:9.2f} {gm32:9.2f} {'':>19} {gmnc:9.2f}")
+              f"{t32:9.2f} {r64[-1]:9.2f} {r32[-1]:9.2f} {pure:9.2f} {fresh:9.2f} "
+              f"{rnc[-1]:9.2f} {one:9.2f} {r1[-1]:9.2f}")
+    gm64, gm32, gmnc, gm1 = (math.exp(sum(map(math.log, r)) / len(r))
+                             for r in (r64, r32, rnc, r1))
+    print(f"{'geometric mean':>31} {'':>29} {gm64:9.2f} {gm32:9.2f} {'':>19} {gmnc:9.2f} "
+          f"{'':>9} {gm1:9.2f}")
     ok_mean, ok_each = gm64 >= SPEED_TARGET, min(r64) >= 1.0
     print(f"target geomean torch_f64/ours >= {SPEED_TARGET}: "
           f"{'met' if ok_mean else 'MISSED'} ({gm64:.2f})")
     print(f"target no shape slower than torch_f64: {'met' if ok_each else 'MISSED'} "
           f"(worst {min(r64):.2f})")
     print(f"float32: geomean torch_f32/ours {gm32:.2f}, worst {min(r32):.2f}")
-    print(f"without the result cache (every result page-faulted fresh): geomean "
-          f"torch_f64/ours {gmnc:.2f}, worst {min(rnc):.2f} (information)")
+    print(f"fresh result memory (no out=, every result page-faulted): geomean "
+          f"torch_f64/fresh {gmnc:.2f}, worst {min(rnc):.2f} (information)")
+    print(f"kernel on 1 thread (ACLCHECK_THREADS=1, into the buffer): geomean "
+          f"torch_f64/1thr {gm1:.2f}, worst {min(r1):.2f} (information)")
     return ok_mean and ok_each
 
 
@@ -172,7 +189,7 @@ def speed_single_thread(repeats: int, chunk_elems: int, input_dtype: str) -> Non
             ours_in = g64.astype(np.float32) if input_dtype == "float32" else g64
             ts64 = torch.empty((n, c, h, w), dtype=torch.float64)
             ours, t64 = best_of(
-                [partial(backward, ours_in, (h, w), chunk_elems=chunk_elems),
+                [partial(buffered, ResultBuffers(), ours_in, (h, w), chunk_elems),
                  partial(torch_bw, torch.from_numpy(g64), ts64)],
                 repeats,
             )
@@ -259,6 +276,56 @@ def memory() -> bool:
     return ok
 
 
+# -- kernel threads vs case-level processes ---------------------------------------------------
+
+#: Large cases (float64 results of 20-51 MB), twice over: the suite a --jobs run would split.
+LARGE_CASES: list[tuple[tuple[int, int, int, int], tuple[int, int]]] = [
+    ((32, 64, 56, 56), (7, 7)), ((32, 64, 56, 56), (1, 1)), ((16, 64, 56, 56), (10, 13)),
+    ((16, 64, 56, 56), (3, 5)), ((8, 64, 112, 112), (7, 7)), ((64, 64, 28, 28), (5, 5)),
+    ((8, 32, 100, 100), (9, 11)), ((32, 64, 56, 56), (56, 56)),
+] * 2
+
+
+def throughput_child(k: int, n: int, loops: int) -> dict[str, float]:
+    """Runs in a fresh process: the reference over every n-th large case from the k-th,
+    `loops` times, into caller-owned buffers (as a generate/verify loop does)."""
+    mine = LARGE_CASES[k::n]
+    grads = [np.random.default_rng(i).normal(0.0, 1.0, (s[0], s[1], *o)).astype(np.float32)
+             for i, (s, o) in enumerate(mine)]
+    buffers = ResultBuffers()
+    backward(grads[0], mine[0][0][-2:], out=buffers.take(mine[0][0]))  # warm the pool
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(loops):
+        for g, (s, _o) in zip(grads, mine, strict=True):
+            backward(g, s[-2:], out=buffers.take(s))
+    return {"seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+
+
+def throughput(rounds: int, loops: int) -> None:
+    """Kernel threads (1 process, ACLCHECK_THREADS=2) against case-level parallelism (2
+    processes of 1 thread, each half the cases, as --jobs 2 splits a suite) and 1 thread
+    alone; the modes take turns. Reports the loop's wall time (the slowest process)."""
+    modes = {"threads": (1, "2"), "jobs": (2, "1"), "serial": (1, "1")}
+    print(f"\n{len(LARGE_CASES)} large cases (results 20-51 MB) x {loops} loops, "
+          f"{rounds} rounds, modes taking turns; wall s of the loop (slowest process)")
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    for _ in range(rounds):
+        for mode, (procs, threads) in modes.items():
+            env = {**os.environ, "ACLCHECK_THREADS": threads}
+            children = [subprocess.Popen(
+                [sys.executable, __file__, "--throughput-child", str(k), str(procs), str(loops)],
+                stdout=subprocess.PIPE, text=True, env=env) for k in range(procs)]
+            outs = [json.loads(c.communicate()[0].strip().splitlines()[-1]) for c in children]
+            times[mode].append(max(o["seconds"] for o in outs))
+    for mode, ts in times.items():
+        print(f"{mode:>8} ({modes[mode][0]} process x {modes[mode][1]} thread): "
+              f"best {min(ts):.2f} s, median {sorted(ts)[len(ts) // 2]:.2f} s, "
+              f"range {min(ts):.2f}-{max(ts):.2f} s")
+    ratios = sorted(j / t for j, t in zip(times["jobs"], times["threads"], strict=True))
+    print(f"jobs / threads per round: {', '.join(f'{r:.2f}' for r in ratios)} "
+          f"(> 1: the kernel's threads are faster)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -271,9 +338,16 @@ def main() -> int:
                         help="dtype of the gradOutput handed to the reference")
     parser.add_argument("--memory", action="store_true", help="also measure peak memory")
     parser.add_argument("--no-speed", action="store_true", help="skip the speed table")
+    parser.add_argument("--throughput", action="store_true",
+                        help="also compare kernel threads with 2 processes of 1 thread")
+    parser.add_argument("--loops", type=int, default=3, help="--throughput: loops per round")
+    parser.add_argument("--throughput-child", nargs=3, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--memory-child", nargs=2, metavar=("CASE", "MODE"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.throughput_child:
+        print(json.dumps(throughput_child(*args.throughput_child)))
+        return 0
     if args.memory_child:
         print(json.dumps(memory_child(*args.memory_child)))
         return 0
@@ -282,6 +356,8 @@ def main() -> int:
     if not args.no_speed:
         ok &= speed(args.repeats, args.chunk_elems, args.input_dtype)
         speed_single_thread(args.repeats, args.chunk_elems, args.input_dtype)
+    if args.throughput:
+        throughput(args.repeats, args.loops)
     if args.memory:
         ok &= memory()
     return 0 if ok else 1

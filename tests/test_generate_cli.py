@@ -184,11 +184,11 @@ def test_error_mid_run_leaves_previous_file_and_no_temp(
     calls = {"n": 0}
     real = gen.make_tensors
 
-    def flaky(case):  # type: ignore[no-untyped-def]
+    def flaky(case, **kwargs):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         if calls["n"] == 3:
             raise MemoryError("simulated")
-        return real(case)
+        return real(case, **kwargs)
 
     monkeypatch.setattr(gen, "make_tensors", flaky)
     code, _, stderr = run("-o", str(out), *SMALL, "--force")
