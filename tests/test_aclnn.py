@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from tests_support import write_golden
 
 from aclcheck import contract
 from aclcheck.cli import cli
@@ -25,6 +24,7 @@ from aclcheck.impls.base import CallInputs
 from aclcheck.layouts import layout_geometry
 from aclcheck.store import GoldenFile, open_golden
 from aclcheck.suite import Selection
+from tests.conftest import GoldenMaker
 
 SOURCE = Path(__file__).parent / "aclnn_standin" / "aclnn_standin.c"
 PARTS = {"ACL": "libascendcl.so", "NNOPBASE": "libnnopbase.so", "OPAPI": "libopapi.so"}
@@ -56,9 +56,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def golden(make_golden: GoldenMaker) -> Path:
     """Every product, dtype, format and family once (positive and invalid calls)."""
-    return write_golden(tmp_path_factory.mktemp("aclnn"), Selection(seed=11), "aclnn-tests")
+    return make_golden(Selection(seed=11), "aclnn-tests")
 
 
 @pytest.fixture

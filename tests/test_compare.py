@@ -18,11 +18,7 @@ from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, correctly_rounded, float
 from aclcheck.findings import WORST_COUNT
 from aclcheck.reference import backward
 from aclcheck.standards import STANDARDS, parse_overrides
-
-try:
-    from tests import kernels
-except ImportError:  # tests/ on sys.path (pytest's default rootdir-less import)
-    import kernels  # type: ignore[no-redef]
+from tests import kernels
 
 NP = {"float16": np.float16, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16}
 ALL = tuple(STANDARDS)

@@ -15,11 +15,7 @@ from aclcheck.compare import Context, compare
 from aclcheck.evidence import HIST_LOG2_EDGES, JSON_INF, MAP_CELLS, Evidence, EvidenceBuilder
 from aclcheck.report.errormap import error_map, shrink_map
 from aclcheck.verdicts import CaseVerdict, Verdict
-
-try:
-    from tests import kernels
-except ImportError:  # tests/ on sys.path (pytest's default rootdir-less import)
-    import kernels  # type: ignore[no-redef]
+from tests import kernels
 
 
 def _ratios(shape: tuple[int, ...], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -10,15 +10,14 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from click.testing import CliRunner
-from tests_support import write_golden
 
 from aclcheck.binexchange import raw_bytes
-from aclcheck.cli import cli
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
 from aclcheck.reference import backward
 from aclcheck.store import open_golden, read_results
 from aclcheck.suite import Selection
+from tests.conftest import GoldenMaker
+from tests.tests_support import cli_run
 
 #: what a harness knows: raw little-endian element types by manifest dtype name
 RAW_TYPES = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "bfloat16": "<u2",
@@ -27,15 +26,9 @@ RAW_TYPES = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "bfloat16": "
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_golden(tmp_path_factory.mktemp("xchg"),
-                        Selection(products=("atlas-a2", "atlas-training"), seed=5),
-                        "exchange-tests")
-
-
-def cli_run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.output
+def golden(make_golden: GoldenMaker) -> Path:
+    return make_golden(Selection(products=("atlas-a2", "atlas-training"), seed=5),
+                       "exchange-tests")
 
 
 def export(golden: Path, folder: Path, *args: str) -> dict:

@@ -15,11 +15,11 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from tests_support import write_golden
 
 from aclcheck.cli import cli
 from aclcheck.store import text_attr
 from aclcheck.suite import Selection
+from tests.conftest import GoldenMaker
 
 SEED = 20261130
 BIT_FLIPS = 200
@@ -34,10 +34,10 @@ TENSOR_ATTRS = frozenset({"dtype", "shape", "strides", "offset"})
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def pristine(make_golden: GoldenMaker) -> tuple[Path, dict[str, Any]]:
     selection = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
                           families=("divisible", "layout", "empty"), seed=11)
-    path = write_golden(tmp_path_factory.mktemp("fuzz"), selection, "fuzz")
+    path = make_golden(selection, "fuzz")
     return path, snapshot(path, {})
 
 

@@ -7,26 +7,19 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from tests_support import write_golden
 
 from aclcheck import sharding
-from aclcheck.cli import cli
 from aclcheck.suite import Selection
+from tests.conftest import GoldenMaker
+from tests.tests_support import cli_run
 
 FAMILIES = ("divisible", "nondivisible", "upsampling", "global", "layout", "invalid")
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_golden(tmp_path_factory.mktemp("gate"),
-                        Selection(products=("atlas-a2",), families=FAMILIES, seed=11),
-                        "gate-tests")
-
-
-def cli_run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.output
+def golden(make_golden: GoldenMaker) -> Path:
+    return make_golden(Selection(products=("atlas-a2",), families=FAMILIES, seed=11),
+                       "gate-tests")
 
 
 def report_cases(path: Path) -> list[dict]:

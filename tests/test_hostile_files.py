@@ -16,20 +16,19 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from click.testing import CliRunner
-from tests_support import write_golden
 
-from aclcheck.cli import cli
 from aclcheck.store import ResultRow, open_golden, text_attr, write_results
 from aclcheck.suite import Selection
+from tests.conftest import GoldenMaker
+from tests.tests_support import cli_run
 
 SELECTION = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
                       families=("divisible", "layout"), seed=3)
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_golden(tmp_path_factory.mktemp("hostile"), SELECTION, "hostile")
+def pristine(make_golden: GoldenMaker) -> Path:
+    return make_golden(SELECTION, "hostile")
 
 
 @pytest.fixture
@@ -41,11 +40,6 @@ def golden(pristine: Path, tmp_path: Path) -> Path:
 def first_case(path: Path) -> str:
     with open_golden(path) as gf:
         return gf.ids()[0]
-
-
-def cli_run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    return result.exit_code, result.output
 
 
 def assert_bad_input(path: Path, *args: str, fragment: str = "", code: int = 3) -> str:

@@ -13,20 +13,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from tests_support import write_golden
 
 from aclcheck.cli import cli
 from aclcheck.report import html as html_report
 from aclcheck.suite import Selection
 from aclcheck.verdicts import CaseVerdict, Verdict
+from tests.conftest import GoldenMaker
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_golden(tmp_path_factory.mktemp("html"),
-                        Selection(products=("atlas-a2",), dtypes=("float32",),
-                                  families=("nondivisible", "divisible", "invalid"), seed=5),
-                        "html-tests")
+def golden(make_golden: GoldenMaker) -> Path:
+    return make_golden(Selection(products=("atlas-a2",), dtypes=("float32",),
+                                 families=("nondivisible", "divisible", "invalid"), seed=5),
+                       "html-tests")
 
 
 @pytest.fixture(scope="module")

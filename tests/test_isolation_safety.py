@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests_support import write_golden
 
 from aclcheck import isolation
 from aclcheck.cli import cli
@@ -25,6 +24,7 @@ from aclcheck.impls.registry import create
 from aclcheck.runner import CaseRunner, RunOptions, iter_verdicts
 from aclcheck.store import open_golden
 from aclcheck.suite import Selection
+from tests.conftest import GoldenMaker
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
@@ -34,12 +34,11 @@ pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def golden(make_golden: GoldenMaker) -> Path:
     """A2 float32: 4-D and 3-D valid cases plus invalid calls (some 3-D)."""
-    return write_golden(tmp_path_factory.mktemp("golden"),
-                        Selection(products=("atlas-a2",), dtypes=("float32",),
-                                  families=("divisible", "rank3", "invalid"), seed=3),
-                        "isolation-tests")
+    return make_golden(Selection(products=("atlas-a2",), dtypes=("float32",),
+                                 families=("divisible", "rank3", "invalid"), seed=3),
+                       "isolation-tests")
 
 
 def verify(*args: str) -> tuple[int, dict]:

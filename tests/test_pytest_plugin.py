@@ -12,11 +12,11 @@ from pathlib import Path
 import h5py
 import pytest
 from click.testing import CliRunner
-from tests_support import write_golden
 
 from aclcheck.cli import cli
 from aclcheck.store import open_golden
 from aclcheck.suite import Selection
+from tests.conftest import GoldenMaker
 
 pytest_plugins = ["pytester"]
 
@@ -40,12 +40,11 @@ NO_CACHE = ("-p", "no:cacheprovider", "-p", "no:benchmark")
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def golden(make_golden: GoldenMaker) -> Path:
     """25 atlas-a2 float32 cases: 3 divisible, 3 nondivisible, 19 invalid calls."""
-    return write_golden(tmp_path_factory.mktemp("plugin"),
-                        Selection(products=("atlas-a2",), dtypes=("float32",),
-                                  families=("divisible", "nondivisible", "invalid")),
-                        "plugin-tests")
+    return make_golden(Selection(products=("atlas-a2",), dtypes=("float32",),
+                                 families=("divisible", "nondivisible", "invalid")),
+                       "plugin-tests")
 
 
 @pytest.fixture

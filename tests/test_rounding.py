@@ -26,7 +26,7 @@ from aclcheck.reference import backward
 from aclcheck.standards import parse_overrides
 from aclcheck.store import open_golden
 from aclcheck.suite import Selection, build_suite
-from tests.tests_support import write_golden
+from tests.conftest import GoldenMaker
 
 NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 
@@ -185,10 +185,10 @@ def test_rounding_family_reaches_every_zone() -> None:
 
 
 @pytest.fixture(scope="module")
-def golden_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def golden_file(make_golden: GoldenMaker) -> Path:
     sel = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
                     families=("rounding", "index", "divisible"))
-    return write_golden(tmp_path_factory.mktemp("rounding"), sel, "rounding-test")
+    return make_golden(sel, "rounding-test")
 
 
 def test_inspect_counts_ties(golden_file: Path) -> None:

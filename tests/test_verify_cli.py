@@ -9,22 +9,21 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests_support import write_golden
 
 from aclcheck.cli import cli
 from aclcheck.store import open_golden, write_results
 from aclcheck.suite import Selection
+from tests.conftest import GoldenMaker
 
 POSITIVE = ("divisible", "nondivisible", "upsampling", "global", "identity", "rank3",
             "alignment", "exactint", "special", "empty", "layout")
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def golden(make_golden: GoldenMaker) -> Path:
     """A2 (FP32 accumulation) and training (input-dtype accumulation), every family."""
-    return write_golden(tmp_path_factory.mktemp("golden"),
-                        Selection(products=("atlas-a2", "atlas-training"), seed=7),
-                        "verify-tests")
+    return make_golden(Selection(products=("atlas-a2", "atlas-training"), seed=7),
+                       "verify-tests")
 
 
 def run(*args: str) -> tuple[int, str]:

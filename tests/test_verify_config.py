@@ -12,7 +12,6 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from tests_support import write_golden
 
 import aclcheck.pytest_plugin
 from aclcheck.cli import cli
@@ -20,14 +19,14 @@ from aclcheck.cli.verify import _RENAMED, config_from_params, verify
 from aclcheck.config import ACLNN_ONLY, VerifyConfig
 from aclcheck.selection import id_matches
 from aclcheck.suite import Selection
+from tests.conftest import GoldenMaker
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_golden(tmp_path_factory.mktemp("golden"),
-                        Selection(products=("atlas-a2",), dtypes=("float32", "float16"),
-                                  families=("nondivisible", "divisible", "invalid"), seed=3),
-                        "config-tests")
+def golden(make_golden: GoldenMaker) -> Path:
+    return make_golden(Selection(products=("atlas-a2",), dtypes=("float32", "float16"),
+                                 families=("nondivisible", "divisible", "invalid"), seed=3),
+                       "config-tests")
 
 
 def invoke(*args: str) -> tuple[int, str]:

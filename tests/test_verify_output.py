@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
-from tests_support import write_golden
 
 from aclcheck.cli import cli
 from aclcheck.cli.common import LOG_WIDTH, stdout_console
@@ -23,14 +22,14 @@ from aclcheck.report import json_report
 from aclcheck.report.safe_text import printable
 from aclcheck.suite import Selection
 from aclcheck.verdicts import SUMMARY_KEYS, CaseVerdict, Verdict, summarize
+from tests.conftest import GoldenMaker
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_golden(tmp_path_factory.mktemp("golden"),
-                        Selection(products=("atlas-a2", "atlas-training"),
-                                  families=("divisible", "nondivisible", "invalid"), seed=5),
-                        "output-tests")
+def golden(make_golden: GoldenMaker) -> Path:
+    return make_golden(Selection(products=("atlas-a2", "atlas-training"),
+                                 families=("divisible", "nondivisible", "invalid"), seed=5),
+                       "output-tests")
 
 
 def run(*args: str) -> tuple[int, str]:

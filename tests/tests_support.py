@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from aclcheck.cli import cli
 from aclcheck.generate import generate
 from aclcheck.impls.base import CallInputs
 from aclcheck.impls.reference import ReferenceImpl
@@ -31,3 +34,9 @@ def reference_rows(gf: GoldenFile, product: str) -> list[ResultRow]:
         status = outcome.status if outcome.status is not None else 0
         rows.append(ResultRow(entry.id, status, outcome.output, outcome.time_s))
     return rows
+
+
+def cli_run(*args: str) -> tuple[int, str]:
+    """Run the aclcheck CLI in-process: (exit code, output); exceptions propagate."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
