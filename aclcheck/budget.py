@@ -11,7 +11,7 @@ with g the float64 golden, m the same backward applied to |gradOutput| (so cance
 never shrinks the budget to zero), k the number of terms reaching x, u_acc and eta_acc the
 unit roundoff and smallest subnormal of the accumulation format, r the roundings a term
 takes on its product's path beyond the accumulation itself, and eps_scale the relative
-error of the window scale 1/(kh*kw) as the path rounds it (contract.md section 6). The
+error of the window scale 1/(kh*kw) as the path rounds it (docs/contract.md section 6). The
 half ULP is taken at |g| + E, so a sum that crosses into the next binade is covered.
 """
 
@@ -39,7 +39,7 @@ ACCUMULATE_CHOICES: tuple[str, ...] = ("float32", "input", "float16", "bfloat16"
 
 @dataclass(frozen=True)
 class ProductPath:
-    """How one product computes one case (contract.md section 6), as the budget sees it."""
+    """How one product computes one case (docs/contract.md section 6), as the budget sees it."""
 
     name: str  # "fp32-atomic", "matmul" or "global-1x1"
     description: str

@@ -2,7 +2,7 @@
 
 A per-element budget cannot see how a kernel breaks ties: at an exact tie both
 neighbours are half an ULP away. Where the reference can prove that the product's path
-(contract.md section 6, as budget.ProductPath describes it) computes an element exactly
+(docs/contract.md section 6, as budget.ProductPath describes it) computes an element exactly
 before the final conversion to the output dtype, the only correct output is the
 round-to-nearest-even value of the golden, ties to even. The proof, per element x:
 

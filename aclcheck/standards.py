@@ -7,7 +7,7 @@ judges one comparison: `allowed(piece)` is the error it allows per element, `upd
 counts failures, `result` gives the case verdict. compare.py runs the chunked loop and
 never names a standard. aclcheck's own standard budgets every element (budget.py) and
 demands the RNE result where the path computes an element exactly (exactness.py); the
-others are the published standards of contract.md section 7, with their numbers as
+others are the published standards of docs/contract.md section 7, with their numbers as
 published. TOML overrides of the numbers are read here too; tables are drawn by the CLI.
 """
 
@@ -121,7 +121,7 @@ class Standard:
 class Aclcheck(Standard):
     name = "aclcheck"
     title = "aclcheck per-element error budget (default)"
-    source = "aclcheck (docs/tolerances.md); product paths from contract.md section 6"
+    source = "aclcheck (docs/tolerances.md); product paths from docs/contract.md section 6"
     rule = ("every element within ulp_out(|g|+E)/2 + E, E = ((c*k + r)*u_acc + eps_scale)*m "
             "+ c*k*eta_acc + atol; m = backward of |gradOutput|, k = terms per element; "
             "where the product's path computes an element exactly, the RNE result "
@@ -195,7 +195,7 @@ class _Tol(Standard):
 class CannMixed(_Tol):
     name = "cann-mixed"
     title = "CANN mixed tolerance (current)"
-    source = "CANN accuracy standard, contract.md section 7"
+    source = "CANN accuracy standard, docs/contract.md section 7"
     rule = ("element ok if |a-g| <= atol + rtol*|g|; case ok if mismatches <= max_mismatch "
             "and max |a-g| <= cap")
     table = {
@@ -223,7 +223,7 @@ class CannMixed(_Tol):
 class CannMere(Standard):
     name = "cann-mere"
     title = "CANN MERE/MARE with the small-value domain"
-    source = "CANN accuracy standard, contract.md section 7"
+    source = "CANN accuracy standard, docs/contract.md section 7"
     rule = ("where |g| >= small_threshold: MERE = mean(|a-g|/(|g|+eps)) < T and MARE = max < "
             "mare_factor*T; where |g| < small_threshold: no |a-g| > small_error")
     table = {
@@ -279,7 +279,7 @@ class CannMere(Standard):
 class Msopst(Standard):
     name = "msopst"
     title = "msOpST default error_threshold [0.01, 0.05]"
-    source = "CANN msOpST, contract.md section 7"
+    source = "CANN msOpST, docs/contract.md section 7"
     rule = ("element error = |a-g| if below threshold, else |a-g|/max(|a|,|g|); case ok if "
             "at most max_mismatch of elements exceed threshold and none reaches max_error")
     table = _same({"threshold": 0.01, "max_mismatch": 0.05, "max_error": 0.1})
@@ -315,7 +315,7 @@ class Msopst(Standard):
 class TorchNpu(Standard):
     name = "torch-npu"
     title = "torch_npu assertRtolEqual"
-    source = "torch_npu testing, contract.md section 7"
+    source = "torch_npu testing, docs/contract.md section 7"
     rule = ("rtol-equal: element fails if |a-g| > prec and |a-g|/max(|a|,|g|) > prec, case "
             "fails if more than size*prec fail; allclose (bf16): every |a-g| <= prec + "
             "prec*|g|")
@@ -353,7 +353,7 @@ class TorchNpu(Standard):
 class MsprobeUlp(Standard):
     name = "msprobe-ulp"
     title = "msprobe ULP error"
-    source = "MindStudio msprobe accuracy standard, contract.md section 7"
+    source = "MindStudio msprobe accuracy standard, docs/contract.md section 7"
     rule = ("ULP error = |a-g| / ulp(g); case ok if the fraction over ulp_limit < max_ratio, "
             "or (float32) the mean ULP error < mean_ulp")
     table = {
@@ -394,7 +394,7 @@ class MsprobeUlp(Standard):
 class AssertClose(_Tol):
     name = "assert-close"
     title = "torch.testing.assert_close defaults"
-    source = "PyTorch torch/testing/_comparison.py, contract.md section 7"
+    source = "PyTorch torch/testing/_comparison.py, docs/contract.md section 7"
     rule = "every element |a-g| <= atol + rtol*|g|"
     table = {
         "float16": {"rtol": 1e-3, "atol": 1e-5},

@@ -5,11 +5,11 @@ arrays of the case dtype (ml_dtypes.bfloat16 for bf16), 3-D (C, H, W) or 4-D (N,
 possibly non-contiguous views; the output has self's shape and dtype.
 
 CORRECT kernels accumulate in FP32 in different orders and round once (RNE) to the
-output dtype: what the A2/A3 products do (contract.md section 6), up to summation order.
+output dtype: what the A2/A3 products do (docs/contract.md section 6), up to summation order.
 TRUNCATING kernels do the same but round toward zero at the end (a rounding-mode bug
 visible only in FP16/BF16); ROUNDING kernels convert with other wrong modes (ties away
 from zero, toward +inf, a tiny bias first), visible only at exact ties. BROKEN kernels
-each carry one bug class of contract.md section 8.
+each carry one bug class of docs/contract.md section 8.
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ def torch_cpu_float32(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     return torch_cpu(grad_output, self, "float32")
 
 
-# -- product-path models (contract.md section 6) -------------------------------------------
+# -- product-path models (docs/contract.md section 6) -------------------------------------------
 
 
 def _global_path(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:

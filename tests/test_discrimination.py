@@ -5,7 +5,7 @@ on extra upsampling and special-value cases), compares with the golden under eve
 standard, and checks:
 
 - correct FP32-accumulating kernels, the reference and PyTorch CPU float32 PASS all cases;
-- each broken kernel (one per bug class of contract.md section 8) FAILs some case;
+- each broken kernel (one per bug class of docs/contract.md section 8) FAILs some case;
 - round-toward-zero is still flagged in FP16 and in BF16;
 - the rounding-mode mutants (ties away, truncation, toward +inf, a bias) fail the rounding
   family on every product, and the float16/float32/int16 window-bound kernels the index
