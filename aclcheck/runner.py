@@ -7,7 +7,6 @@ here; the worker processes themselves in aclcheck.isolation.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -58,8 +57,6 @@ class RunOptions:
     #: run calls the contract rejects in the isolated worker even without `isolate`:
     #: an implementation that accepts them may read out of bounds and take the run down
     isolate_invalid: bool = True
-    #: command prefix for repro lines, e.g. "aclcheck verify golden.h5 --impl torch"
-    repro_prefix: str = ""
     #: hang allowance floor in seconds (see aclcheck.hangs)
     hang_floor: float = HANG_FLOOR_S
 
@@ -202,7 +199,8 @@ def prepare(runner: CaseRunner, loaded: LoadedCase, caps: Capabilities
 
 def conclude(runner: CaseRunner, loaded: LoadedCase, call: CallInputs, outcome: Outcome,
              caps: Capabilities) -> CaseVerdict:
-    """Judge what came back (repeating the call if asked), with notes and the repro."""
+    """Judge what came back (repeating the call if asked), with notes (the caller adds
+    the repro line: aclcheck.config.VerifyConfig.repro)."""
     case, opts = loaded.case, runner.opts
     grad_values = loaded.grad_output.view() if loaded.grad_output is not None else None
     verdict = judge(case, loaded.golden, grad_values, outcome, caps, opts.judge)
@@ -213,8 +211,6 @@ def conclude(runner: CaseRunner, loaded: LoadedCase, call: CallInputs, outcome: 
     if outcome.log:  # the worker's stderr during this call (e.g. glibc's abort message)
         verdict = _replace(verdict, detail="\n".join(
             filter(None, (verdict.detail.rstrip("\n"), "worker stderr:", outcome.log))))
-    if opts.repro_prefix:
-        verdict = _replace(verdict, repro=f"{opts.repro_prefix} --id {shlex.quote(case.id)}")
     return verdict
 
 

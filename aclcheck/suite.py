@@ -21,8 +21,6 @@ from aclcheck.cases import (
 from aclcheck.configfile import ConfigError, Entry, read_document, top_level
 from aclcheck.families import ALL_FAMILIES, DEFAULT_FAMILIES, invalid_cases, shape_case
 from aclcheck.layouts import LAYOUTS
-from aclcheck.sharding import parse_shard  # noqa: F401 - re-exported (cli/verify)
-from aclcheck.sharding import round_robin as shard  # noqa: F401 - re-exported
 from aclcheck.store.schema import MAX_DIM, is_safe_id
 
 

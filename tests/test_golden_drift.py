@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck import store
+from aclcheck.baseline import diff_golden
 from aclcheck.cli import cli
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -44,7 +45,7 @@ def test_regenerated_suite_matches_committed_file(tmp_path: Path) -> None:
     obtained = tmp_path / "ci-suite.h5"
     res = CliRunner().invoke(cli, ["generate", "-o", str(obtained), *suite_args()])
     assert res.exit_code == 0, res.output
-    diffs = store.diff_golden(SUITE_FILE, obtained)
+    diffs = diff_golden(SUITE_FILE, obtained)
     if diffs:
         pytest.fail(
             f"golden/ci-suite.h5 differs from a fresh generation ({obtained}):\n  "

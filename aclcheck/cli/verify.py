@@ -45,7 +45,6 @@ from aclcheck.runner import (
 from aclcheck.selection import select
 from aclcheck.standards import DEFAULT_STANDARD, STANDARDS
 from aclcheck.store import GoldenFile, open_golden
-from aclcheck.suite import parse_shard
 from aclcheck.verdicts import CaseVerdict
 from aclcheck.zygote import Zygote
 
@@ -96,7 +95,7 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
     """Select cases from the golden file, run them (serially or fanned out), in order,
     appending each verdict (with its repro line) to `done` as it comes, so an
     interruption keeps them."""
-    shard = parse_shard(config.shard) if config.shard else None
+    shard = sharding.parse_shard(config.shard) if config.shard else None
     with open_golden(config.golden) as gf:
         positions = {e.id: i for i, e in enumerate(gf.index)}
         rows = select(gf.index, **config.selection())
@@ -232,7 +231,7 @@ def check_config(config: VerifyConfig) -> None:
         if name not in STANDARDS:
             raise click.UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}")
     if config.shard:
-        parse_shard(config.shard)
+        sharding.parse_shard(config.shard)
     check_writable(config.outputs)
 
 

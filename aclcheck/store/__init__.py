@@ -70,15 +70,3 @@ __all__ = [
     "record_from_attrs", "results_meta", "run_meta", "shape_text", "storage_dtype",
     "text_attr", "write_golden", "write_results",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """`store.merge_golden` / `store.diff_golden`, for callers written before merging and
-    diffing got their own homes (aclcheck.merge, aclcheck.baseline)."""
-    if name == "merge_golden":
-        from aclcheck.merge import merge_golden
-        return merge_golden
-    if name == "diff_golden":
-        from aclcheck.baseline import diff_golden
-        return diff_golden
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
