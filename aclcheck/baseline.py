@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import h5py
@@ -41,9 +41,15 @@ class Regression:
 
 @dataclass
 class Diff:
+    """Case by case. Only a failing case that now passes is `fixed`; one now listed as a
+    known failure (XFAIL) is `now_known`, one no longer judged (SKIP, MISTRUSTED)
+    `unjudged`."""
+
     new_failures: list[tuple[CaseVerdict | None, CaseVerdict]] = field(default_factory=list)
     still_failing: list[tuple[CaseVerdict, CaseVerdict]] = field(default_factory=list)
     fixed: list[tuple[CaseVerdict, CaseVerdict]] = field(default_factory=list)
+    now_known: list[tuple[CaseVerdict, CaseVerdict]] = field(default_factory=list)
+    unjudged: list[tuple[CaseVerdict, CaseVerdict]] = field(default_factory=list)
     changed: list[tuple[CaseVerdict, CaseVerdict]] = field(default_factory=list)
     regressions: list[Regression] = field(default_factory=list)
     added: list[CaseVerdict] = field(default_factory=list)
@@ -53,6 +59,18 @@ class Diff:
     def worse(self) -> bool:
         """New failures: what a baseline gate fails on (regressions are reported)."""
         return bool(self.new_failures)
+
+
+def run_mismatch(old: dict[str, Any], new: dict[str, Any], key: str) -> str | None:
+    """How two reports differ in `key` ('golden': by file name, so runs from other
+    folders match; 'implementation'), or None. `diff` and `verify --baseline` refuse
+    reports of different golden files and warn about different implementations."""
+    a, b = old.get(key), new.get(key)
+    if key == "golden" and isinstance(a, str) and isinstance(b, str):
+        a, b = PurePath(a).name, PurePath(b).name
+    if a == b:
+        return None
+    return f"{key} {old.get(key)!r} vs {new.get(key)!r}"
 
 
 def _number(value: object) -> float | None:
@@ -83,7 +101,9 @@ def diff(old: Sequence[CaseVerdict], new: Sequence[CaseVerdict]) -> Diff:
         elif _gates(now):
             d.still_failing.append((was, now))
         elif was.failing:
-            d.fixed.append((was, now))
+            group = (d.fixed if now.verdict == Verdict.PASS else
+                     d.now_known if now.verdict == Verdict.XFAIL else d.unjudged)
+            group.append((was, now))
         elif was.verdict != now.verdict:
             d.changed.append((was, now))
         if now.verdict == Verdict.PASS and was.verdict == Verdict.PASS:

@@ -26,7 +26,9 @@ from aclcheck import __version__, contract
 from aclcheck.cases import Case
 from aclcheck.configfile import ConfigError, read_document
 from aclcheck.errors import InputFileError, UsageError
+from aclcheck.file_guard import Role, check_apart
 from aclcheck.layouts import StridedTensor, contiguous_strides
+from aclcheck.report.files import atomic_write
 from aclcheck.store import (
     GoldenFile,
     OutputFileError,
@@ -159,6 +161,9 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
         if not is_safe_id(case_id):
             raise InputFileError(f"{gf.path}: case id {case_id!r} is not a plain name; "
                                  "nothing exported")
+    check_apart([Role("GOLDEN", gf.path)],  # what the export writes or replaces
+                [Role("FOLDER", root / MANIFEST),
+                 *(Role("FOLDER", root / case_id, tree=True) for case_id in ids)])
     prepare_dir(root, force)
     stats = ExportStats()
     entries = []
@@ -188,7 +193,11 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
         "case_count": len(entries), "cases": entries,
     }
     text = json.dumps(manifest, indent=1)
-    _write(root / MANIFEST, text.encode("utf-8"))
+    try:  # a manifest of an earlier export is replaced whole, never truncated
+        atomic_write(root / MANIFEST, lambda fh: fh.write(text))
+    except OSError as exc:
+        raise OutputFileError(f"{root / MANIFEST}: cannot write: "
+                              f"{exc.strerror or exc}") from None
     stats.files += 1
     return stats
 
@@ -334,6 +343,18 @@ def read_out(path: Path, spec: dict[str, Any]) -> np.ndarray:
     if len(data) != want:
         raise _bad(path, f"changed while read ({len(data)} bytes, expected {want})")
     return decode_raw(data, dtype, shape)
+
+
+def import_inputs(folder: str | Path) -> list[Role]:
+    """What `import` reads (aclcheck.file_guard): the manifest and every case folder."""
+    root = Path(folder)
+    roles = [Role("FOLDER", root / MANIFEST)]
+    try:
+        manifest = read_manifest(root)
+    except InputFileError:
+        return roles  # import_folder says what is wrong with it
+    return roles + [Role("FOLDER", _case_dir(root, e["dir"]), tree=True)
+                    for e in manifest["cases"]]
 
 
 def import_folder(folder: str | Path) -> ImportResult:

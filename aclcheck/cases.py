@@ -59,6 +59,13 @@ DTYPE_TAGS: dict[str, str] = {"float16": "fp16", "float32": "fp32", "bfloat16": 
                               "float64": "fp64"}
 
 
+def expected_output(case: Case) -> tuple[np.dtype, tuple[int, ...]]:
+    """The dtype and shape of the output a call of `case` must return: the judge accepts
+    no other, and an isolated worker sends the bytes of no other array."""
+    return (np.dtype(NUMPY_DTYPES[case.dtype]),
+            tuple(int(d) for d in case.tensor_desc("out").shape))
+
+
 def dtype_tag(name: str) -> str:
     return DTYPE_TAGS.get(name, name)
 

@@ -1,18 +1,23 @@
 """Write cases as case-file entries (TOML, the format `generate --cases-file` reads).
 
-The inverse of `suite.load_case_file` for the keys a case file takes; every written file
-is read back with it, so what is written is always a valid case file.
+The inverse of `suite.load_case_file` for the keys a case file takes; every file is
+written whole to a temporary file, read back with it and only then renamed into place,
+so what is written is always a valid case file and a failure loses nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from aclcheck.cases import Case
-from aclcheck.errors import UsageError
+from aclcheck.errors import AclcheckError, UsageError
+from aclcheck.report.files import atomic_write
+from aclcheck.report.safe_text import printable
 from aclcheck.suite import CASE_FILE_KEYS, SuiteError, load_case_file
 
 #: Keys in writing order; optional ones are left out when unset.
@@ -41,8 +46,10 @@ def _value(value: Any) -> str:
 
 
 def toml_entry(case: Case, comment: str = "") -> str:
-    """One `[[cases]]` table (with an optional comment line above it)."""
-    lines = [f"# {line}" for line in comment.splitlines()] if comment else []
+    """One `[[cases]]` table (with optional comment lines above it). The comment may hold
+    a kernel's text: control characters (which TOML forbids in comments), bidirectional
+    overrides and lone surrogates are written as visible escapes."""
+    lines = [f"# {line}" for line in printable(comment).split("\n")] if comment else []
     lines.append("[[cases]]")
     lines.extend(f"{key} = {_value(value)}" for key, value in entry(case).items())
     return "\n".join(lines) + "\n"
@@ -71,27 +78,46 @@ def check_appendable(path: str | Path) -> None:
             raise UsageError(f"--append: {exc}") from None
         if not p.is_file() or not _writable(p):
             raise UsageError(f"{p}: not writable")
-    elif not _writable(folder):
+        folder = Path(os.path.realpath(p)).parent  # the new version is made beside it
+    if not _writable(folder):
         raise UsageError(f"{p}: folder {folder} is not writable")
 
 
 def _writable(p: Path) -> bool:
-    import os
-
     return os.access(p, os.W_OK)
 
 
-def append(path: str | Path, case: Case, comment: str = "") -> Case:
-    """Add a case to a TOML case file (created if missing); an id already in the file
-    gets a numeric suffix. Returns the case as written; the file is read back."""
+def write_case_file(path: str | Path, text: str, mode: int | None = None) -> None:
+    """Write a case file atomically: a temporary file, read back as a case file, then
+    renamed into place; a failure (a full disk, text that would not parse) leaves the
+    old file as it was. `mode`: the new file's mode (default 0666 less the umask)."""
+
+    def parses(tmp: Path) -> None:
+        try:
+            load_case_file(tmp)
+        except SuiteError as exc:
+            raise AclcheckError(f"{path}: the case file would not read back ({exc}); "
+                                "left unchanged") from None
+
+    atomic_write(path, lambda fh: fh.write(text), mode=mode, check=parses)
+
+
+def append(path: str | Path, case: Case, comment: str = "", mode: int | None = None
+           ) -> Case:
+    """Add a case to a TOML case file (created if missing, with `mode`); an id already in
+    the file gets a numeric suffix. The file is rewritten whole (write_case_file: never
+    in place; through a link, the file it names, keeping its mode). Returns the case as
+    written."""
     p = Path(path)
-    existing = {c.id for c in load_case_file(p).cases} if p.exists() else set()
+    target = Path(os.path.realpath(p)) if p.is_symlink() else p
+    existing = {c.id for c in load_case_file(target).cases} if target.exists() else set()
     written, n = case, 2
     while written.id in existing:
         written = case.replace(id=f"{case.id}-{n}")
         n += 1
-    old = p.read_text(encoding="utf-8") if p.exists() else ""
+    old = target.read_text(encoding="utf-8") if target.exists() else ""
     sep = "" if not old or old.endswith("\n\n") else ("\n" if old.endswith("\n") else "\n\n")
-    p.write_text(old + sep + toml_entry(written, comment), encoding="utf-8")
-    load_case_file(p)  # proves the file still parses
+    if target.exists():
+        mode = stat.S_IMODE(target.stat().st_mode)
+    write_case_file(target, old + sep + toml_entry(written, comment), mode)
     return written

@@ -73,18 +73,33 @@ class Evidence:
         if not isinstance(data, dict):
             return None
         try:
+            shape = tuple(_count(d) for d in data["shape"])
             grid = np.array(data["map"], dtype=np.float64)
-            if grid.ndim != 2:
+            fails = np.array([_count(x) for x in data["plane_fails"]], dtype=np.int64)
+            group = _count(data["plane_group"])
+            hist = np.array([_count(x) for x in data["hist"]], dtype=np.int64)
+            standard = data.get("standard", "")
+            # what a report writes, no more: anything else is drawn as missing
+            if (not 2 <= len(shape) <= 8 or grid.ndim != 2 or max(grid.shape) > MAP_CELLS
+                    or len(fails) > PLANE_BINS or group < 1 or len(hist) > _HIST_BINS
+                    or not isinstance(standard, str) or not np.all(
+                        np.isfinite(grid) & ((grid >= 0) | (grid == JSON_INF)))):
                 return None
             grid[grid == JSON_INF] = np.inf
-            hist = np.array(data["hist"], dtype=np.int64)
-            if list(data.get("hist_log2_edges", ())) != list(HIST_LOG2_EDGES):
+            if data.get("hist_log2_edges") != list(HIST_LOG2_EDGES):
                 hist = np.zeros(0, dtype=np.int64)  # another binning: not drawn
-            return cls(tuple(int(d) for d in data["shape"]), grid,
-                       np.array(data["plane_fails"], dtype=np.int64),
-                       int(data["plane_group"]), hist, str(data.get("standard", "")))
-        except (KeyError, TypeError, ValueError):
+            elif len(hist) != _HIST_BINS:
+                return None
+            return cls(shape, grid, fails, group, hist, standard)
+        except (KeyError, TypeError, ValueError, OverflowError):
             return None
+
+
+def _count(value: object) -> int:
+    """A non-negative integer of a report (a size, a count); ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62:
+        raise ValueError("not a count")
+    return value
 
 
 def hist_labels() -> list[str]:

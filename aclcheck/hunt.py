@@ -19,6 +19,7 @@ import numpy as np
 
 from aclcheck import contract
 from aclcheck.cases import DISTRIBUTIONS, Case, make_id
+from aclcheck.gate import UNJUDGED
 from aclcheck.layouts import LAYOUTS
 from aclcheck.verdicts import CaseVerdict, Verdict
 
@@ -84,6 +85,7 @@ class HuntResult:
     found: list[tuple[Case, CaseVerdict]] = field(default_factory=list)
     tries: int = 0
     skipped: int = 0
+    judged: int = 0  # calls whose verdict says something (not SKIP, not MISTRUSTED)
     seconds: float = 0.0
     timed_out: bool = False
 
@@ -103,6 +105,7 @@ def search(judge: Judge, rng: np.random.Generator, products: Sequence[str],
             break
         result.tries += 1
         verdict = judge(case)
+        result.judged += verdict.verdict not in UNJUDGED
         if verdict.verdict == Verdict.SKIP:
             result.skipped += 1
         elif verdict.failing:

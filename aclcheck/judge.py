@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck import contract
-from aclcheck.cases import NUMPY_DTYPES, Case
+from aclcheck.cases import Case, expected_output
 from aclcheck.compare import Comparison, Context, compare
 from aclcheck.contract import PARAM_NULLPTR, SUCCESS, status_name
-from aclcheck.impls.base import Implementation, Outcome
+from aclcheck.impls.base import Implementation, Outcome, ReturnedValue
 from aclcheck.verdicts import CaseVerdict, Verdict
 
 
@@ -131,15 +131,23 @@ def judge_unspecified(case: Case, outcome: Outcome) -> CaseVerdict:
 
 
 def check_output(case: Case, output: object) -> str | None:
-    """Why an output is not a usable out tensor (ERROR), or None."""
+    """Why an output is not a usable out tensor (ERROR), or None. An isolated call's
+    other results arrive described (ReturnedValue), never as objects."""
     if output is None:
         return "returned None instead of an array"
+    want_dtype, want = expected_output(case)
+    if isinstance(output, ReturnedValue):
+        if output.shape is None:
+            return f"returned {output.type_name}, not a numpy array"
+        if output.shape != want:
+            return f"returned shape {output.shape}, expected {want}"
+        if output.dtype != str(want_dtype):
+            return f"returned dtype {output.dtype}, expected {want_dtype}"
+        return "returned an array the worker did not send"  # never: decode_outcome
     if not isinstance(output, np.ndarray):
         return f"returned {type(output).__name__}, not a numpy array"
-    want = tuple(case.tensor_desc("out").shape)
     if tuple(output.shape) != want:
         return f"returned shape {tuple(output.shape)}, expected {want}"
-    want_dtype = np.dtype(NUMPY_DTYPES[case.dtype])
     if output.dtype != want_dtype:
         return f"returned dtype {output.dtype}, expected {want_dtype}"
     return None
@@ -194,6 +202,8 @@ def judge(case: Case, golden: np.ndarray | None, grad_values: np.ndarray | None,
           outcome: Outcome, caps: Capabilities, opts: JudgeOptions) -> CaseVerdict:
     """The verdict of one case from what the implementation returned."""
     exp = case.expectation
+    if outcome.skipped is not None and not outcome.crashed:
+        return skipped(case, outcome.skipped)
     if outcome.crashed and exp.unspecified:  # a crash is never an acceptable answer
         return _base(case, Verdict.ERROR, f"crashed on an undocumented call "
                      f"({exp.reason}): {outcome.crashed}", time_s=outcome.time_s)

@@ -14,6 +14,7 @@ from aclcheck.impls.base import Implementation
 from aclcheck.judge import Capabilities
 from aclcheck.runner import CaseRunner, LoadedCase, RunOptions, run_case
 from aclcheck.verdicts import CaseVerdict
+from aclcheck.zygote import Zygote
 
 
 def load_in_memory(case: Case) -> LoadedCase:
@@ -26,10 +27,11 @@ class LiveJudge:
     """Callable: Case -> CaseVerdict, through one adapter. Use as a context manager (it
     owns the executor's worker process, if any)."""
 
-    def __init__(self, impl: Implementation, opts: RunOptions | None = None) -> None:
+    def __init__(self, impl: Implementation, opts: RunOptions | None = None,
+                 zygote: Zygote | None = None) -> None:
         self.impl = impl
         self.caps = Capabilities.of(impl)
-        self.executor = CaseRunner(impl, opts or RunOptions())
+        self.executor = CaseRunner(impl, opts or RunOptions(), zygote=zygote)
         self.calls = 0
 
     def __call__(self, case: Case) -> CaseVerdict:

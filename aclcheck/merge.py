@@ -21,20 +21,67 @@ from aclcheck.verdicts import CaseVerdict, summarize
 SAME_KEYS = ("implementation", "standards", "golden")
 
 
-def merge_reports(reports: Sequence[tuple[str, dict[str, Any], list[CaseVerdict]]]
-                  ) -> tuple[dict[str, Any], list[CaseVerdict]]:
+Report = tuple[str, dict[str, Any], list[CaseVerdict]]
+
+
+def check_complete(reports: Sequence[Report]) -> None:
+    """Refuse a set that is not a whole run: a report of an interrupted run or one that
+    holds fewer cases than its run was to judge; shard reports (`--shard K/N`) of other
+    selections, of different N, given twice or missing; a mix of shards and whole runs."""
+    for path, report, items in reports:
+        if report.get("interrupted"):
+            raise UsageError(f"{path}: a report of an interrupted run ({len(items)} cases): "
+                             "rerun it; merge joins whole runs only")
+        planned = report.get("planned")
+        if planned is not None and planned != len(items):
+            raise UsageError(f"{path}: holds {len(items)} of the {planned} cases its run "
+                             "was to judge")
+    sharded = [(p, r) for p, r, _ in reports if r.get("shard") is not None]
+    if not sharded:
+        return
+    if len(sharded) != len(reports):
+        raise UsageError("merge joins the shard reports of one run (--shard K/N, all N), "
+                         "or whole runs: these mix both")
+    first_path, first = sharded[0]
+    by_k: dict[int, str] = {}
+    n = sharding.parse_shard(first["shard"])[1]
+    for path, report in sharded:
+        for key in ("selection", "selected"):
+            if report.get(key) != first.get(key):
+                raise UsageError(f"{path}: {key} {report.get(key)!r} differs from "
+                                 f"{first_path}'s {first.get(key)!r}: shards of another run")
+        k, nn = sharding.parse_shard(report["shard"])
+        if nn != n:
+            raise UsageError(f"{path}: shard {k}/{nn} of another split than {first_path}'s "
+                             f"{first['shard']}")
+        if k in by_k:
+            raise UsageError(f"{path}: shard {k}/{n} given twice (also {by_k[k]})")
+        by_k[k] = path
+    missing = [sharding.shard_text(k, n) for k in range(1, n + 1) if k not in by_k]
+    if missing:
+        raise UsageError(f"shards {', '.join(missing)} missing: merge needs all {n}")
+    selected = first.get("selected")
+    total = sum(len(items) for _, _, items in reports)
+    if selected is not None and total != selected:
+        raise UsageError(f"the shards hold {total} cases, their selection {selected}")
+
+
+def merge_reports(reports: Sequence[Report]) -> tuple[dict[str, Any], list[CaseVerdict]]:
     """(path, report, verdicts) of each shard -> the merged report and its verdicts, in
-    golden-file order; duplicate case ids or disagreeing runs are a usage error."""
+    golden-file order; an incomplete set (check_complete), duplicate case ids or
+    disagreeing runs are a usage error."""
     if not reports:
         raise UsageError("nothing to merge")
     first_path, first, _ = reports[0]
     seen: dict[str, str] = {}
     verdicts: list[CaseVerdict] = []
-    for path, report, items in reports:
+    for path, report, _ in reports:
         for key in SAME_KEYS:
             if report.get(key) != first.get(key):
                 raise UsageError(f"{path}: {key} {report.get(key)!r} differs from "
                                  f"{first_path}'s {first.get(key)!r}")
+    check_complete(reports)
+    for path, _, items in reports:
         for v in items:
             if v.case_id in seen:
                 raise UsageError(f"case {v.case_id} is in both {seen[v.case_id]} and {path}")
@@ -43,6 +90,8 @@ def merge_reports(reports: Sequence[tuple[str, dict[str, Any], list[CaseVerdict]
     verdicts.sort(key=lambda v: (v.index, v.case_id))
     merged = {k: v for k, v in first.items() if k not in ("cases", "summary", "shard")}
     merged["merged_from"] = [p for p, _, _ in reports]
+    if first.get("planned") is not None:
+        merged["planned"] = len(verdicts)
     merged["summary"] = summarize(verdicts)
     merged["cases"] = [v.to_json() for v in verdicts]
     return merged, verdicts

@@ -12,6 +12,12 @@ file, in golden index order. Each process (every xdist worker) opens the golden 
 read-only and builds the adapter once. A failing item's message is what `aclcheck
 verify` prints for the case; known failures become xfail marks with pytest's own
 XFAIL/XPASS semantics.
+
+The gate's rules are verify's: the adapter is loaded as verify loads it (isolated calls:
+only in worker processes; a module that exits, raises or blocks while imported is a
+usage error), and a session that judged no case (every case SKIP), whose golden file
+changed meanwhile, or whose known-failure list has an entry matching every case under
+--aclcheck-strict-xfail (a warning otherwise) fails, with a line saying why.
 """
 
 from __future__ import annotations
@@ -126,13 +132,20 @@ class GoldenGate:
         from aclcheck import xfail
         from aclcheck.config import VerifyConfig
         from aclcheck.errors import AclcheckError
-        from aclcheck.impls import ImplementationUnavailable, UnknownImplementation, create
+        from aclcheck.file_guard import Role, Snapshot
+        from aclcheck.impls import ImplementationUnavailable, UnknownImplementation
+        from aclcheck.impls.remote import open_impl
         from aclcheck.judge import Capabilities
         from aclcheck.standards import STANDARDS
         from aclcheck.store import open_golden
 
         self.config = config
         self.path = (config.invocation_params.dir / golden).resolve()
+        #: the golden file is read case by case: it must not change meanwhile
+        self.watch = Snapshot([Role("--aclcheck-golden", self.path)])
+        #: verdicts of the case items run in this process (the controller's, with xdist)
+        self.seen: dict[str, str] = {}
+        self.lines: list[str] = []
         #: the same configuration `aclcheck verify` uses: run options and repro lines
         self.verify_config = VerifyConfig(
             golden=golden, impl=config.getoption("aclcheck_impl"),
@@ -157,20 +170,23 @@ class GoldenGate:
         except AclcheckError as exc:
             raise pytest.UsageError(str(exc)) from None
         try:
-            self.impl: Implementation = create(self.spec)
-        except (UnknownImplementation, ImplementationUnavailable) as exc:
+            self.opened = open_impl(self.spec, self.verify_config.isolate)
+        except (UnknownImplementation, ImplementationUnavailable, AclcheckError) as exc:
             self.golden.close()
             raise pytest.UsageError(f"--aclcheck-impl {self.spec}: {exc}") from None
+        self.impl: Implementation = self.opened.impl
         self.caps: Capabilities = Capabilities.of(self.impl)
         self._executor: CaseRunner | None = None
 
     @property
     def executor(self) -> CaseRunner:
-        """The runner's executor, built on first use (an isolated worker starts lazily)."""
+        """The runner's executor, built on first use (an isolated worker starts lazily);
+        it owns the zygote from then on."""
         if self._executor is None:
             from aclcheck.runner import CaseRunner
 
-            self._executor = CaseRunner(self.impl, self.opts)
+            self._executor = CaseRunner(self.impl, self.opts, zygote=self.opened.zygote)
+            self.opened.zygote = None
         return self._executor
 
     def run(self, case_id: str, position: int) -> CaseVerdict:
@@ -198,9 +214,49 @@ class GoldenGate:
     # -- hooks
 
     def pytest_report_header(self) -> str:
+        from aclcheck.report.safe_text import printable
+
         xfails = f", known failures {self.xfails.source}" if self.xfails else ""
-        return (f"aclcheck: {self.path} ({len(self.golden.index)} cases), "
-                f"impl {self.impl.name}, standard {', '.join(self.standards)}{xfails}")
+        where = ("calls in worker processes" if self.opened.isolated else
+                 "calls in this process: for debugging, a gate needs isolated calls")
+        return printable(f"aclcheck: {self.path} ({len(self.golden.index)} cases), "
+                         f"impl {self.impl.name} ({where}), standard "
+                         f"{', '.join(self.standards)}{xfails}")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        verdict = dict(report.user_properties).get("aclcheck_verdict")
+        if report.when == "call" and isinstance(verdict, str):
+            self.seen[report.nodeid] = verdict
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """The gate rules verify has beyond each case's own verdict (not in xdist
+        workers: the controller sees every case's report)."""
+        if hasattr(session.config, "workerinput") or session.config.option.collectonly:
+            return
+        self.lines = self.gate_lines()
+        if any(line.startswith("aclcheck: gate failed") for line in self.lines) and \
+                session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def gate_lines(self) -> list[str]:
+        from aclcheck.gate import Finding, Kind, catch_all, decide
+        from aclcheck.report.console import gate_lines
+        from aclcheck.verdicts import CaseVerdict, Verdict
+
+        verdicts = [CaseVerdict(nodeid.rpartition("::")[2], Verdict(value), "")
+                    for nodeid, value in self.seen.items() if value in Verdict.__members__]
+        entries = (catch_all(self.xfails.entries, verdicts, self.impl.name)
+                   if self.xfails is not None else ())
+        problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
+                    for r in self.watch.changed()]
+        gate = decide(verdicts, strict_xfail=self.strict, failing=[],
+                      catch_all_entries=entries, problems=problems)
+        return gate_lines(gate)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.lines:
+            terminalreporter.write_line(line, red=line.startswith("aclcheck: gate failed"),
+                                        yellow=line.startswith("aclcheck: warning"))
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector
                             ) -> pytest.Collector | None:
@@ -233,7 +289,7 @@ class GoldenGate:
         try:
             if self._executor is not None:
                 self._executor.close()
-            self.impl.close()
+            self.opened.close()
         finally:
             self.golden.close()
 

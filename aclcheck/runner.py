@@ -19,10 +19,13 @@ from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
 from aclcheck.errors import UsageError
 from aclcheck.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.impls.base import CallInputs, Implementation, Outcome, guarded_run
+from aclcheck.impls.remote import RemoteImpl
+from aclcheck.integrity import IntegrityGuard
 from aclcheck.isolation import Heartbeat, IsolatedRunner, start_zygote
 from aclcheck.judge import Capabilities, JudgeOptions, judge, not_expressible, skipped
 from aclcheck.layouts import StridedTensor
 from aclcheck.verdicts import CaseVerdict, Verdict
+from aclcheck.wire import AdapterInfo
 from aclcheck.zygote import Zygote
 
 
@@ -62,32 +65,24 @@ class RunOptions:
 
 
 def isolates(impl: Implementation, opts: RunOptions) -> bool:
-    """Whether every call runs in a worker: as asked, else where the adapter is fork-safe."""
+    """Whether every call runs in a worker: always for an adapter that exists only
+    there (RemoteImpl), else as asked, else where the adapter is fork-safe."""
+    if isinstance(impl, RemoteImpl):
+        return True
+    if not impl.spec:  # cannot be rebuilt elsewhere (stored results, library objects)
+        return False
     if opts.isolate is not None:
         return opts.isolate
-    return impl.fork_safe and bool(impl.spec)
-
-
-#: adapter specs that build fork-safe adapters (Implementation.fork_safe), known before
-#: the adapter is built: a zygote for them can import beside the caller's own imports
-_FORK_SAFE_SPECS = ("reference", "torch", "torch:cpu")
-
-
-def prestart_zygote(spec: str, isolate: bool | None) -> Zygote | None:
-    """Start the workers' zygote now, before the caller builds the adapter, so the two
-    processes import the framework at the same time (a fresh interpreter is clean, but
-    pays the imports once). None where isolation is off or the adapter may not be
-    fork-safe; CaseRunner(zygote=...) drops a zygote the adapter cannot use."""
-    likely = spec in _FORK_SAFE_SPECS or (":" in spec and not spec.startswith("torch:"))
-    return start_zygote(spec) if likely and isolate is not False else None
+    return impl.fork_safe
 
 
 class CaseRunner:
     """Makes an adapter's calls, in-process or in an isolated worker as the options say.
 
-    For a fork-safe adapter a zygote (a clean process with the adapter's modules
-    imported) starts with the first isolated call, and every worker is forked from it:
-    no call pays a fresh interpreter.
+    Workers come from `zygote` (aclcheck.impls.remote.open_impl starts it; the runner
+    closes it), or, for a fork-safe adapter built here, from a zygote started with the
+    first isolated call: no call pays a fresh interpreter. In-process calls are followed
+    by an integrity check of this process (aclcheck.integrity).
     Owns processes: use it as a context manager or call close().
     """
 
@@ -102,16 +97,26 @@ class CaseRunner:
                              f"({impl.name} runs in-process here; {fix})")
         self.heartbeat = heartbeat
         self._isolated: IsolatedRunner | None = None
-        #: a prestarted zygote (see prestart_zygote) becomes the runner's to close
-        self._zygote = zygote if impl.fork_safe and impl.spec else None
-        if zygote is not None and self._zygote is None:
+        #: the zygote workers come from; a forking one only for a fork-safe adapter
+        self._zygote = zygote
+        if zygote is not None and zygote.preloads and not impl.fork_safe:
             zygote.close()
-        self.deterministic_note: str | None = None
-        if opts.deterministic:
+            self._zygote = None
+        self._note: str | None = None
+        if opts.deterministic and not isinstance(impl, RemoteImpl):
             try:
-                self.deterministic_note = impl.set_deterministic(True)
+                self._note = impl.set_deterministic(True)
             except Exception as exc:  # noqa: BLE001 - reported per case, not a crash
-                self.deterministic_note = f"cannot switch deterministic mode: {exc}"
+                self._note = f"cannot switch deterministic mode: {exc}"
+        #: in-process calls: what they must leave alone, taken before the first
+        self._guard = IntegrityGuard() if not self.isolate else None
+
+    @property
+    def deterministic_note(self) -> str | None:
+        """Why deterministic mode is not what was asked (the worker's word when isolated)."""
+        if isinstance(self.impl, RemoteImpl):
+            return self._isolated.note if self._isolated is not None else None
+        return self._note
 
     def __enter__(self) -> CaseRunner:
         return self
@@ -129,10 +134,12 @@ class CaseRunner:
         if self._isolated is None:
             if self.impl.fork_safe and self._zygote is None:
                 self._zygote = start_zygote(self.impl.spec)
+            declines = isinstance(self.impl, RemoteImpl) and self.impl.info.declines
             self._isolated = IsolatedRunner(
                 self.impl.spec, self.opts.timeout, self.opts.deterministic or None,
                 self.opts.memory_limit, zygote=self._zygote, heartbeat=self.heartbeat,
-                clock=CallClock(cap=self.opts.timeout, floor=self.opts.hang_floor))
+                clock=CallClock(cap=self.opts.timeout, floor=self.opts.hang_floor),
+                check_supports=declines)
         return self._isolated
 
     def after_isolated(self, call: CallInputs, outcome: Outcome) -> None:
@@ -153,7 +160,15 @@ class CaseRunner:
             outcome = self.isolated().run(call)
             self.after_isolated(call, outcome)
             return outcome
-        return guarded_run(self.impl, call)
+        outcome = guarded_run(self.impl, call)
+        changed = self._guard.check() if self._guard is not None else ()
+        if changed:
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more"
+                                              if len(changed) > 5 else "")
+            return Outcome(crashed=f"the implementation changed aclcheck's own process: "
+                                   f"{shown} (put back; run it isolated)",
+                           time_s=outcome.time_s)
+        return outcome
 
     def close(self) -> None:
         try:
@@ -328,11 +343,14 @@ def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
 
 @dataclass(frozen=True)
 class WorkItem:
-    """One case shipped to an executor worker: plain, picklable data (no file handles)."""
+    """One case shipped to an executor worker: plain, picklable data (no file handles).
+    `info`: the adapter's capabilities when its calls are isolated, so the executor
+    worker never imports it either (None: it runs there, in-process)."""
 
     spec: str
     loaded: LoadedCase
     opts: RunOptions
+    info: AdapterInfo | None = None
 
 
 _WORKER_CACHE: dict[tuple[str, str], tuple[Implementation, CaseRunner]] = {}
@@ -344,7 +362,7 @@ def run_work_item(item: WorkItem) -> CaseVerdict:
 
     key = (item.spec, repr(item.opts))  # options may hold unhashable overrides
     if key not in _WORKER_CACHE:
-        impl = create(item.spec)
+        impl = RemoteImpl(item.spec, item.info) if item.info is not None else create(item.spec)
         _WORKER_CACHE[key] = (impl, CaseRunner(impl, item.opts))
     impl, runner = _WORKER_CACHE[key]
     return run_case(runner, item.loaded, Capabilities.of(impl))
@@ -373,7 +391,8 @@ def iter_verdicts_parallel(impl: Implementation, cases: Iterable[Case], source: 
             if case is None:
                 exhausted = True
                 break
-            item = WorkItem(impl.spec, source.load(case), opts)
+            info = impl.info if isinstance(impl, RemoteImpl) else None
+            item = WorkItem(impl.spec, source.load(case), opts, info)
             pending.append(pool.submit(run_work_item, item))
         if not pending:
             return

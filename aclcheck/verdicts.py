@@ -98,25 +98,93 @@ class CaseVerdict:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaseVerdict:
+        """A report entry, every field checked (reports are files anyone can edit):
+        ValueError naming the first field that is not what a report writes."""
+        if "id" not in data or "verdict" not in data:
+            raise ValueError("'id' and 'verdict' are required")
+        verdict = data["verdict"]
+        if not isinstance(verdict, str) or verdict not in Verdict.__members__:
+            raise ValueError(f"'verdict': not a verdict: {_shown(verdict)}")
         return cls(
-            case_id=data["id"],
-            verdict=Verdict(data["verdict"]),
-            message=data.get("message", ""),
-            product=data.get("product", ""),
-            dtype=data.get("dtype", ""),
-            format=data.get("format", ""),
-            family=data.get("family", ""),
-            detail=data.get("detail", ""),
-            metrics=dict(data.get("metrics", {})),
-            standards=dict(data.get("standards", {})),
-            notes=tuple(data.get("notes", ())),
-            expected_status=data.get("expected_status"),
-            actual_status=data.get("actual_status"),
-            time_s=float(data.get("time_s", 0.0)),
-            repro=data.get("repro", ""),
-            index=int(data.get("index", -1)),
+            case_id=_text(data, "id", None),
+            verdict=Verdict(verdict),
+            message=_text(data, "message"),
+            product=_text(data, "product"),
+            dtype=_text(data, "dtype"),
+            format=_text(data, "format"),
+            family=_text(data, "family"),
+            detail=_text(data, "detail"),
+            metrics=_metrics(data.get("metrics", {})),
+            standards=_standards(data.get("standards", {})),
+            notes=_notes(data.get("notes", [])),
+            expected_status=_status(data, "expected_status"),
+            actual_status=_status(data, "actual_status"),
+            time_s=_time(data.get("time_s", 0.0)),
+            repro=_text(data, "repro"),
+            index=_integer(data.get("index", -1), "index", -1, 2**62),
             evidence=Evidence.from_json(data.get("evidence")),
         )
+
+
+# -- checks of report entries (CaseVerdict.from_json) ----------------------------------------
+
+#: a metric value may be this large (a float beyond it is not a measurement)
+_MAX_METRIC = 1e300
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
+def _text(data: dict[str, Any], key: str, default: str | None = "") -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise ValueError(f"{key!r}: not a text: {_shown(value)}")
+    return value
+
+
+def _integer(value: object, key: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{key!r}: not an integer in [{low}, {high}]: {_shown(value)}")
+    return value
+
+
+def _status(data: dict[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    return None if value is None else _integer(value, key, -2**63, 2**63 - 1)
+
+
+def _time(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0 <= float(value) <= _MAX_METRIC:
+        raise ValueError(f"'time_s': not a time in seconds: {_shown(value)}")
+    return float(value)
+
+
+def _metrics(value: object) -> dict[str, Any]:
+    """Numbers (finite), texts ("inf", "nan": how reports write them), flags or null."""
+    if not isinstance(value, dict):
+        raise ValueError(f"'metrics': not an object: {_shown(value)}")
+    for key, item in value.items():
+        number = isinstance(item, int | float) and not isinstance(item, bool)
+        if number and not abs(float(item)) <= _MAX_METRIC:
+            raise ValueError(f"'metrics.{key}': not a finite number: {_shown(item)}")
+        if not (number or item is None or isinstance(item, str | bool)):
+            raise ValueError(f"'metrics.{key}': not a number: {_shown(item)}")
+    return dict(value)
+
+
+def _standards(value: object) -> dict[str, bool]:
+    if not isinstance(value, dict) or not all(isinstance(v, bool) for v in value.values()):
+        raise ValueError(f"'standards': not an object of true/false: {_shown(value)}")
+    return dict(value)
+
+
+def _notes(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+        raise ValueError(f"'notes': not a list of texts: {_shown(value)}")
+    return tuple(value)
 
 
 def summarize(verdicts: Iterable[CaseVerdict]) -> dict[str, int]:

@@ -193,17 +193,21 @@ import numpy as np
 from aclcheck.cases import make_tensors
 from aclcheck.impls import create
 from aclcheck.impls.base import CallInputs
-from aclcheck.isolation import IsolatedRunner
+from aclcheck.isolation import IsolatedRunner, start_zygote
 from aclcheck.suite import parse_case_entries
 
-impl = create(sys.argv[1])  # imports the framework; never runs it here
+impl = create(sys.argv[1])
 assert impl.fork_safe
+zygote = start_zygote(impl.spec)  # imports the framework; never runs it there
+assert zygote.ready()["fork_safe"]
 case = parse_case_entries([{"product": "atlas-a2", "dtype": "float32", "format": "NCHW",
                             "self_shape": [2, 3, 8, 6], "grad_shape": [2, 3, 4, 3]}], "t")[0]
 t = make_tensors(case)
-worker = IsolatedRunner(impl.spec, timeout=60, start_method="fork")
+worker = IsolatedRunner(impl.spec, timeout=60, zygote=zygote)
 outcome = worker.run(CallInputs(case, t.grad_output, t.self))
+assert worker.spawned == 0  # forked from the zygote, not a fresh interpreter
 worker.close()
+zygote.close()
 assert outcome.crashed is None and outcome.raised is None, outcome
 np.testing.assert_allclose(outcome.output, t.golden, rtol=1e-6)
 print("forked worker ok")
@@ -262,7 +266,9 @@ def test_a_broken_install_is_a_usage_error_never_a_traceback(
     monkeypatch.setattr(importlib, "import_module", broken)  # what import_framework calls
     with pytest.raises(ImplementationUnavailable, match="installed but does not import"):
         create(name)
-    result = CliRunner().invoke(cli, ["verify", str(CI_SUITE), "--impl", name])
+    # --no-isolate: the import happens here, where the patch breaks it (an isolated run
+    # imports in its zygote, which reports the same error as one line)
+    result = CliRunner().invoke(cli, ["verify", str(CI_SUITE), "--impl", name, "--no-isolate"])
     assert result.exit_code == 2 and "libfoo.so" in result.output
     assert "Traceback" not in result.output
     rows = {i.name: i for i in available()}

@@ -126,7 +126,7 @@ def test_merged_shard_reports_equal_the_unsharded_run(golden: Path, tmp_path: Pa
     code_again, _ = cli_run("merge", "-o", str(merged), *shards)
     assert code_again == 2  # exists without --force
     dup = cli_run("merge", "-o", str(tmp_path / "dup.json"), shards[0], shards[0])
-    assert dup[0] == 2 and "both" in dup[1]
+    assert dup[0] == 2 and "given twice" in dup[1]
 
 
 def test_bad_shard_spec_is_a_usage_error(golden: Path) -> None:

@@ -5,6 +5,9 @@ Exit codes: 0 success/conformant, 1 nonconformance, 2 usage, 3 bad input file, 4
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from aclcheck import __version__
@@ -55,5 +58,17 @@ cli.add_command(_hunt.hunt)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="aclcheck")
+    """Console-script entry point. When a kernel that ran in this process registered exit
+    handlers (aclcheck.integrity), the process ends without running them: none of them
+    can turn the verdicts' exit status into another."""
+    try:
+        cli(prog_name="aclcheck")
+    except SystemExit as exc:
+        from aclcheck import integrity
+
+        if not integrity.compromised:
+            raise
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(code)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from aclcheck.binexchange import export_cases, import_folder
+from aclcheck.binexchange import export_cases, import_folder, import_inputs
 from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
 from aclcheck.errors import EXIT_CODES_HELP, UsageError
+from aclcheck.file_guard import Role, check_apart
 from aclcheck.selection import select
 from aclcheck.store import check_output_path, open_golden, run_meta, write_results
 
@@ -71,6 +72,7 @@ def import_(folder: str, output: str, implementation: str | None, force: bool) -
       aclcheck import xfer/ -o board.h5 --implementation "aclnn on Atlas A2"
     """
     check_output_path(output, force)
+    check_apart(import_inputs(folder), [Role("-o", output)])
     result = import_folder(folder)
     name = implementation or f"bin:{Path(folder).resolve().name}"
     meta = run_meta(shlex.join(["aclcheck", *sys.argv[1:]]), result.meta.get("suite", ""),

@@ -16,6 +16,7 @@ from rich.table import Table
 from aclcheck import contract
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.errors import EXIT_CODES_HELP
+from aclcheck.file_guard import Role, check_apart
 from aclcheck.generate import GenerateStats, ProgressFn, plan_suite
 from aclcheck.generate import generate as run_generate
 from aclcheck.store import COMPRESSIONS, check_output_path, run_meta
@@ -130,6 +131,8 @@ def generate(**params: Any) -> None:
         else int(params["max_case_mb"] * 1e6),
     )
     check_output_path(params["output"], params["force"])  # before any work or output
+    if params["cases_file"] is not None:
+        check_apart([Role("--cases-file", params["cases_file"])], [Role("-o", params["output"])])
     meta = run_meta(command_line(params), suite.suite, selection=suite.selection)
     err = stderr_console()
     with progress_reporter(err, len(suite.cases), params["output"]) as progress:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -11,15 +12,20 @@ from aclcheck import casewriter, contract
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.shrink import (
     describe,
+    live_inputs,
     live_options,
     live_setup,
     progress_printer,
     repro_commands,
+    say,
 )
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
+from aclcheck.file_guard import Role, check_apart
 from aclcheck.generate import generate
 from aclcheck.hunt import search
 from aclcheck.live import LiveJudge
+from aclcheck.report.files import file_mode
+from aclcheck.report.safe_text import printable
 from aclcheck.shrink import renamed, shrink
 from aclcheck.store import check_output_path, run_meta
 
@@ -84,46 +90,54 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
     """
     folder = Path(output)
     _check_out(folder, force)
+    case_path, golden_path = folder / CASES_NAME, folder / GOLDEN_NAME
+    check_apart(live_inputs(impl, tolerances), [Role("-o", case_path), Role("-o", golden_path)])
+    where, mode = Path(os.path.abspath(folder)), file_mode()  # before any kernel code
     products = _names(product, str, tuple(contract.PRODUCTS), "product") or list(
         contract.PRODUCTS)
     dtypes = _names(dtype, contract.normalize_dtype, contract.COMPUTE_DTYPES, "dtype")
-    adapter, config = live_setup(impl, standard, tolerances, accumulate, isolate, timeout)
+    opened, config, opts = live_setup(impl, standard, tolerances, accumulate, isolate,
+                                      timeout)
+    adapter = opened.impl
     out, err = stdout_console(), stderr_console()
     found = []
     try:
-        with LiveJudge(adapter, config.run_options()) as judge:
+        with LiveJudge(adapter, opts, opened.zygote) as judge:
             result = search(judge, np.random.default_rng(seed), products, dtypes,
                             max_time=max_time, failures=failures,
                             progress=progress_printer(err, "hunting"))
             if err.is_terminal:
                 err.print()
-            out.print(f"aclcheck: {result.tries} random calls in {result.seconds:.1f} s, "
-                      f"{len(result.found)} failing, {result.skipped} skipped",
-                      markup=False, highlight=False)
+            say(out, f"aclcheck: {result.tries} random calls in {result.seconds:.1f} s, "
+                     f"{len(result.found)} failing, {result.skipped} skipped")
             for case, verdict in result.found:
-                out.print(f"found: {case.id}: {verdict.verdict.value} - {verdict.message}",
-                          markup=False, highlight=False, soft_wrap=True)
+                say(out, f"found: {case.id}: {verdict.verdict.value} - {verdict.message}")
                 shrunk = shrink(case, judge, max_time=shrink_time, first=verdict,
                                 progress=progress_printer(err, "shrinking"))
                 if err.is_terminal:
                     err.print()
-                out.print(describe(shrunk), markup=False, highlight=False, soft_wrap=True)
+                say(out, describe(shrunk))
                 found.append((renamed(shrunk.minimal, f"hunt{len(found)}"), verdict, shrunk))
     finally:
-        adapter.close()
+        opened.close()
+    if not result.judged:  # as verify's gate: nothing judged is not a pass
+        click.echo(printable(f"aclcheck: gate failed: no call was judged: all "
+                             f"{result.tries} random calls were SKIP or MISTRUSTED under "
+                             f"{adapter.name} (its declared dtypes and products, or "
+                             "--product / --dtype)"), err=True)
+        raise SystemExit(EXIT_NONCONFORMANT)
     if not found:
-        out.print("aclcheck: nothing failed" + (" before the time limit" if result.timed_out
-                                                 else ""), markup=False, highlight=False)
+        say(out, "aclcheck: nothing failed" + (" before the time limit" if result.timed_out
+                                               else ""))
         raise SystemExit(EXIT_OK)
-    folder.mkdir(exist_ok=True)
+    where.mkdir(exist_ok=True)
     cases = [c for c, _, _ in found]
     comments = [f"found by aclcheck hunt --seed {seed} ({v.verdict.value} under "
                 f"{adapter.name}): {s.verdict.message}" for _, v, s in found]
-    case_path, golden_path = folder / CASES_NAME, folder / GOLDEN_NAME
-    case_path.write_text(casewriter.toml_file(cases, f"hunt-seed{seed}", comments),
-                         encoding="utf-8")
-    generate(golden_path, cases, run_meta(f"aclcheck hunt --seed {seed}", f"hunt-seed{seed}"),
-             force=True)
+    casewriter.write_case_file(where / CASES_NAME,
+                               casewriter.toml_file(cases, f"hunt-seed{seed}", comments), mode)
+    generate(where / GOLDEN_NAME, cases,
+             run_meta(f"aclcheck hunt --seed {seed}", f"hunt-seed{seed}"), force=True)
     out.print(f"wrote {case_path} and {golden_path} ({len(cases)} case(s))", markup=False,
               highlight=False)
     for case in cases:

@@ -8,6 +8,8 @@ from rich.text import Text
 
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.impls import available
+from aclcheck.impls.remote import describe
+from aclcheck.report.safe_text import data_text
 
 
 @click.command()
@@ -24,10 +26,11 @@ def impls() -> None:
     table.add_column("here", no_wrap=True)
     table.add_column("what", overflow="fold")
     table.add_column("scope / why not", overflow="fold")
-    for info in available():
+    for info in available(describe):
         here = Text("yes", style="green") if info.available else Text("no", style="red")
         note = info.note if info.available else f"not available: {info.note}"
-        table.add_row(info.name, here, info.description, note)
+        table.add_row(data_text(info.name), here, data_text(info.description),
+                      data_text(note))
     table.caption = ("Third-party adapters register in the entry-point group "
                      "'aclcheck.implementations'.")
     stdout_console().print(table)

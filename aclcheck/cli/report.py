@@ -6,7 +6,9 @@ import click
 
 from aclcheck.cli.common import handle_errors, stderr_console
 from aclcheck.errors import EXIT_CODES_HELP
+from aclcheck.file_guard import Role, check_apart
 from aclcheck.report import json_report
+from aclcheck.report.safe_text import printable
 from aclcheck.store import check_output_path
 
 
@@ -29,9 +31,10 @@ def report(report_path: str, html_path: str) -> None:
     from aclcheck.report import html as html_report  # matplotlib: only when run
 
     check_output_path(html_path, force=True)
+    check_apart([Role("REPORT.json", report_path)], [Role("--html", html_path)])
     data, verdicts = json_report.read(report_path)
     html_report.write(html_path, data, verdicts)
     err = stderr_console()
     for warning in html_report.page_warnings(data, verdicts):
-        err.print(f"aclcheck: note: {warning}", soft_wrap=True, markup=False)
-    err.print(f"aclcheck: wrote {html_path} ({len(verdicts)} cases)", markup=False)
+        err.print(f"aclcheck: note: {printable(warning)}", soft_wrap=True, markup=False)
+    err.print(f"aclcheck: wrote {printable(html_path)} ({len(verdicts)} cases)", markup=False)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import PurePath
-from typing import Any
 
 import click
 
 from aclcheck.baseline import diff as baseline_diff
-from aclcheck.baseline import diff_golden
+from aclcheck.baseline import diff_golden, run_mismatch
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.errors import (
     EXIT_CODES_HELP,
@@ -18,10 +16,14 @@ from aclcheck.errors import (
     InputFileError,
     UsageError,
 )
+from aclcheck.file_guard import Role, check_apart
+from aclcheck.gate import decide
 from aclcheck.merge import merge_golden, merge_reports
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
+from aclcheck.report.console import gate_lines
 from aclcheck.report.files import check_writable
+from aclcheck.report.safe_text import printable
 from aclcheck.store import FORMAT_GOLDEN, peek_format
 from aclcheck.verdicts import summarize, summary_line
 
@@ -29,17 +31,6 @@ from aclcheck.verdicts import summarize, summary_line
 def is_golden(path: str) -> bool:
     """Whether `path` is an aclcheck golden file (by its root attribute, not its name)."""
     return peek_format(path) == FORMAT_GOLDEN
-
-
-def run_mismatch(old: dict[str, Any], new: dict[str, Any], key: str) -> str | None:
-    """How two reports differ in `key` ('golden': by file name, so runs from other
-    folders match; 'implementation'), or None."""
-    a, b = old.get(key), new.get(key)
-    if key == "golden" and isinstance(a, str) and isinstance(b, str):
-        a, b = PurePath(a).name, PurePath(b).name
-    if a == b:
-        return None
-    return f"{key} {old.get(key)!r} vs {new.get(key)!r}"
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -52,8 +43,10 @@ def diff(old: str, new: str, force: bool) -> None:
     """Compare two verify JSON reports (new failures, fixed cases, metric regressions), or
     two golden files (data drift: index, records, byte-identical datasets).
 
-    Exits 1 when NEW has failures OLD did not have, or when the golden files differ; 3
-    when a file is neither a report nor a golden file. Reports of different golden files
+    Exits 1 when NEW has failures OLD did not have, judged no case, or is the report of
+    an interrupted run, or when the golden files differ; 3 when a file is neither a
+    report nor a golden file. Only a failing case that now passes counts as fixed (one
+    now listed as a known failure is "now known"). Reports of different golden files
     are refused unless --force (their case ids need not mean the same data); reports of
     different implementations are compared (that is what a baseline is for) with a warning.
 
@@ -85,11 +78,18 @@ def diff(old: str, new: str, force: bool) -> None:
                          f"({other_golden}); use --force to compare anyway")
     for mismatch in filter(None, (other_golden,
                                   run_mismatch(report_old, report_new, "implementation"))):
-        click.echo(f"aclcheck: warning: comparing reports of different runs ({mismatch})",
-                   err=True)
+        click.echo(f"aclcheck: warning: comparing reports of different runs "
+                   f"({printable(mismatch)})", err=True)
     changes = baseline_diff(before, after)
     console_report.render_diff(stdout_console(), changes, old)
-    sys.exit(EXIT_NONCONFORMANT if changes.worse else EXIT_OK)
+    gate = decide(after, failing=[now for _, now in changes.new_failures])
+    if report_new.get("interrupted"):
+        click.echo(f"aclcheck: gate failed: {printable(new)} is the report of an "
+                   "interrupted run", err=True)
+    for line in gate_lines(gate):
+        click.echo(line, err=True)
+    failed = gate.failed or bool(report_new.get("interrupted"))
+    sys.exit(EXIT_NONCONFORMANT if failed else EXIT_OK)
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -102,6 +102,10 @@ def merge(inputs: tuple[str, ...], output: str, force: bool) -> None:
     """Join shard outputs into one: verify JSON reports, or golden files made with
     `generate --shard K/N` (the result equals an unsharded run, case for case).
 
+    Reports must make a whole run: every shard K/N present once, none of an interrupted
+    run (exit 2 otherwise). Exits 1 when the merged run has a nonconforming case or
+    judged none.
+
     \b
     Examples:
       aclcheck merge -o report.json shard1.json shard2.json shard3.json shard4.json
@@ -112,12 +116,16 @@ def merge(inputs: tuple[str, ...], output: str, force: bool) -> None:
     if Path(output).exists() and not force:
         raise UsageError(f"{output} exists (use --force to overwrite)")
     check_writable({"-o": output})
+    check_apart([Role(p, p) for p in inputs], [Role("-o", output)])
     if not all(is_golden(p) for p in inputs):
         loaded = [(p, *json_report.read(p)) for p in inputs]
         merged, verdicts = merge_reports(loaded)
         json_report.write(output, merged)
-        stdout_console().print(f"{output}: {summary_line(summarize(verdicts))}",
+        stdout_console().print(f"{printable(output)}: {summary_line(summarize(verdicts))}",
                                soft_wrap=True, markup=False)
-        sys.exit(EXIT_NONCONFORMANT if any(v.failing for v in verdicts) else EXIT_OK)
+        gate = decide(verdicts)
+        for line in gate_lines(gate):
+            click.echo(line, err=True)
+        sys.exit(EXIT_NONCONFORMANT if gate.failed else EXIT_OK)
     count = merge_golden(list(inputs), output, force=force)
     stdout_console().print(f"{output}: {count} cases from {len(inputs)} files", markup=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable
 from dataclasses import replace
@@ -15,11 +16,17 @@ from aclcheck import casewriter
 from aclcheck.budget import ACCUMULATE_CHOICES
 from aclcheck.cases import Case
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
-from aclcheck.cli.verify import build_impl
+from aclcheck.cli.verify import open_adapter
 from aclcheck.config import VerifyConfig
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
-from aclcheck.impls.base import Implementation
+from aclcheck.file_guard import Role, check_apart
+from aclcheck.gate import UNJUDGED
+from aclcheck.impls.callable_impl import source_file
+from aclcheck.impls.remote import OpenedImpl
 from aclcheck.live import LiveJudge, can_rerun
+from aclcheck.report.files import file_mode
+from aclcheck.report.safe_text import printable
+from aclcheck.runner import RunOptions
 from aclcheck.shrink import ShrinkResult, shrink
 from aclcheck.store import open_golden
 
@@ -50,19 +57,28 @@ def live_options(fn: F) -> F:
     return fn
 
 
+def live_inputs(impl: str, tolerances: str | None) -> list[Role]:
+    """The files a live command reads besides its golden file (aclcheck.file_guard)."""
+    inputs = [Role("--tolerances", tolerances)] if tolerances else []
+    source = source_file(impl) if ":" in impl else None
+    return inputs + ([Role("--impl", source)] if source is not None else [])
+
+
 def live_setup(impl: str, standard: tuple[str, ...], tolerances: str | None,
                accumulate: str | None, isolate: bool | None, timeout: float
-               ) -> tuple[Implementation, VerifyConfig]:
-    """The adapter (refusing one that cannot rerun) and the verify configuration its
-    verdicts and repro lines come from (the golden file is named later, per output)."""
+               ) -> tuple[OpenedImpl, VerifyConfig, RunOptions]:
+    """The adapter (refusing one that cannot rerun), the verify configuration its
+    verdicts and repro lines come from (the golden file is named later, per output) and
+    its run options (the tolerance file is read before any kernel code runs)."""
     config = VerifyConfig(golden="", impl=impl, standards=standard, tolerances=tolerances,
                           accumulate=accumulate, isolate=isolate, timeout=timeout)
-    adapter = build_impl(impl, None)
-    why = can_rerun(adapter)
+    opts = config.run_options()
+    opened = open_adapter(impl, None, isolate)
+    why = can_rerun(opened.impl)
     if why:
-        adapter.close()
+        opened.close()
         raise UsageError(why)
-    return adapter, config
+    return opened, config, opts
 
 
 def repro_commands(case_file: str, golden: str, case_id: str, config: VerifyConfig) -> str:
@@ -70,6 +86,11 @@ def repro_commands(case_file: str, golden: str, case_id: str, config: VerifyConf
     generate = shlex.join(["aclcheck", "generate", "--cases-file", case_file, "-o", golden,
                            "--force"])
     return f"{generate} && {replace(config, golden=golden).repro(case_id)}"
+
+
+def say(console: Console, text: str) -> None:
+    """One line of output that holds data (case ids, a kernel's messages): escaped."""
+    console.print(printable(text), markup=False, highlight=False, soft_wrap=True)
 
 
 def progress_printer(console: Console, what: str) -> Callable[[int, int, Case], None]:
@@ -120,30 +141,37 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
                          "shrink needs an implementation it can call (--impl)")
     if append_path:
         casewriter.check_appendable(append_path)
+        check_apart([Role("GOLDEN", golden), *live_inputs(impl, tolerances)],
+                    [Role("--append", append_path)])
+        target, mode = os.path.abspath(append_path), file_mode()  # before any kernel code
     with open_golden(golden) as gf:
         ids = {e.id for e in gf.index}
         if case_id not in ids:
             raise UsageError(f"{golden}: no case with id {case_id!r} "
                              f"(`aclcheck inspect {golden}` lists them)")
         case = gf.case(case_id)
-    adapter, config = live_setup(impl, standard, tolerances, accumulate, isolate, timeout)
+    opened, config, opts = live_setup(impl, standard, tolerances, accumulate, isolate,
+                                      timeout)
+    adapter = opened.impl
     out, err = stdout_console(), stderr_console()
     try:
-        with LiveJudge(adapter, config.run_options()) as judge:
+        with LiveJudge(adapter, opts, opened.zygote) as judge:
             result = shrink(case, judge, max_time=max_time,
                             progress=progress_printer(err, "shrinking"))
     finally:
-        adapter.close()
+        opened.close()
     if err.is_terminal:
         err.print()
-    if not result.failing:
-        out.print(f"aclcheck: {case_id} is {result.first.verdict.value} under {adapter.name}: "
-                  "nothing to shrink", markup=False, highlight=False)
-        raise SystemExit(EXIT_OK)
     first = result.first
-    out.print(f"aclcheck: {case_id}: {first.verdict.value} - {first.message}", markup=False,
-              highlight=False, soft_wrap=True)
-    out.print(describe(result), markup=False, highlight=False, soft_wrap=True)
+    if first.verdict in UNJUDGED:
+        raise UsageError(f"{case_id} is {first.verdict.value} under {adapter.name} "
+                         f"({first.message}): not judged, nothing to shrink")
+    if not result.failing:
+        say(out, f"aclcheck: {case_id} is {first.verdict.value} under {adapter.name}: "
+                 "nothing to shrink")
+        raise SystemExit(EXIT_OK)
+    say(out, f"aclcheck: {case_id}: {first.verdict.value} - {first.message}")
+    say(out, describe(result))
     minimal = result.minimal
     comment = (f"shrunk from {case_id} ({first.verdict.value} under {adapter.name}): "
                f"{result.verdict.message}")
@@ -151,8 +179,8 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
               soft_wrap=True)
     case_file = append_path or "minimal.toml"
     if append_path:
-        written = casewriter.append(append_path, minimal, comment)
-        out.print(f"appended to {append_path} as {written.id}", markup=False, highlight=False)
+        written = casewriter.append(target, minimal, comment, mode)
+        say(out, f"appended to {append_path} as {written.id}")
         minimal = written
     if not append_path:
         out.print("(save the entry above as minimal.toml, or rerun with --append FILE)",

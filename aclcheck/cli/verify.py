@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from aclcheck import sharding, xfail
 from aclcheck.baseline import diff as baseline_diff
+from aclcheck.baseline import run_mismatch
 from aclcheck.budget import ACCUMULATE_CHOICES
 from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
 from aclcheck.config import VerifyConfig
@@ -28,20 +30,19 @@ from aclcheck.errors import (
     UsageError,
 )
 from aclcheck.executors import open_executor
-from aclcheck.impls import ImplementationUnavailable, UnknownImplementation, create
+from aclcheck.file_guard import Role, Snapshot, check_apart
+from aclcheck.gate import Finding, Kind, catch_all, decide
+from aclcheck.impls import ImplementationUnavailable, UnknownImplementation
 from aclcheck.impls.aclnn_impl import configure_environment
 from aclcheck.impls.base import Implementation
+from aclcheck.impls.callable_impl import source_file
+from aclcheck.impls.remote import OpenedImpl, open_impl
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
-from aclcheck.report.files import check_writable, write_all
-from aclcheck.report.safe_text import printable
-from aclcheck.runner import (
-    LoadedCase,
-    RunOptions,
-    iter_verdicts,
-    iter_verdicts_parallel,
-    prestart_zygote,
-)
+from aclcheck.report.console import gate_lines
+from aclcheck.report.files import check_writable, file_mode, write_all
+from aclcheck.report.safe_text import data_text, printable
+from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
 from aclcheck.selection import select
 from aclcheck.standards import DEFAULT_STANDARD, STANDARDS
 from aclcheck.store import GoldenFile, open_golden
@@ -62,18 +63,29 @@ class GoldenSource:
         return LoadedCase(case, grad, self_, self.gf.golden(case.id))
 
 
-def build_impl(impl: str, results: str | None) -> Implementation:
-    """The adapter for --impl / --results, or a usage error listing what exists."""
+def open_adapter(impl: str, results: str | None, isolate: bool | None) -> OpenedImpl:
+    """The adapter for --impl / --results (where it lives: impls.remote.open_impl), or
+    a usage error listing what exists."""
     if results is not None:
         from aclcheck.impls.results_impl import ResultsImpl
 
-        return ResultsImpl(results)
+        return OpenedImpl(ResultsImpl(results), None, isolated=False)
     try:
-        return create(impl)
+        return open_impl(impl, isolate)
     except UnknownImplementation as exc:
         raise click.UsageError(str(exc)) from None
     except ImplementationUnavailable as exc:
         raise UsageError(f"--impl {impl}: not available here: {exc}") from None
+
+
+@dataclass
+class RunState:
+    """What a run has done so far (kept when it is interrupted): verdicts in order, the
+    size of the selection (before --shard) and the cases this run was to judge."""
+
+    verdicts: list[CaseVerdict] = field(default_factory=list)
+    selected: int = 0
+    planned: int = 0
 
 
 @contextmanager
@@ -91,23 +103,28 @@ def progress_bar(console: Console, total: int) -> Iterator[Any]:
 
 
 def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOptions,
-                  done: list[CaseVerdict], zygote: Zygote | None = None) -> None:
+                  state: RunState, zygote: Zygote | None = None) -> None:
     """Select cases from the golden file, run them (serially or fanned out), in order,
-    appending each verdict (with its repro line) to `done` as it comes, so an
-    interruption keeps them."""
+    appending each verdict (with its repro line) to `state` as it comes, so an
+    interruption keeps them. The runner owns `zygote` from here."""
     shard = sharding.parse_shard(config.shard) if config.shard else None
+    done = state.verdicts
     with open_golden(config.golden) as gf:
         positions = {e.id: i for i, e in enumerate(gf.index)}
         rows = select(gf.index, **config.selection())
+        state.selected = len(rows)
         if shard is not None:
             keep = sharding.select([(r.id, r.nbytes) for r in rows], *shard)
             rows = [r for r in rows if r.id in keep]
         if not rows:
-            raise UsageError(f"{config.golden}: no case matches the selection")
+            raise UsageError(f"{config.golden}: no case matches the selection"
+                             + (f" (shard {config.shard} is empty)" if state.selected else ""))
+        state.planned = len(rows)
         cases = [gf.case(r.id) for r in rows]
         source = GoldenSource(gf)
         err = stderr_console()
-        beat = None if err.is_terminal else lambda line: print(line, file=sys.stderr, flush=True)
+        beat = None if err.is_terminal else lambda line: print(printable(line),
+                                                               file=sys.stderr, flush=True)
         with progress_bar(err, len(cases)) as progress, \
                 open_executor(config.jobs, config.executor) as pool:
             if pool is None:
@@ -224,15 +241,31 @@ def config_from_params(golden: str, params: dict[str, Any]) -> VerifyConfig:
     return VerifyConfig(golden=golden, **values)
 
 
+def file_roles(config: VerifyConfig) -> tuple[list[Role], list[Role]]:
+    """What a verify run reads and writes (aclcheck.file_guard)."""
+    inputs = [Role("GOLDEN", config.golden)]
+    for flag, path in (("--results", config.results), ("--tolerances", config.tolerances),
+                       ("--xfail", config.xfail), ("--baseline", config.baseline)):
+        if path:
+            inputs.append(Role(flag, path))
+    inputs += [Role("--aclnn-lib-dir", d, tree=True) for d in config.aclnn_lib_dirs]
+    if config.results is None and ":" in config.impl:
+        source = source_file(config.impl)
+        if source is not None:
+            inputs.append(Role("--impl", source))
+    return inputs, [Role(flag, path) for flag, path in config.outputs.items()]
+
+
 def check_config(config: VerifyConfig) -> None:
     """Usage errors found before anything is loaded or run: unknown standards, a bad
-    shard, unwritable report paths."""
+    shard, unwritable report paths, a report that would replace an input."""
     for name in config.standard_names:
         if name not in STANDARDS:
             raise click.UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}")
     if config.shard:
         sharding.parse_shard(config.shard)
     check_writable(config.outputs)
+    check_apart(*file_roles(config))
 
 
 @click.command(epilog=EXIT_CODES_HELP)
@@ -278,44 +311,93 @@ def run_verify(config: VerifyConfig) -> int:
         restore()
 
 
+@dataclass(frozen=True)
+class ReportTargets:
+    """Where the reports go and with which mode, fixed before the first call: an
+    in-process kernel that changes the working directory or the umask moves or locks
+    nothing."""
+
+    paths: dict[str, str]
+    mode: int
+
+    @classmethod
+    def now(cls, config: VerifyConfig) -> ReportTargets:
+        return cls({flag: os.path.abspath(p) for flag, p in config.outputs.items()},
+                   file_mode())
+
+
+def isolation_mode(config: VerifyConfig, opened: OpenedImpl) -> str:
+    """How the calls ran, as the reports record it."""
+    if config.results is not None:
+        return "stored results"
+    return "workers" if opened.isolated else "in-process"
+
+
+def headline(config: VerifyConfig, opened: OpenedImpl) -> str | None:
+    """The line that opens the console report of a run whose calls were not isolated."""
+    if isolation_mode(config, opened) != "in-process":
+        return None
+    why = ("--no-isolate" if config.isolate is False else
+           "the adapter is not fork-safe; --isolate runs it in worker processes")
+    return (f"aclcheck: {opened.impl.name} ran in this process ({why}): for debugging; a "
+            "crash ends the run and the implementation can change aclcheck itself, so a "
+            "gate needs isolated calls")
+
+
 def _run_verify(config: VerifyConfig) -> int:
-    opts = config.run_options()
-    xfails = xfail.load(config.xfail) if config.xfail else None
-    old = json_report.read(config.baseline)[1] if config.baseline else None
-    zygote = (prestart_zygote(config.impl, config.isolate)  # imports beside ours
-              if config.results is None else None)
-    try:
-        adapter = build_impl(config.impl, config.results)
-    except BaseException:
-        if zygote is not None:
-            zygote.close()
-        raise
-    verdicts: list[CaseVerdict] = []
+    inputs, _ = file_roles(config)
+    read_during_run = Snapshot([r for r in inputs if r.flag == "GOLDEN"])
+    targets = ReportTargets.now(config)
+    opts = config.run_options()  # every input but the golden file is read now,
+    xfails = xfail.load(config.xfail) if config.xfail else None  # before any kernel code
+    baseline = json_report.read(config.baseline) if config.baseline else None
+    here = {"golden": str(config.golden)}
+    if baseline is not None and (mismatch := run_mismatch(baseline[0], here, "golden")):
+        raise UsageError(f"--baseline {config.baseline} is a report of another golden file "
+                         f"({mismatch}); compare such runs with `aclcheck diff --force`")
+    opened = open_adapter(config.impl, config.results, config.isolate)
+    adapter = opened.impl
+    if baseline is not None and (mismatch := run_mismatch(
+            baseline[0], {"implementation": adapter.name}, "implementation")):
+        click.echo(f"aclcheck: warning: --baseline is a report of another run "
+                   f"({printable(mismatch)})", err=True)
+    state = RunState()
     interrupted = False
     try:
-        run_selection(config, adapter, opts, verdicts, zygote)
+        run_selection(config, adapter, opts, state, opened.zygote)
     except KeyboardInterrupt:
         # keep what was judged: report it (marked) and exit 130 below
         interrupted = True
-        stderr_console().print(f"aclcheck: interrupted after {len(verdicts)} cases; "
+        stderr_console().print(f"aclcheck: interrupted after {len(state.verdicts)} cases; "
                                "reporting those")
     finally:
-        adapter.close()
-        if zygote is not None:
-            zygote.close()
+        opened.close()
+    verdicts = state.verdicts
     if xfails is not None:
         verdicts = xfail.apply(verdicts, xfails, adapter.name)
-    failed = xfail.gate_failed(verdicts, config.strict_xfail)
-    lost = write_reports(config, adapter.name, verdicts, interrupted)
+    problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
+                for r in read_during_run.changed()]
+    changes = baseline_diff(baseline[1], verdicts) if baseline is not None else None
+    failing = None
+    if changes is not None:  # against a baseline only what got worse gates
+        failing = [now for _, now in changes.new_failures
+                   if now.failing or config.strict_xfail]
+    gate = decide(verdicts, strict_xfail=config.strict_xfail, failing=failing,
+                  catch_all_entries=catch_all(xfails.entries, verdicts, adapter.name)
+                  if xfails is not None else (), problems=problems)
+    mode = isolation_mode(config, opened)
+    lost = write_reports(config, targets, adapter.name, state, verdicts, interrupted, mode)
     out = stdout_console(config.width)
+    line = headline(config, opened)
+    if line:
+        out.print(data_text(line, "bold yellow"), soft_wrap=True)
     console_report.render(out, verdicts, implementation=adapter.name,
                           verbose=config.verbose,
                           json_report=None if "--json" in lost else config.json_path)
-    if old is not None:
-        changes = baseline_diff(old, verdicts)
+    if changes is not None:
         console_report.render_diff(out, changes, config.baseline or "")
-        # against a baseline only what got worse gates (XPASS only when strict)
-        failed = any(now.failing or config.strict_xfail for _, now in changes.new_failures)
+    for text in gate_lines(gate):
+        click.echo(text, err=True)
     for flag, reason in lost.items():
         click.echo(f"aclcheck: error: {flag} {printable(config.outputs[flag])}: not written: "
                    f"{reason}", err=True)
@@ -323,28 +405,36 @@ def _run_verify(config: VerifyConfig) -> int:
         return 130
     if lost:
         return EXIT_INTERNAL
-    return EXIT_NONCONFORMANT if failed else EXIT_OK
+    return EXIT_NONCONFORMANT if gate.failed else EXIT_OK
 
 
-def write_reports(config: VerifyConfig, implementation: str, verdicts: list[CaseVerdict],
-                  interrupted: bool) -> dict[str, str]:
+def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,
+                  state: RunState, verdicts: list[CaseVerdict], interrupted: bool,
+                  isolation: str) -> dict[str, str]:
     """Write the JSON, JUnit and HTML reports, each on its own; why any was lost, by flag."""
     extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]]),
-                             "interrupted": interrupted}
+                             "interrupted": interrupted, "isolation": isolation,
+                             "selection": {k: list(v) if isinstance(v, tuple) else v
+                                           for k, v in config.selection().items()},
+                             "selected": state.selected, "planned": state.planned}
     if config.shard:
         extra["shard"] = config.shard
     writers: dict[str, Callable[[], None]] = {}
+    paths = targets.paths
     report = json_report.build(verdicts, implementation=implementation,
                                standards=config.standard_names, golden=str(config.golden),
                                extra=extra) if config.json_path or config.html_path else {}
     if config.json_path:
-        writers["--json"] = partial(json_report.write, config.json_path, report)
+        writers["--json"] = partial(json_report.write, paths["--json"], report,
+                                    mode=targets.mode)
     if config.junit_path:
         name = f"aclcheck {implementation} {Path(config.golden).name}"
-        writers["--junit"] = partial(junit.write, config.junit_path, verdicts,
-                                     suite_name=name)
+        writers["--junit"] = partial(junit.write, paths["--junit"], verdicts,
+                                     suite_name=name, properties={"isolation": isolation},
+                                     mode=targets.mode)
     if config.html_path:
         from aclcheck.report import html as html_report  # matplotlib: only when asked
 
-        writers["--html"] = partial(html_report.write, config.html_path, report, verdicts)
+        writers["--html"] = partial(html_report.write, paths["--html"], report, verdicts,
+                                    mode=targets.mode)
     return write_all(writers)

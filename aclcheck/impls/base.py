@@ -26,7 +26,8 @@ class Outcome:
     without status codes, an ERROR on a valid call), its first line the message, then the
     last frames (file:line); crashed: the process died or hung, or the implementation
     tried to end the process or wrote into its inputs (never a rejection);
-    log: what it wrote to stderr during the call (isolated workers capture it).
+    log: what it wrote to stdout and stderr during the call (isolated workers capture it);
+    skipped: the adapter declined the case in its worker (`supports()`): a SKIP.
     """
 
     status: int | None = None
@@ -36,6 +37,17 @@ class Outcome:
     crashed: str | None = None
     notes: tuple[str, ...] = ()
     log: str = ""
+    skipped: str | None = None
+
+
+@dataclass(frozen=True)
+class ReturnedValue:
+    """What an isolated call returned when it was not the expected array: described by
+    the worker (type name; shape and dtype text for arrays), never sent across."""
+
+    type_name: str
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,7 +133,7 @@ class ExitAttempt(BaseException):  # noqa: N818 - it names what the kernel tried
 
 
 @contextmanager
-def _exit_refused() -> Iterator[None]:
+def exit_refused() -> Iterator[None]:
     """os._exit() from Python code in a kernel raises ExitAttempt instead of ending the
     process with a status the CI would read as success. (A C-level exit cannot be caught
     in-process: only an isolated worker contains it.)"""
@@ -160,7 +172,7 @@ def guarded_run(impl: Implementation, call: CallInputs) -> Outcome:
     before = input_checksums(call)
     start = time.perf_counter()
     try:
-        with _exit_refused():
+        with exit_refused():
             outcome = impl.run(call)
     except KeyboardInterrupt:
         raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +44,24 @@ def load_callable(spec: str) -> Callable[..., object]:
     if not callable(obj):
         raise ValueError(f"{spec}: {attr!r} is not callable")
     return obj  # type: ignore[return-value]
+
+
+def source_file(spec: str) -> Path | None:
+    """The file `module:function` would be imported from, found without importing
+    anything (a top-level module or a .py path; None for dotted names or not found)."""
+    from importlib.machinery import PathFinder
+
+    module_name = spec.rpartition(":")[0]
+    if module_name.endswith(".py"):
+        return Path(module_name)
+    if not module_name or "." in module_name:
+        return None
+    try:
+        found = PathFinder.find_spec(module_name, [os.getcwd(), *sys.path])
+    except (ImportError, ValueError, OSError):
+        return None
+    origin = found.origin if found is not None else None
+    return Path(origin) if origin and os.path.isfile(origin) else None
 
 
 class CallableImpl(Implementation):

@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from typing import Any
 
 from aclcheck.impls.base import Implementation
 
@@ -33,6 +35,39 @@ class ImplInfo:
 
 def _plugins() -> dict[str, object]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+#: the frameworks whose adapters are built in (a device suffix follows their name)
+_FRAMEWORKS = ("torch", "mindspore", "paddle")
+#: built-in adapters that workers may be forked for (never a device runtime)
+_FORK_SAFE = ("reference", "torch", "torch:cpu", "mindspore", "mindspore:cpu", "paddle",
+              "paddle:cpu")
+
+
+def spec_kind(spec: str) -> str:
+    """What a spec names, known without importing anything: "builtin" (aclcheck's own
+    adapters), "plugin" (an entry point), "callable" (module:function: user code), or
+    UnknownImplementation."""
+    if spec in BUILTIN or spec.partition(":")[0] in _FRAMEWORKS:
+        return "builtin"
+    if spec in _plugins():
+        return "plugin"
+    if ":" in spec:
+        return "callable"
+    valid = list(BUILTIN) + sorted(_plugins()) + ["module:function", "--results FILE"]
+    raise UnknownImplementation(f"unknown implementation {spec!r}; available: "
+                                f"{', '.join(valid)}")
+
+
+def static_fork_safe(spec: str) -> bool | None:
+    """Whether `spec`'s adapter is fork-safe, known without building it (None: only
+    the adapter can say: plugins)."""
+    kind = spec_kind(spec)
+    if kind == "callable":
+        return True
+    if kind == "plugin":
+        return None
+    return spec in _FORK_SAFE
 
 
 def create(spec: str) -> Implementation:
@@ -90,13 +125,16 @@ def create(spec: str) -> Implementation:
                                 f"{', '.join(valid)}")
 
 
-def available() -> list[ImplInfo]:
-    """Every adapter name this installation knows, and whether it can run here."""
+def available(describe: Callable[[str], Any] | None = None) -> list[ImplInfo]:
+    """Every adapter name this installation knows, and whether it can run here.
+    Built-in adapters are built here; plugins (user code) through `describe(name)`,
+    which learns what it declares in another process (aclcheck.impls.remote.describe),
+    so a plugin that exits or hangs while imported is one row, not the end of the list."""
     infos: list[ImplInfo] = []
-    names = list(BUILTIN) + sorted(_plugins())
-    for name in names:
+    plugins = sorted(_plugins())
+    for name in list(BUILTIN) + plugins:
         try:
-            impl = create(name)
+            impl = describe(name) if describe is not None and name in plugins else create(name)
         except (ImplementationUnavailable, UnknownImplementation) as exc:
             infos.append(ImplInfo(name, False, "", str(exc)))
             continue
@@ -108,7 +146,8 @@ def available() -> list[ImplInfo]:
         scope.append("products: " + (", ".join(impl.products) if impl.products else "any"))
         scope.append("status codes" if impl.has_status_codes else "rejects by raising")
         infos.append(ImplInfo(name, True, impl.description, "; ".join(scope)))
-        impl.close()
+        if isinstance(impl, Implementation):
+            impl.close()
     infos.append(ImplInfo("module:function", True,
                           "any callable fn(grad_output, self) -> out (numpy arrays)",
                           "declare fn.aclcheck_dtypes / fn.aclcheck_products to SKIP others"))

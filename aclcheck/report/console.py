@@ -13,8 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from aclcheck.baseline import Diff
+from aclcheck.gate import Gate, Kind
 from aclcheck.report.errormap import error_map
-from aclcheck.report.safe_text import data_text
+from aclcheck.report.safe_text import data_text, printable
 from aclcheck.verdicts import (
     FAILING,
     SUMMARY_KEYS,
@@ -162,6 +163,12 @@ def render_diff(console: Console, d: Diff, old_name: str) -> None:
     for was, now in d.fixed:
         table.add_row(Text("fixed", style="green"), data_text(now.case_id),
                       was.verdict.value, now.verdict.value)
+    for was, now in d.now_known:
+        table.add_row(Text("now known", style="yellow"), data_text(now.case_id),
+                      was.verdict.value, now.verdict.value)
+    for was, now in d.unjudged:
+        table.add_row(Text("not judged now", style="yellow"), data_text(now.case_id),
+                      was.verdict.value, now.verdict.value)
     for was, now in d.changed:
         table.add_row("changed", data_text(now.case_id), was.verdict.value,
                       now.verdict.value)
@@ -172,6 +179,29 @@ def render_diff(console: Console, d: Diff, old_name: str) -> None:
         console.print(table)
     console.print(Text(
         f"baseline: new failures: {len(d.new_failures)} still failing: "
-        f"{len(d.still_failing)} fixed: {len(d.fixed)} regressions: {len(d.regressions)} "
+        f"{len(d.still_failing)} fixed: {len(d.fixed)} now known: {len(d.now_known)} "
+        f"not judged now: {len(d.unjudged)} regressions: {len(d.regressions)} "
         f"added: {len(d.added)} removed: {len(d.removed)}",
         style="bold red" if d.worse else "bold green"), soft_wrap=True)
+
+
+def gate_lines(gate: Gate) -> list[str]:
+    """The gate's findings as lines for stderr (a nonconformance is the summary's)."""
+    lines = []
+    for finding, failing in [(f, True) for f in gate.findings] + [
+            (f, False) for f in gate.warnings]:
+        lead = "aclcheck: gate failed:" if failing else "aclcheck: warning:"
+        detail = printable(finding.detail)
+        if finding.kind == Kind.NOTHING_JUDGED:
+            lines.append(f"{lead} no case was judged" + (
+                f": all {finding.count} were SKIP or MISTRUSTED" if finding.count else "")
+                + (f" (first SKIP: {detail})" if detail else ""))
+        elif finding.kind == Kind.XFAIL_MATCHES_ALL:
+            lines.append(f"{lead} the known-failure entry id = {detail!r} matches every "
+                         f"case of this run ({finding.count}): it cannot tell a known "
+                         "failure from a new one" + ("" if failing else
+                                                      " (--strict-xfail fails the gate)"))
+        elif finding.kind == Kind.INPUT_CHANGED:
+            lines.append(f"{lead} {detail} changed while the run read it: its verdicts "
+                         "cannot be trusted")
+    return lines

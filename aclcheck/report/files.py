@@ -52,17 +52,23 @@ def file_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write(path: str | Path, write: Callable[[IO[str]], None]) -> None:
+def atomic_write(path: str | Path, write: Callable[[IO[str]], None], *,
+                 mode: int | None = None, check: Callable[[Path], None] | None = None) -> None:
     """Call write(fh) on a temporary file in the target's folder, then rename it over
-    the target: a reader never sees half a report, a failure leaves the old file. Text
-    that UTF-8 cannot hold (a lone surrogate from data) is written as a backslash escape."""
+    the target: a reader never sees half a file, a failure (a full disk) leaves the old
+    one. Text that UTF-8 cannot hold (a lone surrogate from data) is written as a
+    backslash escape. `mode`: the new file's mode (default 0666 less the umask, read
+    now; a run captures it before any in-process kernel can change it); `check(tmp)`
+    reads the finished temporary file back and raises to keep the old file."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                dir=target.parent if str(target.parent) else ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
             write(fh)
-        os.chmod(tmp, file_mode())  # mkstemp makes 0600; reports are ordinary files
+        if check is not None:
+            check(Path(tmp))
+        os.chmod(tmp, file_mode() if mode is None else mode)  # mkstemp makes 0600
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

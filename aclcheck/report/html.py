@@ -209,8 +209,9 @@ def render(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> str:
         verdict_names=[v.value for v in Verdict], hist_px=_hist_px())
 
 
-def write(path: str | Path, report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> None:
+def write(path: str | Path, report: dict[str, Any], verdicts: Sequence[CaseVerdict],
+          mode: int | None = None) -> None:
     """Render and write atomically, mode 0666 less the umask (report.files.atomic_write)."""
     text = render(report, verdicts)
-    atomic_write(path, lambda fh: fh.write(text))
+    atomic_write(path, lambda fh: fh.write(text), mode=mode)
 

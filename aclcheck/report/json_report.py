@@ -38,14 +38,14 @@ def build(verdicts: Sequence[CaseVerdict], *, implementation: str, standards: Se
     return data
 
 
-def write(path: str | Path, report: dict[str, Any]) -> None:
+def write(path: str | Path, report: dict[str, Any], mode: int | None = None) -> None:
     """Write atomically, mode 0666 less the umask (see report.files.atomic_write)."""
 
     def dump(fh: IO[str]) -> None:
         json.dump(report, fh, indent=1, allow_nan=False, default=str)
         fh.write("\n")
 
-    atomic_write(path, dump)
+    atomic_write(path, dump, mode=mode)
 
 
 def read(path: str | Path) -> tuple[dict[str, Any], list[CaseVerdict]]:
@@ -66,8 +66,47 @@ def read(path: str | Path) -> tuple[dict[str, Any], list[CaseVerdict]]:
     if version > REPORT_VERSION:
         raise InputFileError(f"{p}: report version {data.get('version')} is newer than this "
                              f"aclcheck understands ({REPORT_VERSION})")
-    try:
-        verdicts = [CaseVerdict.from_json(c) for c in data.get("cases", [])]
-    except (KeyError, ValueError, TypeError) as exc:
-        raise InputFileError(f"{p}: malformed case entry: {exc}") from None
+    problem = _run_fields(data)
+    if problem:
+        raise InputFileError(f"{p}: report {problem}")
+    verdicts = []
+    for number, entry in enumerate(cases, 1):
+        try:
+            verdicts.append(CaseVerdict.from_json(entry))
+        except (KeyError, ValueError, TypeError, OverflowError) as exc:
+            raise InputFileError(f"{p}: case {number}: {exc}") from None
     return data, verdicts
+
+
+#: report keys a reader relies on, and what each must be (None: may be absent or null)
+_TEXTS = ("implementation", "golden", "standard", "command", "tool_version", "shard",
+          "isolation")
+_COUNTS = ("selected", "planned")
+
+
+def _run_fields(data: dict[str, Any]) -> str | None:
+    """Why the report's run fields are not what a report writes, or None."""
+    for key in _TEXTS:
+        if data.get(key) is not None and not isinstance(data[key], str):
+            return f"{key!r} must be a text"
+    for key in _COUNTS:
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 0 <= value < 2**62):
+            return f"{key!r} must be a count"
+    shard = data.get("shard")
+    if shard is not None:
+        k, _, n = shard.partition("/")
+        if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n) < 2**31):
+            return "'shard' must be K/N"
+    if not isinstance(data.get("interrupted", False), bool):
+        return "'interrupted' must be true or false"
+    for key in ("standards", "merged_from"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, list)
+                                  or not all(isinstance(x, str) for x in value)):
+            return f"{key!r} must be a list of texts"
+    selection = data.get("selection")
+    if selection is not None and not isinstance(selection, dict):
+        return "'selection' must be an object"
+    return None

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aclcheck.report.files import atomic_write
+from aclcheck.report.safe_text import printable
 from aclcheck.verdicts import CaseVerdict, Verdict, summarize
 
 # XML 1.0 allows tab, newline, carriage return and the ranges below; nothing else.
@@ -15,11 +16,13 @@ _INVALID_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff
 
 
 def clean(text: str) -> str:
-    """Text with characters XML 1.0 forbids replaced by '?'."""
-    return _INVALID_XML.sub("?", text)
+    """Data as XML text: control characters, bidirectional overrides and lone surrogates
+    shown as escapes (report.safe_text), anything else XML 1.0 forbids as '?'."""
+    return _INVALID_XML.sub("?", printable(text))
 
 
-def build(verdicts: Sequence[CaseVerdict], suite_name: str) -> ET.ElementTree:
+def build(verdicts: Sequence[CaseVerdict], suite_name: str,
+          properties: dict[str, str] | None = None) -> ET.ElementTree:
     s = summarize(verdicts)
     failures = s["failed"] + s["wrong_status"] + s["unimplemented"] + s["nondeterministic"]
     suite = ET.Element("testsuite", {
@@ -30,6 +33,10 @@ def build(verdicts: Sequence[CaseVerdict], suite_name: str) -> ET.ElementTree:
         "skipped": str(s["skipped"] + s["xfailed"]),
         "time": f"{sum(v.time_s for v in verdicts):.6f}",
     })
+    if properties:
+        props = ET.SubElement(suite, "properties")
+        for name, value in properties.items():
+            ET.SubElement(props, "property", {"name": clean(name), "value": clean(value)})
     for v in verdicts:
         case = ET.SubElement(suite, "testcase", {
             "classname": clean(f"aclcheck.{v.product}.{v.dtype}.{v.format}"),
@@ -56,9 +63,11 @@ def _wrap(suite: ET.Element) -> ET.Element:
     return root
 
 
-def write(path: str | Path, verdicts: Sequence[CaseVerdict], suite_name: str) -> None:
+def write(path: str | Path, verdicts: Sequence[CaseVerdict], suite_name: str,
+          properties: dict[str, str] | None = None, mode: int | None = None) -> None:
     """Write atomically, mode 0666 less the umask (see report.files.atomic_write)."""
-    tree = build(verdicts, suite_name)
+    tree = build(verdicts, suite_name, properties)
     ET.indent(tree)
     text = ET.tostring(tree.getroot(), encoding="unicode")
-    atomic_write(path, lambda fh: fh.write(f"<?xml version='1.0' encoding='utf-8'?>\n{text}\n"))
+    atomic_write(path, lambda fh: fh.write(f"<?xml version='1.0' encoding='utf-8'?>\n{text}\n"),
+                 mode=mode)

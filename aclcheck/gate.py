@@ -1,0 +1,84 @@
+"""The gate: exit 0 only when a correct kernel was actually judged.
+
+`decide` turns a run's verdicts (and what else the command found) into a `Gate`: pass
+or fail, and the findings behind it as records (`Finding`), which the CLI words at the
+edge. A run passes when something was judged and nothing nonconforming was:
+
+  * nonconformance (FAIL, WRONG_STATUS, UNIMPLEMENTED, NONDETERMINISTIC, ERROR), or an
+    XPASS under --strict-xfail; against a baseline only what got worse;
+  * no case judged: every case SKIP (or MISTRUSTED: it cannot discriminate);
+  * a known-failure entry that matches every case of the run (it cannot tell a known
+    failure from a new one): a warning, failing under --strict-xfail;
+  * whatever the command itself saw go wrong (an input that changed during the run, an
+    in-process kernel that changed aclcheck): `problems`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from aclcheck.verdicts import CaseVerdict, Verdict
+from aclcheck.xfail import XfailEntry
+
+#: verdicts that say nothing about the kernel
+UNJUDGED = frozenset({Verdict.SKIP, Verdict.MISTRUSTED})
+
+
+class Kind(StrEnum):
+    NONCONFORMANT = "nonconformant"  # count: failing cases
+    NOTHING_JUDGED = "nothing-judged"  # count: cases, detail: the first SKIP reason
+    XFAIL_MATCHES_ALL = "xfail-matches-all"  # detail: the entry's id pattern
+    INPUT_CHANGED = "input-changed"  # detail: the file
+    TAMPERED = "tampered"  # detail: what the in-process kernel changed
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: Kind
+    count: int = 0
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Gate:
+    failed: bool
+    findings: tuple[Finding, ...] = ()  # why it failed
+    warnings: tuple[Finding, ...] = field(default=())  # said, not failing
+
+
+def judged(verdicts: Sequence[CaseVerdict]) -> int:
+    """Cases whose verdict says something about the kernel."""
+    return sum(v.verdict not in UNJUDGED for v in verdicts)
+
+
+def catch_all(entries: Sequence[XfailEntry], verdicts: Sequence[CaseVerdict],
+              implementation: str) -> list[XfailEntry]:
+    """Known-failure entries that match every case of a run of two or more cases."""
+    if len(verdicts) < 2:
+        return []
+    return [e for e in entries
+            if all(e.matches(v.case_id, implementation) for v in verdicts)]
+
+
+def decide(verdicts: Sequence[CaseVerdict], *, strict_xfail: bool = False,
+           failing: Sequence[CaseVerdict] | None = None,
+           catch_all_entries: Sequence[XfailEntry] = (),
+           problems: Sequence[Finding] = ()) -> Gate:
+    """The gate of a run. `failing`: the cases that fail it, when not all nonconforming
+    ones do (a baseline gate passes what was already failing)."""
+    bad = list(failing) if failing is not None else [
+        v for v in verdicts if v.failing or (strict_xfail and v.verdict == Verdict.XPASS)]
+    findings: list[Finding] = list(problems)
+    if bad:
+        findings.append(Finding(Kind.NONCONFORMANT, len(bad)))
+    if not judged(verdicts):
+        reason = next((v.message for v in verdicts if v.verdict == Verdict.SKIP), "")
+        findings.append(Finding(Kind.NOTHING_JUDGED, len(verdicts), reason))
+    loose = [Finding(Kind.XFAIL_MATCHES_ALL, len(verdicts), e.pattern)
+             for e in catch_all_entries]
+    if strict_xfail:
+        findings += loose
+        loose = []
+    return Gate(bool(findings), tuple(findings), tuple(loose))

@@ -1,0 +1,402 @@
+"""Red team, kernel side (issue "gate integrity, round 3"): one hostile kernel module per
+class of attack (tests/hostile_modules.py), each asserted to be defended: no exit 0 for a
+kernel that was not judged correct, no hang past a deadline, nothing the kernel says
+run or unpickled in aclcheck's process, nothing it leaves behind.
+
+Classes: attacks while imported; through the worker protocol; on resources (output
+floods, descendants that leave the process group, a killed zygote); on the inputs while
+the run reads them; on the gate (declining every case); on aclcheck's own process in
+--no-isolate runs (its code, working directory, umask, exit handlers); hostile text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import aclcheck.compare
+import aclcheck.judge
+import aclcheck.runner
+from aclcheck import isolation
+from aclcheck.cli import cli
+from aclcheck.impls.base import CallInputs
+from aclcheck.isolation import IsolatedRunner, start_zygote
+from aclcheck.store import open_golden
+from aclcheck.suite import Selection
+from tests import hostile_modules as hm
+from tests.conftest import GoldenMaker
+
+REPO = Path(__file__).parent.parent
+SELECTION = Selection(products=("atlas-a2",), dtypes=("float32",),
+                      families=("divisible", "rank3"), seed=5)
+
+
+@pytest.fixture(scope="module")
+def golden(make_golden: GoldenMaker) -> Path:
+    return make_golden(SELECTION, "hostile-kernels")
+
+
+@pytest.fixture(scope="module")
+def ids(golden: Path) -> dict[str, list[str]]:
+    """Case ids by rank (the 3-D ones are where the kernels attack)."""
+    with open_golden(golden) as gf:
+        cases = [gf.case(i) for i in gf.ids()]
+    return {"3d": [c.id for c in cases if len(c.self_shape) == 3],
+            "4d": [c.id for c in cases if len(c.self_shape) == 4]}
+
+
+def verify(*args: str, report: Path | None = None) -> tuple[int, str, dict]:
+    """verify in this process; (exit code, output, JSON report or {})."""
+    extra = ["--json", str(report)] if report is not None else []
+    result = CliRunner().invoke(cli, ["verify", *args, *extra], catch_exceptions=False)
+    data = json.loads(report.read_text()) if report is not None and report.exists() else {}
+    return result.exit_code, result.output, data
+
+
+def one_error_line(out: str) -> str:
+    errors = [line for line in out.splitlines() if line.startswith("aclcheck: error:")]
+    assert len(errors) == 1 and "Traceback" not in out, out
+    return errors[0]
+
+
+# -- attacks while imported ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["--isolate", "--no-isolate"])
+@pytest.mark.parametrize(("source", "fragment"), [
+    (hm.EXIT_ON_IMPORT, "tried to end the process while imported: sys.exit(0)"),
+    (hm.OS_EXIT_ON_IMPORT, "tried to end the process while imported: os._exit(0)"),
+    (hm.NATIVE_EXIT_ON_IMPORT, "the process loading it exited with code 0"),
+    (hm.RAISE_ON_IMPORT, "RuntimeError: broken at import"),
+])
+def test_a_module_that_exits_or_raises_on_import_is_a_usage_error(
+        golden: Path, tmp_path: Path, mode: str, source: str, fragment: str) -> None:
+    spec = hm.write_module(tmp_path, source)
+    code, out, report = verify(str(golden), "--impl", spec, mode, report=tmp_path / "r.json")
+    assert code == 2, out
+    assert fragment in one_error_line(out)
+    assert not report  # nothing ran, nothing written
+
+
+def test_a_module_that_blocks_on_import_meets_a_deadline(
+        golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(isolation, "START_ALLOWANCE_S", 2.0)  # the only limit that can fire
+    spec = hm.write_module(tmp_path, hm.BLOCK_ON_IMPORT)
+    code, out, _ = verify(str(golden), "--impl", spec)
+    assert code == 2
+    assert "did not finish within 2 s" in one_error_line(out)
+
+
+def test_hunt_refuses_a_module_that_exits_on_import(tmp_path: Path) -> None:
+    spec = hm.write_module(tmp_path, hm.EXIT_ON_IMPORT)
+    result = CliRunner().invoke(cli, ["hunt", "--impl", spec, "--max-time", "1", "-o",
+                                      str(tmp_path / "found")], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "tried to end the process" in one_error_line(result.output)
+
+
+def test_isolated_runs_never_import_the_kernel_here(golden: Path, tmp_path: Path) -> None:
+    """The module replaces aclcheck's judge when imported and computes wrong answers:
+    only its workers are changed; this process judges, and judges FAIL. What it prints
+    while imported never reaches the console."""
+    judge_before, runner_judge = aclcheck.judge.judge, aclcheck.runner.judge
+    spec = hm.write_module(tmp_path, hm.PATCH_JUDGE_ON_IMPORT, "patcher")
+    code, out, report = verify(str(golden), "--impl", spec, "--family", "divisible",
+                               report=tmp_path / "r.json")
+    assert code == 1
+    assert report["cases"] and all(c["verdict"] == "FAIL" for c in report["cases"])
+    assert report["isolation"] == "workers"
+    assert aclcheck.judge.judge is judge_before and aclcheck.runner.judge is runner_judge
+    assert not any(name.startswith("patcher") for name in sys.modules)
+    assert "KERNEL TEXT" not in out and "\x1b[2J" not in out
+
+
+# -- attacks through the worker protocol ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("source", "fragment"), [
+    (hm.UNPICKLE_BOMB, "returned Bomb, not a numpy array"),
+    (hm.GARBAGE_FRAME, "broke the protocol: not a frame of the worker protocol"),
+    (hm.PARTIAL_FRAME, "timeout: only part of an answer"),
+    (hm.HUGE_FRAME, "1099511627776 bytes of output data where"),
+    (hm.WRONG_SEQ, "broke the protocol: an answer to another call"),
+], ids=["unpickle-bomb", "garbage", "partial-frame", "huge-frame", "wrong-seq"])
+def test_what_a_worker_sends_is_checked_plain_data(golden: Path, ids: dict, tmp_path: Path,
+                                                   source: str, fragment: str) -> None:
+    spec = hm.write_module(tmp_path, source)
+    code, out, report = verify(str(golden), "--impl", spec, "--timeout", "2",
+                               "--id", ids["3d"][0], "--id", ids["3d"][1],
+                               report=tmp_path / "r.json")
+    assert code == 1, out
+    assert len(report["cases"]) == 2
+    for case in report["cases"]:
+        assert case["verdict"] == "ERROR" and fragment in case["message"], case
+
+
+def test_a_callable_cannot_decline_the_cases_it_would_fail(golden: Path, ids: dict,
+                                                           tmp_path: Path) -> None:
+    spec = hm.write_module(tmp_path, hm.DECLINES_WHAT_IT_FAILS)
+    code, _, report = verify(str(golden), "--impl", spec, "--timeout", "2",
+                             report=tmp_path / "r.json")
+    assert code == 1
+    verdicts = {c["id"]: c for c in report["cases"]}
+    for cid in ids["3d"]:
+        assert verdicts[cid]["verdict"] == "ERROR"
+        assert "cannot decline" in verdicts[cid]["message"]
+    assert all(verdicts[cid]["verdict"] == "PASS" for cid in ids["4d"])
+
+
+def test_a_worker_that_stops_reading_its_calls_meets_the_deadline(
+        golden: Path, ids: dict, tmp_path: Path) -> None:
+    spec = hm.write_module(tmp_path, hm.STOPS_READING)
+    code, _, report = verify(str(golden), "--impl", spec, "--timeout", "2",
+                             "--family", "divisible", report=tmp_path / "r.json")
+    assert code == 1
+    verdicts = [c["verdict"] for c in report["cases"]]
+    assert verdicts[0] == "PASS" and "ERROR" in verdicts  # every other call, a new worker
+    assert all("timeout" in c["message"] for c in report["cases"] if c["verdict"] == "ERROR")
+
+
+def test_a_call_the_worker_never_takes_meets_the_deadline() -> None:
+    """The parent's send has the call's deadline too (a peer that never reads)."""
+    import socket
+    import time
+
+    from aclcheck.wire import Channel, FrameTimeout
+
+    ours, theirs = socket.socketpair()
+    try:
+        with pytest.raises(FrameTimeout):
+            Channel(ours).send_call(1, b"x" * (64 << 20), deadline=time.monotonic() + 0.5)
+    finally:
+        ours.close()
+        theirs.close()
+
+
+# -- resources -------------------------------------------------------------------------------
+
+
+def test_an_output_flood_is_read_as_its_tail(golden: Path, ids: dict, tmp_path: Path) -> None:
+    """64 MiB on stdout and stderr: this process keeps a few KiB (read by seeking)."""
+    spec = hm.write_module(tmp_path, hm.FLOODS_OUTPUT)
+    with open_golden(golden) as gf:
+        case = gf.case(ids["4d"][0])
+        grad, self_ = gf.inputs(case.id)
+    zygote = start_zygote(spec)
+    worker = IsolatedRunner(spec, timeout=60, zygote=zygote)
+    try:
+        tracemalloc.start()
+        outcome = worker.run(CallInputs(case, grad, self_))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        worker.close()
+        zygote.close()
+    assert outcome.crashed is None and outcome.output is not None
+    assert outcome.log.startswith("...") and outcome.log.endswith("LAST LINE \x1b[2J")
+    assert len(outcome.log) <= isolation.LOG_TAIL_CHARS + 3
+    assert peak < 8 << 20, peak
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_grandchild_in_its_own_session_is_killed(golden: Path, ids: dict, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("HOSTILE_PIDS", str(pids))
+    spec = hm.write_module(tmp_path, hm.SETSID_GRANDCHILD)
+    code, _, report = verify(str(golden), "--impl", spec, "--timeout", "2", "--id",
+                             ids["3d"][0], report=tmp_path / "r.json")
+    assert code == 1 and "timeout" in report["cases"][0]["message"]
+    started = [int(x) for x in pids.read_text().split()]
+    assert started and all(_dead(pid) for pid in started)  # swept by the zygote (subreaper)
+
+
+def test_a_killed_zygote_is_replaced(golden: Path, ids: dict, tmp_path: Path) -> None:
+    spec = hm.write_module(tmp_path, hm.KILLS_ZYGOTE)
+    code, _, report = verify(str(golden), "--impl", spec, "--id", ids["3d"][0],
+                             *[a for cid in ids["4d"][:2] for a in ("--id", cid)],
+                             report=tmp_path / "r.json")
+    assert code == 1
+    verdicts = {c["id"]: c["verdict"] for c in report["cases"]}
+    assert verdicts[ids["3d"][0]] == "ERROR"
+    assert all(verdicts[cid] == "PASS" for cid in ids["4d"][:2])
+
+
+def test_a_stopped_zygote_meets_a_deadline_and_is_replaced(
+        golden: Path, ids: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import aclcheck.zygote
+
+    monkeypatch.setattr(aclcheck.zygote, "REQUEST_TIMEOUT_S", 2.0)  # the limit under test
+    spec = hm.write_module(tmp_path, hm.STOPS_ZYGOTE)
+    code, _, report = verify(str(golden), "--impl", spec, "--id", ids["3d"][0],
+                             *[a for cid in ids["4d"][:1] for a in ("--id", cid)],
+                             report=tmp_path / "r.json")
+    assert code == 1
+    verdicts = {c["id"]: c["verdict"] for c in report["cases"]}
+    assert verdicts[ids["3d"][0]] == "ERROR" and verdicts[ids["4d"][0]] == "PASS"
+
+
+def test_nothing_is_left_behind_when_aclcheck_is_killed(golden: Path, ids: dict,
+                                                        tmp_path: Path) -> None:
+    """SIGKILL to aclcheck mid-call: its zygote, worker and the worker's setsid grandchild
+    end, and no temporary file stays (the workers' output files are unlinked)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    pids = tmp_path / "pids"
+    spec = hm.write_module(tmp_path, hm.SETSID_GRANDCHILD)
+    env = dict(os.environ, TMPDIR=str(temp), HOSTILE_PIDS=str(pids))
+    proc = subprocess.Popen([sys.executable, "-m", "aclcheck", "verify", str(golden),
+                             "--impl", spec, "--timeout", "600", "--id", ids["3d"][0]],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):  # until the grandchild started: the call is under way
+            if (pids.exists() and pids.read_text().strip()) or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None and pids.read_text().strip(), "the kernel never ran"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    grandchild = int(pids.read_text().split()[0])
+    for _ in range(600):  # the zygote's clean-up (its parent-death signal) takes moments
+        if _dead(grandchild):
+            break
+        time.sleep(0.1)
+    assert _dead(grandchild)
+    assert list(temp.iterdir()) == []
+
+
+# -- the inputs while the run reads them ------------------------------------------------------
+
+
+def test_a_golden_file_changed_during_the_run_fails_the_gate(
+        golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = tmp_path / "suite.h5"
+    copy.write_bytes(golden.read_bytes())
+    monkeypatch.setenv("HOSTILE_GOLDEN", str(copy))
+    spec = hm.write_module(tmp_path, hm.TOUCHES_GOLDEN)
+    code, out, report = verify(str(copy), "--impl", spec, "--family", "divisible",
+                               report=tmp_path / "r.json")
+    assert all(c["verdict"] == "PASS" for c in report["cases"])
+    assert code == 1
+    assert "changed while the run read it" in out
+
+
+# -- the gate ----------------------------------------------------------------------------------
+
+
+def test_a_kernel_that_declares_nothing_is_not_a_pass(golden: Path, tmp_path: Path) -> None:
+    spec = hm.write_module(tmp_path, hm.DECLARES_NOTHING)
+    code, out, report = verify(str(golden), "--impl", spec, report=tmp_path / "r.json")
+    assert report["summary"]["skipped"] == report["summary"]["cases"] > 0
+    assert code == 1
+    assert "gate failed: no case was judged" in out
+    result = CliRunner().invoke(cli, ["hunt", "--impl", spec, "--max-time", "1", "-o",
+                                      str(tmp_path / "found")], catch_exceptions=False)
+    assert result.exit_code == 1 and "no call was judged" in result.output
+
+
+# -- hostile text ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["--isolate", "--no-isolate"])
+def test_a_kernels_text_is_escaped_in_every_report(golden: Path, ids: dict, tmp_path: Path,
+                                                   mode: str, monkeypatch: pytest.MonkeyPatch
+                                                   ) -> None:
+    if mode == "--isolate":  # what a worker prints comes back in the case's detail
+        monkeypatch.setenv("HOSTILE_PRINT", "1")
+    spec = hm.write_module(tmp_path, hm.RAISES_HOSTILE_TEXT)
+    junit, html = tmp_path / "r.xml", tmp_path / "r.html"
+    code, out, report = verify(str(golden), "--impl", spec, mode, "--id", ids["4d"][0], "-v",
+                               "--junit", str(junit), "--html", str(html),
+                               report=tmp_path / "r.json")
+    assert code == 1 and report["cases"][0]["verdict"] == "ERROR"
+    for raw in ("\x1b", "\x07", "\x00", "\u202e", "\udc80"):
+        assert raw not in out, repr(raw)
+        assert raw not in junit.read_text(errors="surrogateescape"), repr(raw)
+    assert "\\x1b[2J" in out and "\\u202e" in out
+    ET.parse(junit)  # valid XML
+    page = html.read_text()
+    assert "<script>alert(1)</script>" not in page and "&lt;/script&gt;" in page
+
+
+def test_a_kernels_text_never_breaks_a_case_file(golden: Path, ids: dict,
+                                                 tmp_path: Path) -> None:
+    from aclcheck.suite import load_case_file
+
+    spec = hm.write_module(tmp_path, hm.RAISES_HOSTILE_TEXT)
+    cases = tmp_path / "regressions.toml"
+    result = CliRunner().invoke(cli, ["shrink", str(golden), "--id", ids["4d"][0], "--impl",
+                                      spec, "--max-time", "3", "--append", str(cases)],
+                                catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    loaded = load_case_file(cases)
+    assert [c.id for c in loaded.cases] and "injected" not in [c.id for c in loaded.cases]
+    assert "\\x1b[2J" in cases.read_text()
+
+
+# -- attacks on aclcheck's own process (--no-isolate) ----------------------------------------
+
+
+def test_in_process_kernels_cannot_replace_the_judge(golden: Path, tmp_path: Path) -> None:
+    judge, compare_code = aclcheck.runner.judge, aclcheck.compare.compare.__code__
+    spec = hm.write_module(tmp_path, hm.PATCHES_JUDGE_WHEN_CALLED)
+    code, out, report = verify(str(golden), "--impl", spec, "--no-isolate", "--family",
+                               "divisible", report=tmp_path / "r.json")
+    assert code == 1
+    assert report["isolation"] == "in-process" and "ran in this process" in out
+    for case in report["cases"]:
+        assert case["verdict"] == "ERROR", case
+        assert "changed aclcheck's own process: aclcheck.runner.judge" in case["message"]
+    assert aclcheck.runner.judge is judge and aclcheck.compare.compare.__code__ is compare_code
+
+
+def test_in_process_kernels_cannot_move_or_lock_the_reports(
+        golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("HOSTILE_ELSEWHERE", str(elsewhere))
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    umask = os.umask(0o022)
+    try:
+        spec = hm.write_module(tmp_path, hm.CHANGES_CWD_AND_UMASK)
+        result = CliRunner().invoke(cli, ["verify", str(golden), "--impl", spec,
+                                          "--no-isolate", "--family", "divisible",
+                                          "--json", "r.json"], catch_exceptions=False)
+        assert Path.cwd() == here and os.umask(0o022) == 0o022  # put back after each call
+    finally:
+        os.umask(umask)
+    assert result.exit_code == 1
+    report = here / "r.json"
+    assert report.exists() and not list(elsewhere.iterdir())
+    assert report.stat().st_mode & 0o777 == 0o644
+    cases = json.loads(report.read_text())["cases"]
+    assert all("the working directory" in c["message"] for c in cases)
+
+
+def test_in_process_exit_handlers_cannot_turn_a_failure_into_exit_0(
+        golden: Path, tmp_path: Path) -> None:
+    spec = hm.write_module(tmp_path, hm.REGISTERS_EXIT_ZERO)
+    done = subprocess.run([sys.executable, "-m", "aclcheck", "verify", str(golden), "--impl",
+                           spec, "--no-isolate", "--family", "divisible"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
