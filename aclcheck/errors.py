@@ -9,8 +9,9 @@ EXIT_BAD_INPUT = 3
 EXIT_INTERNAL = 4
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 all conformant / success, 1 nonconformance found, 2 usage error, "
-    "3 unreadable or corrupt input file, 4 internal error."
+    "Exit codes: 0 all conformant / success, 1 nonconformance found or the gate failed "
+    "(e.g. no case judged), 2 usage error, 3 unreadable or corrupt input file, 4 internal "
+    "error."
 )
 
 

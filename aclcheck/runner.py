@@ -223,9 +223,9 @@ def conclude(runner: CaseRunner, loaded: LoadedCase, call: CallInputs, outcome: 
         verdict = _judge_repeats(runner, call, outcome, verdict)
     if runner.deterministic_note:
         verdict = _with_note(verdict, runner.deterministic_note)
-    if outcome.log:  # the worker's stderr during this call (e.g. glibc's abort message)
-        verdict = _replace(verdict, detail="\n".join(
-            filter(None, (verdict.detail.rstrip("\n"), "worker stderr:", outcome.log))))
+    if outcome.log:  # the worker's output during this call (e.g. glibc's abort message)
+        verdict = _replace(verdict, detail="\n".join(filter(None, (
+            verdict.detail.rstrip("\n"), "worker output (stdout, stderr):", outcome.log))))
     return verdict
 
 

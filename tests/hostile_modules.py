@@ -53,6 +53,25 @@ print("\\x1b[2J\\x1b[31mKERNEL TEXT AT IMPORT\\x1b[0m")
 fn = wrong
 '''
 
+#: makes the zygote that imports it answer fork requests with aclcheck's own pid (a
+#: parent that believed it would kill itself when it retires the "worker")
+ZYGOTE_LIES_ABOUT_PIDS = CORRECT + '''
+import os
+import aclcheck.zygote as z
+
+_real_send = z._send
+
+
+def _lying(sock, message):
+    if "pid" in message:
+        message = dict(message, pid=os.getppid())
+    _real_send(sock, message)
+
+
+z._send = _lying
+fn = correct
+'''
+
 # -- attacks through the worker protocol ---------------------------------------------------
 
 _CHANNEL = '''

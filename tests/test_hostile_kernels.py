@@ -121,6 +121,41 @@ def test_isolated_runs_never_import_the_kernel_here(golden: Path, tmp_path: Path
     assert "KERNEL TEXT" not in out and "\x1b[2J" not in out
 
 
+def test_a_zygote_that_lies_about_its_workers_is_not_believed(golden: Path, tmp_path: Path
+                                                              ) -> None:
+    """The module makes its zygote name this process as the worker: acting on that would
+    kill aclcheck. The answer is refused, and workers come from a fresh zygote."""
+    spec = hm.write_module(tmp_path, hm.ZYGOTE_LIES_ABOUT_PIDS)
+    code, out, report = verify(str(golden), "--impl", spec, "--family", "divisible",
+                               report=tmp_path / "r.json")
+    assert code == 0, out
+    assert report["cases"] and all(c["verdict"] == "PASS" for c in report["cases"])
+
+
+PLUGIN = {"evil_plugin_mod.py": "import sys\nsys.exit(0)\n",
+          "evil_plugin-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evil-plugin\n"
+                                                "Version: 1.0\n",
+          "evil_plugin-1.0.dist-info/entry_points.txt":
+              "[aclcheck.implementations]\nevil = evil_plugin_mod:make\n"}
+
+
+def test_a_plugin_that_exits_on_import_is_one_row_and_a_usage_error(
+        golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, text in PLUGIN.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out, _ = verify(str(golden), "--impl", "evil")
+    assert code == 2 and "tried to end the process while imported" in one_error_line(out)
+    assert "evil_plugin_mod" not in sys.modules
+    from aclcheck.impls.registry import available
+    from aclcheck.impls.remote import describe
+
+    rows = {info.name: info for info in available(describe)}
+    assert not rows["evil"].available and "end the process" in rows["evil"].note
+    assert rows["reference"].available and "evil_plugin_mod" not in sys.modules
+
+
 # -- attacks through the worker protocol ---------------------------------------------------
 
 
@@ -165,6 +200,47 @@ def test_a_worker_that_stops_reading_its_calls_meets_the_deadline(
     verdicts = [c["verdict"] for c in report["cases"]]
     assert verdicts[0] == "PASS" and "ERROR" in verdicts  # every other call, a new worker
     assert all("timeout" in c["message"] for c in report["cases"] if c["verdict"] == "ERROR")
+
+
+@pytest.mark.parametrize("meta", [
+    {"status": True}, {"status": 2 ** 70}, {"time_s": "1"}, {"seconds": float("inf")},
+    {"raised": 3}, {"notes": "x"}, {"notes": [1]}, {"output": "ndarray"},
+    {"output": {"type": "ndarray", "dtype": "float32", "shape": [-1]}},
+    {"output": {"type": "ndarray", "dtype": "float32", "shape": [2 ** 63]}},
+    {"output": {"type": "ndarray", "dtype": 5, "shape": [1]}},
+], ids=lambda m: json.dumps(m, default=str)[:40])
+def test_every_field_of_an_answer_is_checked(golden: Path, ids: dict, meta: dict) -> None:
+    from aclcheck.wire import Head, ProtocolError, decode_outcome
+
+    with open_golden(golden) as gf:
+        case = gf.case(ids["4d"][0])
+    with pytest.raises(ProtocolError):
+        decode_outcome(Head(3, 1, meta, 0), case, 1.0)
+
+
+def test_times_an_answer_claims_are_bounded_by_what_was_measured(golden: Path,
+                                                                  ids: dict) -> None:
+    from aclcheck.wire import Head, decode_outcome
+
+    with open_golden(golden) as gf:
+        case = gf.case(ids["4d"][0])
+    answer = decode_outcome(Head(3, 1, {"time_s": 1e300, "seconds": -5}, 0), case, 0.25)
+    assert answer.outcome.time_s == 0.25 and answer.seconds == 0.0
+
+
+@pytest.mark.parametrize("change", [
+    {"name": ""}, {"name": "x" * 1000}, {"has_status_codes": 1}, {"dtypes": "float32"},
+    {"dtypes": ["x" * 100]}, {"products": [None]}, {"fork_safe": None}, {"declines": "yes"},
+])
+def test_what_a_worker_says_of_its_adapter_is_checked(change: dict) -> None:
+    from aclcheck.wire import AdapterInfo
+
+    good = {"name": "k", "description": "", "has_status_codes": False,
+            "models_products": False, "dtypes": None, "products": None, "fork_safe": True,
+            "declines": False}
+    assert AdapterInfo.from_json(good).name == "k"
+    with pytest.raises(ValueError):
+        AdapterInfo.from_json({**good, **change})
 
 
 def test_a_call_the_worker_never_takes_meets_the_deadline() -> None:

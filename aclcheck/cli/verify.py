@@ -280,9 +280,12 @@ def verify(golden: str, **params: Any) -> None:
     """Run an implementation on every case of GOLDEN and judge it against the contract.
 
     Exits 1 on any nonconformance (FAIL, WRONG_STATUS, UNIMPLEMENTED, NONDETERMINISTIC,
-    ERROR), so it can gate CI. Every failing case prints a repro command that reruns it
-    with every option that can change its verdict. Report paths are checked before any
-    case runs; a report that cannot be written at the end is named and the run exits 4.
+    ERROR), and when no case was judged (every case SKIP), so it can gate CI. Every
+    failing case prints a repro command that reruns it with every option that can
+    change its verdict. Report paths are checked before any case runs (a report never
+    replaces an input: exit 2); a report that cannot be written at the end is named and
+    the run exits 4. With isolated calls (the default for fork-safe adapters) the
+    implementation is imported only in worker processes (docs/verify.md, threat model).
 
     \b
     Examples:

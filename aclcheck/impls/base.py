@@ -118,9 +118,19 @@ def timed_call(fn: Callable[[], object]) -> tuple[object, float, str | None]:
 TRACEBACK_FRAMES = 4
 
 
+#: longest exception message kept (a kernel's message may hold a whole array)
+MESSAGE_CHARS = 16384
+
+
 def describe_exception(exc: BaseException) -> str:
     """'Type: message' then up to TRACEBACK_FRAMES innermost frames as '  at file:line in fn'."""
-    text = f"{type(exc).__name__}: {exc}"
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a kernel's exception whose __str__ raises
+        message = "(its message cannot be shown)"
+    if len(message) > MESSAGE_CHARS:
+        message = message[:MESSAGE_CHARS] + f" ... ({len(message) - MESSAGE_CHARS} more)"
+    text = f"{type(exc).__name__}: {message}"
     frames = traceback.extract_tb(exc.__traceback__)[-TRACEBACK_FRAMES:]
     where = [f"  at {f.filename}:{f.lineno} in {f.name}" for f in frames]
     return "\n".join([text, *where]) if where else text
