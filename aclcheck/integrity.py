@@ -20,6 +20,7 @@ import atexit
 import os
 import sys
 import types
+from operator import attrgetter, getitem, is_not
 from typing import Any
 
 #: modules besides aclcheck's own whose functions the verdicts and reports depend on
@@ -28,9 +29,6 @@ WATCHED = ("builtins", "sys", "os", "os.path", "json", "math", "atexit", "shutil
 
 #: what this process can no longer vouch for (see the module docstring)
 compromised: list[str] = []
-
-_Entry = tuple[dict[str, Any], str, Any]
-
 
 def _umask() -> int | None:
     """The process umask without changing it (Linux /proc), else None."""
@@ -53,54 +51,86 @@ def _constant(name: str) -> bool:
     return name.isupper() and not name.startswith("_")
 
 
+class _Space:
+    """One namespace (a module's or a class's) and the entries it had: compared whole at
+    C speed (map/operator), entry by entry only when something differs."""
+
+    def __init__(self, where: str, mapping: Any, entries: list[tuple[str, Any]],
+                 owner: type | None = None) -> None:
+        self.where, self.mapping, self.owner = where, mapping, owner
+        self.keys = tuple(k for k, _ in entries)
+        self.values = tuple(v for _, v in entries)
+
+    def changed(self) -> list[str]:
+        get = self.mapping.get
+        now = list(map(get, self.keys))  # (a removed entry that was None goes unseen)
+        if not any(map(is_not, now, self.values)):
+            return []
+        names = []
+        for key, was, value in zip(self.keys, now, self.values, strict=True):
+            if was is not value:
+                if self.owner is not None:
+                    type.__setattr__(self.owner, key, value)
+                else:
+                    self.mapping[key] = value
+                names.append(f"{self.where}.{key}")
+        return names
+
+
 class IntegrityGuard:
     """A snapshot of what an in-process kernel must leave alone; `check` after a call."""
 
     def __init__(self) -> None:
-        self._entries: list[_Entry] = []
-        self._code: list[tuple[types.FunctionType, Any, Any, Any]] = []
+        self._spaces: list[_Space] = []
+        functions: list[types.FunctionType] = []
         self._tables: list[tuple[str, Any, Any]] = []
         modules = [(n, m) for n, m in list(sys.modules.items())
                    if isinstance(m, types.ModuleType) and (_ours(n) or n in WATCHED)]
         for name, module in modules:
-            space = vars(module)
             ours = _ours(name)
-            for key, value in list(space.items()):
-                if not ours and (not callable(value) or key.endswith("hook")):
-                    continue  # sys.*hook: test runners swap them per test
-                self._entries.append((space, key, value))
-                self._remember(value, ours, f"{name}.{key}")
+            entries = [(k, v) for k, v in list(vars(module).items())
+                       if ours or (callable(v) and not k.endswith("hook"))]
+            # (not sys.*hook: test runners swap them for every test)
+            self._spaces.append(_Space(name, vars(module), entries))
+            for key, value in entries:
+                if isinstance(value, types.FunctionType):
+                    functions.append(value)
+                elif ours and isinstance(value, type) and _ours(value.__module__):
+                    members = [(k, m) for k, m in vars(value).items()  # not __doc__ & co.
+                               if not (k.startswith("__") and isinstance(m, str | tuple))]
+                    self._spaces.append(_Space(f"{value.__module__}.{value.__qualname__}",
+                                               vars(value), members, owner=value))
+                    functions += [m for _, m in members if isinstance(m, types.FunctionType)]
+                elif ours and _constant(key) and isinstance(value, dict | list | set):
+                    self._tables.append((f"{name}.{key}", value, _copy(value)))
+        self._flat = (tuple(sp.mapping for sp in self._spaces for _ in sp.keys),
+                      tuple(k for sp in self._spaces for k in sp.keys),
+                      tuple(v for sp in self._spaces for v in sp.values))
+        self._functions = tuple(functions)
+        self._parts = _parts(self._functions)
         self._modules = dict(modules)
         self._cwd = os.getcwd()
         self._umask = _umask()
         self._exit_handlers = exit_handlers()
 
-    def _remember(self, value: Any, ours: bool, where: str) -> None:
-        if isinstance(value, types.FunctionType):
-            self._code.append((value, value.__code__, value.__defaults__,
-                               value.__kwdefaults__))
-        elif ours and isinstance(value, type) and _ours(value.__module__):
-            for key, member in list(vars(value).items()):
-                self._entries.append((_ClassSpace(value), key, member))
-                if isinstance(member, types.FunctionType):
-                    self._code.append((member, member.__code__, member.__defaults__,
-                                       member.__kwdefaults__))
-        elif ours and _constant(where.rpartition(".")[2]) and isinstance(
-                value, dict | list | set):
-            self._tables.append((where, value, _copy(value)))
-
     def check(self) -> tuple[str, ...]:
         """What changed since the snapshot (put back where possible), by name."""
         changed: list[str] = []
-        for space, key, value in self._entries:
-            if space.get(key, _MISSING) is not value:
-                space[key] = value
-                changed.append(_name(space, key))
-        for fn, code, defaults, kwdefaults in self._code:
-            if (fn.__code__ is not code or fn.__defaults__ is not defaults
-                    or fn.__kwdefaults__ is not kwdefaults):
-                fn.__code__, fn.__defaults__, fn.__kwdefaults__ = code, defaults, kwdefaults
-                changed.append(f"{fn.__module__}.{fn.__qualname__} (its code)")
+        maps, keys, values = self._flat
+        try:  # the usual case, nothing changed: one pass at C speed
+            same = not any(map(is_not, map(getitem, maps, keys), values))
+        except KeyError:  # an entry was removed
+            same = False
+        if not same:
+            for space in self._spaces:
+                changed += space.changed()
+        now = _parts(self._functions)
+        if any(any(map(is_not, a, b)) for a, b in zip(now, self._parts, strict=True)):
+            for k, fn in enumerate(self._functions):
+                parts = tuple(p[k] for p in self._parts)
+                if any(map(is_not, (p[k] for p in now), parts)):
+                    fn.__code__, fn.__defaults__, fn.__kwdefaults__ = parts
+                    changed.append(f"{fn.__module__}.{fn.__qualname__} (its code)")
         for where, table, copy in self._tables:
             if not _same(table, copy):
                 _restore(table, copy)
@@ -136,27 +166,15 @@ class IntegrityGuard:
         return changed
 
 
-class _ClassSpace(dict):  # type: ignore[type-arg]
-    """A class's namespace with the dict interface `check` uses (get / set)."""
+_PARTS = (attrgetter("__code__"), attrgetter("__defaults__"), attrgetter("__kwdefaults__"))
 
-    def __init__(self, cls: type) -> None:
-        super().__init__()
-        self.cls = cls
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        return vars(self.cls).get(key, default)
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        type.__setattr__(self.cls, key, value)
+def _parts(functions: tuple[types.FunctionType, ...]) -> tuple[tuple[Any, ...], ...]:
+    """Every function's code, defaults and keyword defaults (three parallel tuples)."""
+    return tuple(tuple(map(get, functions)) for get in _PARTS)
 
 
 _MISSING = object()
-
-
-def _name(space: dict[str, Any], key: str) -> str:
-    if isinstance(space, _ClassSpace):
-        return f"{space.cls.__module__}.{space.cls.__qualname__}.{key}"
-    return f"{space.get('__name__', '?')}.{key}"
 
 
 def _copy(table: Any) -> Any:
