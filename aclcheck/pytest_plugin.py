@@ -132,7 +132,7 @@ class GoldenGate:
         from aclcheck import xfail
         from aclcheck.config import VerifyConfig
         from aclcheck.errors import AclcheckError
-        from aclcheck.file_guard import Role, Snapshot
+        from aclcheck.file_guard import Role, Snapshot, check_apart
         from aclcheck.impls import ImplementationUnavailable, UnknownImplementation
         from aclcheck.impls.remote import open_impl
         from aclcheck.judge import Capabilities
@@ -143,6 +143,14 @@ class GoldenGate:
         self.path = (config.invocation_params.dir / golden).resolve()
         #: the golden file is read case by case: it must not change meanwhile
         self.watch = Snapshot([Role("--aclcheck-golden", self.path)])
+        outputs = [Role(flag, config.invocation_params.dir / path)
+                   for flag, path in (("--junitxml", getattr(config.option, "xmlpath", None)),
+                                      ("--html", getattr(config.option, "htmlpath", None)))
+                   if isinstance(path, str) and path]
+        try:  # pytest's own reports never replace the golden file either
+            check_apart([Role("--aclcheck-golden", self.path)], outputs)
+        except AclcheckError as exc:
+            raise pytest.UsageError(str(exc)) from None
         #: verdicts of the case items run in this process (the controller's, with xdist)
         self.seen: dict[str, str] = {}
         self.lines: list[str] = []

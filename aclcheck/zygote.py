@@ -208,7 +208,9 @@ class Zygote:
         A zygote still importing is stopped at once. Idempotent."""
         if self._sock.fileno() < 0:
             return
-        importing = self.preloads and self._ready is None
+        importing = self.preloads and not (self._ready and self._ready[0])  # or stuck
+        with contextlib.suppress(ProcessLookupError):  # a kernel may have stopped it
+            self._proc.send_signal(signal.SIGCONT)
         self._sock.close()
         if importing:
             with contextlib.suppress(ProcessLookupError):
@@ -320,13 +322,19 @@ def _serve(sock: socket.socket, worker_ref: str, forks: bool, live: set[int]) ->
             for fd in fds:
                 os.close(fd)
             live.add(pid)
-            _send(sock, {"seq": seq, "pid": pid})
+            reply = {"seq": seq, "pid": pid}
         elif kind == "reap":
             live.discard(arg)
             kill_group(arg)
             code = _wait(arg)
             _sweep(live)
-            _send(sock, {"seq": seq, "code": code})
+            reply = {"seq": seq, "code": code}
+        else:
+            continue
+        try:
+            _send(sock, reply)
+        except OSError:  # the parent is gone (or gave up on us)
+            _shutdown(live)
 
 
 def _worker(sock: socket.socket, fds: list[int], args: tuple[Any, ...], worker_ref: str,

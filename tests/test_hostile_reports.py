@@ -314,3 +314,15 @@ def test_plugin_fails_a_strict_session_with_a_catch_all_xfail(
     result.stdout.fnmatch_lines(["*warning: the known-failure entry*matches every case*"])
     result = pytester.runpytest(*args, "--aclcheck-strict-xfail")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_plugin_never_lets_pytest_write_over_the_golden_file(pytester: pytest.Pytester,
+                                                             golden: Path, tmp_path: Path
+                                                             ) -> None:
+    copy = tmp_path / "suite.h5"
+    copy.write_bytes(golden.read_bytes())
+    before = copy.read_bytes()
+    result = pytester.runpytest(f"--aclcheck-golden={copy}", "--junitxml", str(copy),
+                                "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert copy.read_bytes() == before
