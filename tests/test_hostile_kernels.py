@@ -63,6 +63,10 @@ def verify(*args: str, report: Path | None = None) -> tuple[int, str, dict]:
     return result.exit_code, result.output, data
 
 
+def cli_run_ok(*args: str) -> bool:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False).exit_code == 0
+
+
 def one_error_line(out: str) -> str:
     errors = [line for line in out.splitlines() if line.startswith("aclcheck: error:")]
     assert len(errors) == 1 and "Traceback" not in out, out
@@ -438,6 +442,9 @@ def test_in_process_kernels_cannot_replace_the_judge(golden: Path, tmp_path: Pat
                                "divisible", report=tmp_path / "r.json")
     assert code == 1
     assert report["isolation"] == "in-process" and "ran in this process" in out
+    page = tmp_path / "page.html"
+    assert cli_run_ok("report", str(tmp_path / "r.json"), "--html", str(page))
+    assert "ran in aclcheck&#39;s own process" in page.read_text()
     for case in report["cases"]:
         assert case["verdict"] == "ERROR", case
         assert "changed aclcheck's own process: aclcheck.runner.judge" in case["message"]

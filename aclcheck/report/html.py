@@ -174,6 +174,10 @@ def page_warnings(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> li
                    f"aclcheck {__version__}: what the report lacks is marked as missing.")
     if report.get("interrupted"):
         out.append("The run was interrupted: only the cases judged before are listed.")
+    if report.get("isolation") == "in-process":
+        out.append("The implementation ran in aclcheck's own process (--no-isolate, or a "
+                   "device adapter without --isolate): for debugging. A kernel there can "
+                   "change aclcheck itself; a gate needs isolated calls.")
     lacking = sum(1 for v in verdicts if v.verdict == Verdict.FAIL and v.evidence is None)
     if lacking:
         out.append(f"{lacking} failing case(s) have no picture data in the report; their "
@@ -197,7 +201,8 @@ def render(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> str:
             "standards": [str(s) for s in standards],
             "tool_version": str(report.get("tool_version", "unknown")),
             "rendered_by": __version__, "command": str(report.get("command", "(not recorded)")),
-            "shard": str(report.get("shard", ""))}
+            "shard": str(report.get("shard", "")),
+            "isolation": str(report.get("isolation", ""))}
     summary = summarize(verdicts)
     counts = [(k, summary[k]) for k, verdict in SUMMARY_KEYS
               if summary[k] or verdict is None or verdict in FAILING or verdict == Verdict.PASS]
