@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
-import fcntl
 import math
 import os
 import pickle
@@ -316,6 +315,8 @@ class IsolatedRunner:
         return live
 
     def _start_once(self) -> _Live:
+        import fcntl  # POSIX, as workers are
+
         log = tempfile.TemporaryFile(prefix="aclcheck-worker-")
         flags = fcntl.fcntl(log.fileno(), fcntl.F_GETFL)
         fcntl.fcntl(log.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)  # shared with the worker

@@ -116,8 +116,3 @@ def apply(verdicts: Sequence[CaseVerdict], xfails: XfailList,
                             notes=v.notes + (f"xfail: {entry.reason}",))
         out.append(v)
     return out
-
-
-def gate_failed(verdicts: Sequence[CaseVerdict], strict: bool) -> bool:
-    """Nonconformance decides; XPASS too when `strict`."""
-    return any(v.failing or (strict and v.verdict == Verdict.XPASS) for v in verdicts)

@@ -17,6 +17,7 @@ Either way a module that cannot be loaded is a usage error with one line, never 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from aclcheck.errors import UsageError
@@ -160,6 +161,8 @@ def open_impl(spec: str, isolate: bool | None, allowance: float | None = None) -
     allowance = isolation.START_ALLOWANCE_S if allowance is None else allowance
     kind = spec_kind(spec)
     fork_safe = static_fork_safe(spec)
+    if isolate is None and not hasattr(os, "fork"):  # no workers here: in-process, said so
+        isolate = False
     if isolate is False or (isolate is None and fork_safe is False):
         zygote = None
         if kind != "builtin":  # user code: first where an exit or a hang is contained
