@@ -6,7 +6,10 @@ edge. A run passes when something was judged and nothing nonconforming was:
 
   * nonconformance (FAIL, WRONG_STATUS, UNIMPLEMENTED, NONDETERMINISTIC, ERROR), or an
     XPASS under --strict-xfail; against a baseline only what got worse;
-  * no case judged: every case SKIP (or MISTRUSTED: it cannot discriminate);
+  * no case judged: every case SKIP (or MISTRUSTED: it cannot discriminate; an
+    undocumented call never fails, so it judges nothing either); or, when the run holds
+    calls that must succeed, none of those judged (a kernel that computes nothing must
+    not pass on its rejections alone);
   * a known-failure entry that matches every case of the run (it cannot tell a known
     failure from a new one): a warning, failing under --strict-xfail;
   * whatever the command itself saw go wrong (an input that changed during the run, an
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from aclcheck.contract import SUCCESS, UNSPECIFIED
 from aclcheck.verdicts import CaseVerdict, Verdict
 from aclcheck.xfail import XfailEntry
 
@@ -39,6 +43,7 @@ class Finding:
     kind: Kind
     count: int = 0
     detail: str = ""
+    valid_only: bool = False  # NOTHING_JUDGED: of the calls that must succeed
 
 
 @dataclass(frozen=True)
@@ -49,8 +54,26 @@ class Gate:
 
 
 def judged(verdicts: Sequence[CaseVerdict]) -> int:
-    """Cases whose verdict says something about the kernel."""
-    return sum(v.verdict not in UNJUDGED for v in verdicts)
+    """Cases whose verdict says something about the kernel (not SKIP or MISTRUSTED, not
+    an undocumented call: those never fail)."""
+    return sum(v.verdict not in UNJUDGED and v.expected_status != UNSPECIFIED
+               for v in verdicts)
+
+
+def _unjudged(verdicts: Sequence[CaseVerdict]) -> Finding | None:
+    """NOTHING_JUDGED when no case was judged, or none of the calls that must succeed
+    where the run has some (count: the cases concerned; detail: a SKIP reason)."""
+    if not judged(verdicts):
+        return Finding(Kind.NOTHING_JUDGED, len(verdicts), _skip_reason(verdicts))
+    valid = [v for v in verdicts if v.expected_status == SUCCESS]
+    if valid and not judged(valid):
+        return Finding(Kind.NOTHING_JUDGED, len(valid), _skip_reason(valid),
+                       valid_only=True)
+    return None
+
+
+def _skip_reason(verdicts: Sequence[CaseVerdict]) -> str:
+    return next((v.message for v in verdicts if v.verdict == Verdict.SKIP), "")
 
 
 def catch_all(entries: Sequence[XfailEntry], verdicts: Sequence[CaseVerdict],
@@ -73,9 +96,9 @@ def decide(verdicts: Sequence[CaseVerdict], *, strict_xfail: bool = False,
     findings: list[Finding] = list(problems)
     if bad:
         findings.append(Finding(Kind.NONCONFORMANT, len(bad)))
-    if not judged(verdicts):
-        reason = next((v.message for v in verdicts if v.verdict == Verdict.SKIP), "")
-        findings.append(Finding(Kind.NOTHING_JUDGED, len(verdicts), reason))
+    unjudged = _unjudged(verdicts)
+    if unjudged is not None:
+        findings.append(unjudged)
     loose = [Finding(Kind.XFAIL_MATCHES_ALL, len(verdicts), e.pattern)
              for e in catch_all_entries]
     if strict_xfail:

@@ -151,8 +151,9 @@ class GoldenGate:
             check_apart([Role("--aclcheck-golden", self.path)], outputs)
         except AclcheckError as exc:
             raise pytest.UsageError(str(exc)) from None
-        #: verdicts of the case items run in this process (the controller's, with xdist)
-        self.seen: dict[str, str] = {}
+        #: (verdict, expected status) of the case items run in this process (the
+        #: controller's, with xdist: it sees every worker's reports)
+        self.seen: dict[str, tuple[str, Any]] = {}
         self.lines: list[str] = []
         #: the same configuration `aclcheck verify` uses: run options and repro lines
         self.verify_config = VerifyConfig(
@@ -232,9 +233,10 @@ class GoldenGate:
                          f"{', '.join(self.standards)}{xfails}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        verdict = dict(report.user_properties).get("aclcheck_verdict")
+        props = dict(report.user_properties)
+        verdict = props.get("aclcheck_verdict")
         if report.when == "call" and isinstance(verdict, str):
-            self.seen[report.nodeid] = verdict
+            self.seen[report.nodeid] = (verdict, props.get("aclcheck_expected_status"))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The gate rules verify has beyond each case's own verdict (not in xdist
@@ -251,8 +253,10 @@ class GoldenGate:
         from aclcheck.report.console import gate_lines
         from aclcheck.verdicts import CaseVerdict, Verdict
 
-        verdicts = [CaseVerdict(nodeid.rpartition("::")[2], Verdict(value), "")
-                    for nodeid, value in self.seen.items() if value in Verdict.__members__]
+        verdicts = [CaseVerdict(nodeid.rpartition("::")[2], Verdict(value), "",
+                                expected_status=status)
+                    for nodeid, (value, status) in self.seen.items()
+                    if value in Verdict.__members__]
         entries = (catch_all(self.xfails.entries, verdicts, self.impl.name)
                    if self.xfails is not None else ())
         problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
@@ -343,6 +347,7 @@ class CaseItem(pytest.Item):
 
         v = _gate(self.config).run(self.name, self.position)
         self.user_properties.append(("aclcheck_verdict", v.verdict.value))
+        self.user_properties.append(("aclcheck_expected_status", v.expected_status))
         if v.verdict == Verdict.SKIP:
             pytest.skip(v.message)
         if v.failing:

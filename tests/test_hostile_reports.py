@@ -266,6 +266,24 @@ def test_baseline_of_another_golden_file_is_refused(golden: Path, tmp_path: Path
     assert "warning: --baseline is a report of another run (implementation" in out
 
 
+def test_rejections_and_undocumented_calls_alone_are_not_a_pass() -> None:
+    """An adapter with status codes can skip every valid call and answer the invalid
+    ones right (the dtype probes of dtypes no product has, which it cannot decline):
+    a run needs a judged valid call when it has valid calls. Undocumented calls never
+    fail: they judge nothing."""
+    from aclcheck.gate import decide
+
+    def v(cid: str, verdict: Verdict, status: int) -> CaseVerdict:
+        return CaseVerdict(cid, verdict, "m", expected_status=status)
+
+    only_rejections = [v("valid", Verdict.SKIP, 0), v("dtype-probe", Verdict.PASS, 161002)]
+    gate = decide(only_rejections)
+    assert gate.failed and gate.findings[0].valid_only
+    assert decide([v("u1", Verdict.PASS, -1), v("u2", Verdict.PASS, -1)]).failed
+    assert not decide([v("valid", Verdict.PASS, 0), v("probe", Verdict.PASS, 161002)]).failed
+    assert not decide([v("probe", Verdict.PASS, 161002)]).failed  # --family invalid
+
+
 # -- known-failure lists --------------------------------------------------------------------
 
 

@@ -193,9 +193,11 @@ def gate_lines(gate: Gate) -> list[str]:
         lead = "aclcheck: gate failed:" if failing else "aclcheck: warning:"
         detail = printable(finding.detail)
         if finding.kind == Kind.NOTHING_JUDGED:
-            lines.append(f"{lead} no case was judged" + (
-                f": all {finding.count} were SKIP or MISTRUSTED" if finding.count else "")
-                + (f" (first SKIP: {detail})" if detail else ""))
+            what = "no valid call" if finding.valid_only else "no case"
+            lines.append(f"{lead} {what} was judged" + (
+                f": all {finding.count} were SKIP or MISTRUSTED (or undocumented calls, "
+                "which never fail)" if finding.count else "")
+                + (f"; first SKIP: {detail}" if detail else ""))
         elif finding.kind == Kind.XFAIL_MATCHES_ALL:
             lines.append(f"{lead} the known-failure entry id = {detail!r} matches every "
                          f"case of this run ({finding.count}): it cannot tell a known "
