@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from aclcheck.gate import Gate
     from aclcheck.impls.base import Implementation
     from aclcheck.judge import Capabilities
     from aclcheck.runner import CaseRunner, RunOptions
@@ -154,7 +155,7 @@ class GoldenGate:
         #: (verdict, expected status) of the case items run in this process (the
         #: controller's, with xdist: it sees every worker's reports)
         self.seen: dict[str, tuple[str, Any]] = {}
-        self.lines: list[str] = []
+        self.lines: list[tuple[str, bool]] = []  # the gate's lines (failing or a warning)
         #: the same configuration `aclcheck verify` uses: run options and repro lines
         self.verify_config = VerifyConfig(
             golden=golden, impl=config.getoption("aclcheck_impl"),
@@ -243,14 +244,18 @@ class GoldenGate:
         workers: the controller sees every case's report)."""
         if hasattr(session.config, "workerinput") or session.config.option.collectonly:
             return
-        self.lines = self.gate_lines()
-        if any(line.startswith("aclcheck: gate failed") for line in self.lines) and \
-                session.exitstatus == pytest.ExitCode.OK:
+        from aclcheck.gate import Gate
+        from aclcheck.report.console import gate_lines
+
+        gate = self.gate()
+        self.lines = [(line, True) for line in gate_lines(Gate(True, gate.findings))]
+        self.lines += [(line, False) for line in gate_lines(Gate(False, (), gate.warnings))]
+        if gate.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def gate_lines(self) -> list[str]:
+    def gate(self) -> Gate:
+        """The session's gate from the case reports seen (pytest judges each case)."""
         from aclcheck.gate import Finding, Kind, catch_all, decide
-        from aclcheck.report.console import gate_lines
         from aclcheck.verdicts import CaseVerdict, Verdict
 
         verdicts = [CaseVerdict(nodeid.rpartition("::")[2], Verdict(value), "",
@@ -261,14 +266,12 @@ class GoldenGate:
                    if self.xfails is not None else ())
         problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
                     for r in self.watch.changed()]
-        gate = decide(verdicts, strict_xfail=self.strict, failing=[],
+        return decide(verdicts, strict_xfail=self.strict, failing=[],
                       catch_all_entries=entries, problems=problems)
-        return gate_lines(gate)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        for line in self.lines:
-            terminalreporter.write_line(line, red=line.startswith("aclcheck: gate failed"),
-                                        yellow=line.startswith("aclcheck: warning"))
+        for line, failing in self.lines:
+            terminalreporter.write_line(line, red=failing, yellow=not failing)
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector
                             ) -> pytest.Collector | None:
