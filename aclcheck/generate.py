@@ -11,7 +11,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import numpy as np
 from aclcheck import contract
 from aclcheck.cases import NUMPY_DTYPES, Case, CaseTensors, make_tensors
 from aclcheck.errors import UsageError
+from aclcheck.executors import ProcessPool
 from aclcheck.layouts import layout_geometry
 from aclcheck.reference import ResultBuffers
 from aclcheck.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
@@ -186,19 +187,18 @@ def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, C
         for case in cases:
             yield case, make_tensors(case, buffers=buffers)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPool(jobs) as pool:
         pending: deque[tuple[list[Case], Future[list[CaseTensors]]]] = deque()
-        source = batches(cases)
         try:
-            for batch in source:
+            for batch in batches(cases):
                 pending.append((batch, pool.submit(_batch_tensors, batch)))
                 if len(pending) >= 2 * jobs:
                     yield from _drain_one(pending)
             while pending:
                 yield from _drain_one(pending)
-        finally:
-            for _, fut in pending:
-                fut.cancel()
+        except BaseException:  # interrupted, failed, or closed early: nothing more to wait for
+            pool.stop()
+            raise
 
 
 def _drain_one(

@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from aclcheck import interrupts
 from aclcheck.hangs import CallClock
 from aclcheck.impls.base import CallInputs, Outcome, guarded_run
 from aclcheck.zygote import Zygote, kill_group
@@ -117,6 +118,10 @@ def _zygote_worker(fd: int, args: tuple[Any, ...]) -> None:
 def _spawned_worker(conn: Connection, *args: Any) -> None:
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
+    # started with SIGINT blocked (held_for_children): drop a Ctrl-C that arrived while
+    # it was still in the terminal's process group, then behave as a forked worker does
+    interrupts.child_ignores()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     _worker_main(conn, *args)
 
 
@@ -207,7 +212,8 @@ class IsolatedRunner:
         if live is None:
             parent, child = self._ctx.Pipe()
             proc = self._ctx.Process(target=_spawned_worker, args=(child, *args), daemon=True)
-            proc.start()
+            with interrupts.held_for_children():  # Ctrl-C is the parent's, even at start
+                proc.start()
             self.spawned += 1
             child.close()
             live = _Live(proc.pid, parent, log, process=proc)

@@ -65,7 +65,8 @@ class Zygote:
         config = pickle.dumps((list(sys.path), worker_main, preload, preload_arg))
         self._proc = subprocess.Popen(
             [sys.executable, "-c", "from aclcheck.zygote import main; main()",
-             str(theirs.fileno())], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+             str(theirs.fileno())], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+            process_group=0)  # its own group: a Ctrl-C at the terminal is the parent's
         theirs.close()
         ours.settimeout(REQUEST_TIMEOUT_S)
         ours.sendall(config)

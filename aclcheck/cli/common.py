@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
+from aclcheck import interrupts
 from aclcheck.errors import EXIT_INTERNAL, AclcheckError
 from aclcheck.report.safe_text import printable
 from aclcheck.suite import SuiteError
@@ -55,8 +56,8 @@ def handle_errors(fn: F) -> F:
         except SuiteError as exc:
             raise click.UsageError(str(exc)) from None
         except KeyboardInterrupt:
-            click.echo("aclcheck: interrupted", err=True)
-            sys.exit(130)
+            click.echo(interrupts.MESSAGE, err=True)
+            sys.exit(interrupts.EXIT_INTERRUPTED)
         except (click.ClickException, click.exceptions.Exit, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - last-resort boundary of the CLI

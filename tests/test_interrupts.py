@@ -1,0 +1,120 @@
+"""Ctrl-C at any moment: one line, exit 130, never a traceback, never a run that goes on.
+
+Each test starts the real command-line entry point in a process group of its own (the
+terminal's foreground group, as a shell makes it) and sends SIGINT to that group at a
+moment the test picks deterministically: while a given module is being imported, while
+a kernel runs (the kernel itself sends it), or after the n-th task went to a process
+pool. No sleeping, no timing: the signal arrives exactly there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+REPO = TESTS.parent
+
+#: runs `aclcheck ARGS...` as the console script does, with a Ctrl-C at TRIGGER:
+#: "import:MODULE" (while MODULE is first imported), "submit:N" (after the N-th task went
+#: to a process pool) or "kernel" (the kernel sends it: impl_fixtures.ctrl_c & co.)
+LAUNCHER = r'''
+import os, signal, sys
+
+trigger, args = sys.argv[1], sys.argv[2:]
+os.environ["ACLCHECK_TEST_TERMINAL"] = str(os.getpgrp())
+
+
+def ctrl_c():
+    os.killpg(os.getpgrp(), signal.SIGINT)
+
+
+kind, _, what = trigger.partition(":")
+if kind == "import":
+    class CtrlCOnImport:
+        def find_spec(self, name, path=None, target=None):
+            if name == what:
+                sys.meta_path.remove(self)
+                ctrl_c()
+            return None
+
+    sys.meta_path.insert(0, CtrlCOnImport())
+elif kind == "submit":
+    import concurrent.futures
+
+    submit, submitted = concurrent.futures.ProcessPoolExecutor.submit, []
+
+    def counting(self, *args, **kwargs):
+        future = submit(self, *args, **kwargs)
+        submitted.append(future)
+        if len(submitted) == int(what):
+            ctrl_c()
+        return future
+
+    concurrent.futures.ProcessPoolExecutor.submit = counting
+sys.argv = ["aclcheck", *args]
+from aclcheck.cli import main
+
+main()
+'''
+
+
+def interrupted_run(trigger: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(REPO)]))
+    return subprocess.run([sys.executable, "-c", LAUNCHER, trigger, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, process_group=0,
+                          stdin=subprocess.DEVNULL, timeout=900)
+
+
+def assert_polite(proc: subprocess.CompletedProcess[str]) -> None:
+    """Exit 130, one 'interrupted' line on stderr, no traceback anywhere."""
+    everything = proc.stdout + proc.stderr
+    assert proc.returncode == 130, everything
+    assert "Traceback" not in everything and "Aborted" not in everything, everything
+    assert proc.stderr.count("aclcheck: interrupted") == 1, proc.stderr
+
+
+@pytest.mark.parametrize(("module", "command"), [
+    ("click", ["products"]),
+    ("click", ["--version"]),
+    ("numpy", ["verify", "{golden}"]),
+    ("h5py", ["inspect", "{golden}"]),
+    ("ml_dtypes", ["generate", "-o", "{out}", "--family", "divisible"]),
+])
+def test_ctrl_c_during_start_up_imports(isolation_golden: Path, tmp_path: Path, module: str,
+                                        command: list[str]) -> None:
+    args = [a.format(golden=isolation_golden, out=tmp_path / "new.h5") for a in command]
+    proc = interrupted_run(f"import:{module}", *args, cwd=tmp_path)
+    assert_polite(proc)
+    assert proc.stderr == "aclcheck: interrupted\n" and proc.stdout == ""
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize("mode", [[], ["--no-isolate"], ["--jobs", "2"]])
+@pytest.mark.parametrize("kernel", ["ctrl_c", "ctrl_c_swallowed"])
+def test_ctrl_c_while_a_kernel_runs(isolation_golden: Path, tmp_path: Path, kernel: str,
+                                    mode: list[str]) -> None:
+    """In the worker, in-process, or in a pool worker's worker; a kernel that swallows
+    the interrupt (in-process it sees it) stops the run all the same."""
+    report = tmp_path / "r.json"
+    proc = interrupted_run("kernel", "verify", str(isolation_golden), "--impl",
+                           f"impl_fixtures:{kernel}", "--family", "divisible",
+                           "--family", "rank3", "--json", str(report), *mode, cwd=tmp_path)
+    assert_polite(proc)
+    assert "aclcheck: interrupted after" in proc.stderr
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True  # the partial report, marked
+    assert all(c["verdict"] == "PASS" for c in data["cases"])  # only 4-D cases got judged
+
+
+def test_ctrl_c_while_a_pool_generates(tmp_path: Path) -> None:
+    out = tmp_path / "suite.h5"
+    proc = interrupted_run("submit:2", "generate", "-o", str(out), "--jobs", "2", cwd=tmp_path)
+    assert_polite(proc)
+    assert proc.stderr.strip().splitlines()[-1] == "aclcheck: interrupted"
+    assert not out.exists() and not list(tmp_path.glob("*.tmp.h5"))
