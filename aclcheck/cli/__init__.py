@@ -9,7 +9,25 @@ before (the name resolves on first access).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
+
+
+def shadowing() -> str | None:
+    """What is wrong when `aclcheck` was imported from a plain folder of that name (a
+    namespace package: a clone folder named aclcheck whose parent is on PYTHONPATH, ahead
+    of an install that cannot win); None when it is this package."""
+    import aclcheck
+
+    if getattr(aclcheck, "__file__", None) is not None:
+        return None
+    real = Path(__file__).resolve().parent.parent
+    folders = ", ".join(str(p) for p in getattr(aclcheck, "__path__", []))
+    return (f"aclcheck: error: the folder {folders} is imported as the package 'aclcheck' "
+            f"instead of {real} (a folder named aclcheck on PYTHONPATH or in the current "
+            f"folder); take its parent off PYTHONPATH or reinstall: pip install -e "
+            f"{real.parent}")
 
 
 def main() -> None:
@@ -17,6 +35,10 @@ def main() -> None:
     from aclcheck import interrupts
 
     interrupts.exit_at_once()  # a Ctrl-C from here until the command runs: one line, 130
+    problem = shadowing()
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        sys.exit(2)
     from aclcheck.cli.group import cli
 
     cli.main(prog_name="aclcheck")
