@@ -20,15 +20,9 @@ SELECTION = Selection(products=("atlas-a2", "atlas-training"), formats=("NCHW",)
                       families=("nondivisible", "special", "layout", "invalid"))
 
 
-@pytest.fixture(scope="module")
-def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from aclcheck.cases import make_tensors
-
-    path = tmp_path_factory.mktemp("inspect") / "suite.h5"
-    cases = build_suite(SELECTION)
-    store.write_golden(path, ((c, make_tensors(c)) for c in cases),
-                       store.run_meta("aclcheck generate -o suite.h5", "inspect-test"))
-    return path
+@pytest.fixture
+def suite(inspect_golden: Path) -> Path:
+    return inspect_golden
 
 
 def run(*args: str) -> tuple[int, str, str]:
