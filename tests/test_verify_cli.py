@@ -57,6 +57,22 @@ def test_broken_kernel_fails_with_index_golden_actual_and_repro(golden: Path) ->
     assert "repro: aclcheck verify" in out and "--id" in out
 
 
+def test_impl_may_be_a_file_path(golden: Path, tmp_path: Path) -> None:
+    """--impl path/to/file.py:function (the README documents it), relative or absolute;
+    the file's folder need not be on the import path, and its name is not a module's."""
+    folder = tmp_path / "my kernels"
+    folder.mkdir()
+    (folder / "pool-v2.py").write_text(
+        "from kernels import off_by_one_end, window_sum\n\n\n"
+        "def good(g, s):\n    return window_sum(g, s)\n\n\n"
+        "def bad(g, s):\n    return off_by_one_end(g, s)\n")
+    args = ["--product", "atlas-a2", "--dtype", "float32", *families("nondivisible")]
+    code, out = run(str(golden), "--impl", f"{folder / 'pool-v2.py'}:good", *args)
+    assert code == 0, out
+    code, out = run(str(golden), "--impl", f"{folder / 'pool-v2.py'}:bad", *args)
+    assert code == 1 and "FAIL" in out
+
+
 def test_reports_json_junit_html(golden: Path, tmp_path: Path) -> None:
     paths = {k: tmp_path / f"r.{k}" for k in ("json", "xml", "html")}
     code, _ = run(str(golden), "--impl", "impl_fixtures:raises", "--product", "atlas-a2",
