@@ -22,7 +22,8 @@ REPO = TESTS.parent
 
 #: runs `aclcheck ARGS...` as the console script does, with a Ctrl-C at TRIGGER:
 #: "import:MODULE" (while MODULE is first imported), "submit:N" (after the N-th task went
-#: to a process pool) or "kernel" (the kernel sends it: impl_fixtures.ctrl_c & co.)
+#: to a process pool), "call:MODULE:CLASS:N" (after the N-th CLASS.run call returned) or
+#: "kernel" (the kernel sends it: impl_fixtures.ctrl_c & co.)
 LAUNCHER = r'''
 import os, signal, sys
 
@@ -57,6 +58,21 @@ elif kind == "submit":
         return future
 
     concurrent.futures.ProcessPoolExecutor.submit = counting
+elif kind == "call":
+    import importlib
+
+    module, name, n = what.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    run, calls = cls.run, []
+
+    def counting_run(self, call):
+        outcome = run(self, call)
+        calls.append(outcome)
+        if len(calls) == int(n):
+            ctrl_c()
+        return outcome
+
+    cls.run = counting_run
 sys.argv = ["aclcheck", *args]
 from aclcheck.cli import main
 
@@ -118,3 +134,16 @@ def test_ctrl_c_while_a_pool_generates(tmp_path: Path) -> None:
     assert_polite(proc)
     assert proc.stderr.strip().splitlines()[-1] == "aclcheck: interrupted"
     assert not out.exists() and not list(tmp_path.glob("*.tmp.h5"))
+
+
+def test_ctrl_c_after_mindspore_replaced_the_handler(tmp_path: Path) -> None:
+    """MindSpore's runtime installs its own SIGINT handler at its first op: in-process
+    (--no-isolate) a Ctrl-C then ended aclcheck by SIGTERM, without a report."""
+    pytest.importorskip("mindspore")
+    report = tmp_path / "r.json"
+    proc = interrupted_run("call:aclcheck.impls.mindspore_impl:MindSporeImpl:3", "verify",
+                           str(REPO / "golden" / "ci-suite.h5"), "--impl", "mindspore",
+                           "--no-isolate", "--product", "atlas-a2", "--dtype", "float32",
+                           "--family", "divisible", "--json", str(report), cwd=tmp_path)
+    assert_polite(proc)
+    assert json.loads(report.read_text())["interrupted"] is True
