@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from aclcheck import contract
+from aclcheck import contract, interrupts
 from aclcheck.cases import NUMPY_DTYPES, Case, CaseTensors, make_tensors
 from aclcheck.errors import UsageError
 from aclcheck.executors import ProcessPool
@@ -185,6 +185,7 @@ def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, C
     if jobs <= 1:
         buffers = ResultBuffers()  # golden memory reused from case to case
         for case in cases:
+            interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
             yield case, make_tensors(case, buffers=buffers)
         return
     with ProcessPool(jobs) as pool:
@@ -204,6 +205,7 @@ def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, C
 def _drain_one(
     pending: deque[tuple[list[Case], Future[list[CaseTensors]]]],
 ) -> Iterator[tuple[Case, CaseTensors]]:
+    interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
     batch, fut = pending.popleft()
     yield from zip(batch, fut.result(), strict=True)
 

@@ -4,9 +4,12 @@ and never an interrupt that the run survives.
 A run has two phases. Until the command starts (imports, argument parsing, `--help`)
 nothing needs cleaning up, so SIGINT prints the line and ends the process at once, even
 inside an import. Once the command runs, SIGINT raises KeyboardInterrupt as usual (reports
-of what was judged are still written, marked partial) and is also remembered: a kernel
-that swallows the exception (`except BaseException: pass`) or a framework that replaces
-the process's SIGINT handler (MindSpore does at its first op) cannot make the run go on.
+of what was judged are still written, marked partial) and is also remembered, because
+the exception can be lost: raised while a weakref callback or a `__del__` runs (garbage
+collection at any allocation), Python prints "Exception ignored" and goes on; a kernel
+may swallow it (`except BaseException: pass`); a framework may replace the process's
+SIGINT handler (MindSpore does at its first op). The loops check() the flag before they
+block and after every case, so none of these can make the run go on.
 
 Child processes never see Ctrl-C: the parent decides, then ends them. Those started from
 the parent's process group (spawned workers, pool workers) start with SIGINT blocked
@@ -21,9 +24,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 #: the exit status of an interrupted command (128 + SIGINT, as shells report it)
 EXIT_INTERRUPTED = 130
@@ -50,9 +55,18 @@ def _raise(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _unraisable(info: Any) -> None:
+    """A KeyboardInterrupt lost in a finalizer is remembered (the flag), not printed as
+    an 'Exception ignored' traceback; anything else goes to Python's own hook."""
+    if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(info)
+
+
 def exit_at_once() -> None:
     """Entry point, first thing: a Ctrl-C before the command starts ends the process."""
     signal.signal(signal.SIGINT, _exit_now)
+    sys.unraisablehook = _unraisable
 
 
 def command_starts() -> None:

@@ -269,6 +269,7 @@ class IsolatedRunner:
         """Poll for the answer until the allowance runs out; heartbeat on long waits."""
         next_beat = HEARTBEAT_EVERY_S
         while True:
+            interrupts.check()  # a Ctrl-C swallowed meanwhile (in a finalizer) stops here
             elapsed = time.perf_counter() - self._sent_at
             remaining = allowance - elapsed
             if remaining <= 0:

@@ -22,8 +22,10 @@ REPO = TESTS.parent
 
 #: runs `aclcheck ARGS...` as the console script does, with a Ctrl-C at TRIGGER:
 #: "import:MODULE" (while MODULE is first imported), "submit:N" (after the N-th task went
-#: to a process pool), "call:MODULE:CLASS:N" (after the N-th CLASS.run call returned) or
-#: "kernel" (the kernel sends it: impl_fixtures.ctrl_c & co.)
+#: to a process pool), "call:MODULE:CLASS:N" (after the N-th CLASS.run call returned),
+#: "finalizer:MODULE:CLASS:METHOD" (inside a finalizer that runs after the first
+#: CLASS.METHOD call: Python loses a KeyboardInterrupt raised there) or "kernel" (the
+#: kernel sends it: impl_fixtures.ctrl_c & co.)
 LAUNCHER = r'''
 import os, signal, sys
 
@@ -73,6 +75,27 @@ elif kind == "call":
         return outcome
 
     cls.run = counting_run
+elif kind == "finalizer":
+    import importlib
+
+    module, name, method = what.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    original, fired = getattr(cls, method), []
+
+    class Lost:
+        def __del__(self):
+            ctrl_c()
+            for _ in range(10**6):  # the handler runs here, inside the finalizer
+                pass
+
+    def then_lost(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        if not fired:
+            fired.append(True)
+            Lost()  # unreferenced at once: its __del__ runs now
+        return result
+
+    setattr(cls, method, then_lost)
 sys.argv = ["aclcheck", *args]
 from aclcheck.cli import main
 
@@ -147,3 +170,24 @@ def test_ctrl_c_after_mindspore_replaced_the_handler(tmp_path: Path) -> None:
                            "--family", "divisible", "--json", str(report), cwd=tmp_path)
     assert_polite(proc)
     assert json.loads(report.read_text())["interrupted"] is True
+
+
+@pytest.mark.parametrize(("where", "kernel", "mode"), [
+    ("aclcheck.isolation:IsolatedRunner:submit", "hangs", []),
+    ("aclcheck.impls.callable_impl:CallableImpl:run", "correct", ["--no-isolate"])])
+def test_ctrl_c_lost_in_a_finalizer_still_stops_the_run(isolation_golden: Path,
+                                                        tmp_path: Path, where: str,
+                                                        kernel: str, mode: list[str]) -> None:
+    """Garbage collection may run a finalizer at any allocation; a KeyboardInterrupt
+    raised in it is lost (Python prints 'Exception ignored' and goes on). Seen under load:
+    the run went on until the hung case timed out. Unless the Ctrl-C is acted on, this
+    run ends with a hang on a 3-D case (isolated) or with every case judged."""
+    report = tmp_path / "r.json"
+    proc = interrupted_run(f"finalizer:{where}", "verify", str(isolation_golden), "--impl",
+                           f"impl_fixtures:{kernel}", "--family", "divisible", "--family",
+                           "rank3", "--json", str(report), *mode, cwd=tmp_path)
+    assert_polite(proc)
+    assert "Exception ignored" not in proc.stderr
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True
+    assert not any(c["verdict"] == "ERROR" for c in data["cases"])  # no hang waited out
