@@ -146,10 +146,8 @@ class NeverAnswers:
 
     def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
-        self.waits: list[float] = []
 
     def poll(self, timeout: float) -> bool:
-        self.waits.append(timeout)
         self.clock.now += timeout
         return False
 
