@@ -1,6 +1,6 @@
 """Fixtures shared by the test modules.
 
-Golden files: one session-scoped fixture per kind, each generated once per session (and
+Golden files: one session-scoped fixture per shared kind, each generated once per session (and
 per xdist worker) under tmp_path_factory; a module names the kind it needs (often through
 a one-line `golden` alias). Tests that damage a golden file copy it first. Test modules
 never import this file; plain helpers live in tests/tests_support.py (`tests.tests_support`).
@@ -100,11 +100,3 @@ def rounding_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _make(tmp_path_factory, "rounding",
                  Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
                            families=("rounding", "index", "divisible")))
-
-
-@pytest.fixture(scope="session")
-def inspect_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A2 and training NCHW: nondivisible, special values, layouts, invalid calls."""
-    return _make(tmp_path_factory, "inspect-test",
-                 Selection(products=("atlas-a2", "atlas-training"), formats=("NCHW",),
-                           families=("nondivisible", "special", "layout", "invalid")))

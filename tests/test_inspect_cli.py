@@ -15,14 +15,16 @@ from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.cli import inspect as inspect_cli
 from aclcheck.suite import Selection, build_suite
+from tests.tests_support import write_golden
 
 SELECTION = Selection(products=("atlas-a2", "atlas-training"), formats=("NCHW",),
                       families=("nondivisible", "special", "layout", "invalid"))
 
 
-@pytest.fixture
-def suite(inspect_golden: Path) -> Path:
-    return inspect_golden
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's own kind (its tests compare listings with SELECTION's cases)."""
+    return write_golden(tmp_path_factory.mktemp("inspect"), SELECTION, "inspect-test")
 
 
 def run(*args: str) -> tuple[int, str, str]:
