@@ -11,16 +11,17 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aclcheck import contract
+from aclcheck import contract, interrupts
 from aclcheck.cases import NUMPY_DTYPES, Case, CaseTensors, make_tensors
 from aclcheck.errors import UsageError
+from aclcheck.executors import ProcessPool
 from aclcheck.layouts import layout_geometry
 from aclcheck.reference import ResultBuffers
 from aclcheck.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
@@ -184,26 +185,27 @@ def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, C
     if jobs <= 1:
         buffers = ResultBuffers()  # golden memory reused from case to case
         for case in cases:
+            interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
             yield case, make_tensors(case, buffers=buffers)
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPool(jobs) as pool:
         pending: deque[tuple[list[Case], Future[list[CaseTensors]]]] = deque()
-        source = batches(cases)
         try:
-            for batch in source:
+            for batch in batches(cases):
                 pending.append((batch, pool.submit(_batch_tensors, batch)))
                 if len(pending) >= 2 * jobs:
                     yield from _drain_one(pending)
             while pending:
                 yield from _drain_one(pending)
-        finally:
-            for _, fut in pending:
-                fut.cancel()
+        except BaseException:  # interrupted, failed, or closed early: nothing more to wait for
+            pool.stop()
+            raise
 
 
 def _drain_one(
     pending: deque[tuple[list[Case], Future[list[CaseTensors]]]],
 ) -> Iterator[tuple[Case, CaseTensors]]:
+    interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
     batch, fut = pending.popleft()
     yield from zip(batch, fut.result(), strict=True)
 

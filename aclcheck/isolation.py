@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
-from aclcheck import wire
+from aclcheck import interrupts, wire
 from aclcheck.hangs import CallClock
 from aclcheck.impls.base import CallInputs, Outcome, describe_exception, exit_refused, guarded_run
 from aclcheck.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
@@ -422,6 +422,7 @@ class IsolatedRunner:
         poller.register(live.channel.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
         next_beat = pending.sent_at + HEARTBEAT_EVERY_S
         while True:
+            interrupts.check()  # a Ctrl-C swallowed meanwhile (in a finalizer) stops here
             now = self.now()
             if now >= pending.deadline:
                 return False

@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from aclcheck import interrupts
 from aclcheck.cases import Case
 from aclcheck.contract import SUCCESS
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
@@ -297,6 +298,7 @@ def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSourc
         stream = (_pipelined(runner, cases, source, caps) if runner.pipelined else
                   (run_case(runner, source.load(case), caps) for case in cases))
         for verdict in stream:
+            interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
             if progress is not None:
                 progress(verdict)
             yield verdict
@@ -396,6 +398,7 @@ def iter_verdicts_parallel(impl: Implementation, cases: Iterable[Case], source: 
             pending.append(pool.submit(run_work_item, item))
         if not pending:
             return
+        interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
         verdict = pending.popleft().result()  # type: ignore[attr-defined]
         if progress is not None:
             progress(verdict)

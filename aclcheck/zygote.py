@@ -109,7 +109,8 @@ class Zygote:
         self._proc = subprocess.Popen(
             [sys.executable, "-c", "from aclcheck.zygote import main; main()",
              str(theirs.fileno())], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-            stdout=self.log, stderr=self.log)
+            stdout=self.log, stderr=self.log,
+            process_group=0)  # its own group: a Ctrl-C at the terminal is the parent's
         theirs.close()
         ours.settimeout(REQUEST_TIMEOUT_S)
         ours.sendall(config)  # a fresh socket: the zygote reads it after its start-up

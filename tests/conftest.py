@@ -1,13 +1,13 @@
 """Fixtures shared by the test modules.
 
-Golden files: every module that needs one asks `make_golden(selection, suite)` (from its
-own module-scoped fixture, which says what it needs); the file is generated once per
-session and worker. Plain helpers that are not fixtures live in tests/tests_support.py.
+Golden files: one session-scoped fixture per shared kind, each generated once per session (and
+per xdist worker) under tmp_path_factory; a module names the kind it needs (often through
+a one-line `golden` alias). Tests that damage a golden file copy it first. Test modules
+never import this file; plain helpers live in tests/tests_support.py (`tests.tests_support`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,20 +15,97 @@ import pytest
 from aclcheck.suite import Selection
 from tests.tests_support import write_golden
 
-GoldenMaker = Callable[[Selection, str], Path]
+
+def _make(factory: pytest.TempPathFactory, suite: str, selection: Selection) -> Path:
+    return write_golden(factory.mktemp(suite), selection, suite)
+
+
+# -- golden files, one fixture per kind ------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-def make_golden(tmp_path_factory: pytest.TempPathFactory) -> GoldenMaker:
-    """make_golden(selection, suite) -> path of a golden file of the selection's cases,
-    generated on first use and shared by every test of the session that asks the same.
-    Tests that damage a golden file copy it first (see tests/test_hostile_files.py)."""
-    made: dict[tuple[str, str], Path] = {}
+def everything_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every product, dtype, format and default family once (valid and invalid calls)."""
+    return _make(tmp_path_factory, "everything", Selection(seed=11))
 
-    def make(selection: Selection, suite: str) -> Path:
-        key = (repr(selection), suite)
-        if key not in made:
-            made[key] = write_golden(tmp_path_factory.mktemp(suite), selection, suite)
-        return made[key]
 
-    return make
+@pytest.fixture(scope="session")
+def two_products_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A2 (FP32 accumulation) and training (input-dtype accumulation), every default
+    family, every dtype and format."""
+    return _make(tmp_path_factory, "two-products",
+                 Selection(products=("atlas-a2", "atlas-training"), seed=7))
+
+
+@pytest.fixture(scope="session")
+def two_products_small_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A2 and training, every dtype and format: divisible, nondivisible, invalid calls."""
+    return _make(tmp_path_factory, "two-products-small",
+                 Selection(products=("atlas-a2", "atlas-training"),
+                           families=("divisible", "nondivisible", "invalid"), seed=5))
+
+
+@pytest.fixture(scope="session")
+def a2_fp32_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """25 atlas-a2 float32 cases: 3 divisible, 3 nondivisible, 19 invalid calls."""
+    return _make(tmp_path_factory, "a2-fp32",
+                 Selection(products=("atlas-a2",), dtypes=("float32",),
+                           families=("divisible", "nondivisible", "invalid")))
+
+
+@pytest.fixture(scope="session")
+def a2_fp32_fp16_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """atlas-a2 float32 and float16: divisible, nondivisible and invalid calls."""
+    return _make(tmp_path_factory, "a2-fp32-fp16",
+                 Selection(products=("atlas-a2",), dtypes=("float32", "float16"),
+                           families=("nondivisible", "divisible", "invalid"), seed=3))
+
+
+@pytest.fixture(scope="session")
+def isolation_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A2 float32: 4-D and 3-D valid cases plus invalid calls (some 3-D): kernels in
+    tests/impl_fixtures.py misbehave on 3-D inputs only."""
+    return _make(tmp_path_factory, "isolation",
+                 Selection(products=("atlas-a2",), dtypes=("float32",),
+                           families=("divisible", "rank3", "invalid"), seed=3))
+
+
+@pytest.fixture(scope="session")
+def valid_3d_4d_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A2 float32, valid calls only: 4-D divisible and 3-D (rank3) cases (the red-team
+    kernels of tests/hostile_modules.py misbehave on one rank and must pass the other)."""
+    return _make(tmp_path_factory, "valid-3d-4d",
+                 Selection(products=("atlas-a2",), dtypes=("float32",),
+                           families=("divisible", "rank3"), seed=5))
+
+
+@pytest.fixture(scope="session")
+def gate_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """atlas-a2, every dtype, the families the CI gate's tests filter on."""
+    families = ("divisible", "nondivisible", "upsampling", "global", "layout", "invalid")
+    return _make(tmp_path_factory, "gate",
+                 Selection(products=("atlas-a2",), families=families, seed=11))
+
+
+@pytest.fixture(scope="session")
+def fuzz_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small float16 file for the fuzz tests: strided layouts and empty tensors."""
+    return _make(tmp_path_factory, "fuzz",
+                 Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
+                           families=("divisible", "layout", "empty"), seed=11))
+
+
+@pytest.fixture(scope="session")
+def hostile_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small float16 file the hostile-file tests copy and damage."""
+    return _make(tmp_path_factory, "hostile",
+                 Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
+                           families=("divisible", "layout"), seed=3))
+
+
+@pytest.fixture(scope="session")
+def rounding_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A2 float16 NCHW: exact rounding ties, index boundaries, plain divisible cases."""
+    return _make(tmp_path_factory, "rounding",
+                 Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
+                           families=("rounding", "index", "divisible")))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -107,9 +108,11 @@ noisy.aclcheck_dtypes = ("float32",)  # type: ignore[attr-defined]
 
 
 def allocates_forever(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
-    """Memory blow-up on 3-D inputs: asks for far more than the worker's cap."""
+    """Memory blow-up on 3-D inputs: asks for far more than the worker's cap. The memory
+    is reserved, never touched, so the cap is reached within microseconds whatever the
+    load: no other limit (the hang floor) can fire first."""
     if grad_output.ndim == 3:
-        hog = [np.ones(2**27) for _ in range(64)]  # 64 GiB if it were allowed
+        hog = [np.empty(2**27) for _ in range(64)]  # 64 GiB of address space if allowed
         return hog[0]
     return correct(grad_output, self)
 
@@ -195,7 +198,35 @@ def stderr_then_abort(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
 def child_holds_stdout(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     """Starts a child that keeps stdout open, then hangs (3-D inputs)."""
     if grad_output.ndim == 3:
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         time.sleep(600)
     return correct(grad_output, self)
 
+
+# -- Ctrl-C at the terminal while a kernel runs (tests/test_interrupts.py) ------------------
+
+
+def _ctrl_c_at_the_terminal() -> None:
+    """SIGINT to the process group the test started aclcheck in, as a terminal sends it
+    on Ctrl-C (the group's id is in ACLCHECK_TEST_TERMINAL)."""
+    os.killpg(int(os.environ["ACLCHECK_TEST_TERMINAL"]), signal.SIGINT)
+
+
+def ctrl_c(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """Ctrl-C while a 3-D case runs, then a long wait: the run must stop there."""
+    if grad_output.ndim == 3:
+        _ctrl_c_at_the_terminal()
+        time.sleep(600)
+    return correct(grad_output, self)
+
+
+def ctrl_c_swallowed(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """Like ctrl_c, but catches everything (KeyboardInterrupt too) and answers: a kernel
+    must not be able to make the run go on after Ctrl-C."""
+    if grad_output.ndim == 3:
+        try:
+            _ctrl_c_at_the_terminal()
+            time.sleep(600)
+        except BaseException:  # noqa: BLE001, S110 - the point of this kernel
+            pass
+    return correct(grad_output, self)

@@ -23,8 +23,6 @@ from aclcheck.impls.aclnn_impl import AclnnImpl, configure_environment, product_
 from aclcheck.impls.base import CallInputs
 from aclcheck.layouts import layout_geometry
 from aclcheck.store import GoldenFile, open_golden
-from aclcheck.suite import Selection
-from tests.conftest import GoldenMaker
 
 SOURCE = Path(__file__).parent / "aclnn_standin" / "aclnn_standin.c"
 PARTS = {"ACL": "libascendcl.so", "NNOPBASE": "libnnopbase.so", "OPAPI": "libopapi.so"}
@@ -55,10 +53,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
-@pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    """Every product, dtype, format and family once (positive and invalid calls)."""
-    return make_golden(Selection(seed=11), "aclnn-tests")
+@pytest.fixture
+def golden(everything_golden: Path) -> Path:
+    return everything_golden
 
 
 @pytest.fixture

@@ -15,8 +15,6 @@ from aclcheck.binexchange import raw_bytes
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
 from aclcheck.reference import backward
 from aclcheck.store import open_golden, read_results
-from aclcheck.suite import Selection
-from tests.conftest import GoldenMaker
 from tests.tests_support import cli_run
 
 #: what a harness knows: raw little-endian element types by manifest dtype name
@@ -25,10 +23,9 @@ RAW_TYPES = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "bfloat16": "
              "uint16": "<u2", "uint32": "<u4", "uint64": "<u8", "bool": "<u1"}
 
 
-@pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    return make_golden(Selection(products=("atlas-a2", "atlas-training"), seed=5),
-                       "exchange-tests")
+@pytest.fixture
+def golden(two_products_golden: Path) -> Path:
+    return two_products_golden
 
 
 def export(golden: Path, folder: Path, *args: str) -> dict:

@@ -193,6 +193,7 @@ import numpy as np
 from aclcheck.cases import make_tensors
 from aclcheck.impls import create
 from aclcheck.impls.base import CallInputs
+from aclcheck.hangs import CallClock
 from aclcheck.isolation import IsolatedRunner, start_zygote
 from aclcheck.suite import parse_case_entries
 
@@ -203,7 +204,9 @@ assert zygote.ready()["fork_safe"]
 case = parse_case_entries([{"product": "atlas-a2", "dtype": "float32", "format": "NCHW",
                             "self_shape": [2, 3, 8, 6], "grad_shape": [2, 3, 4, 3]}], "t")[0]
 t = make_tensors(case)
-worker = IsolatedRunner(impl.spec, timeout=60, zygote=zygote)
+# a hang is the only failure that may not end the call: no hang rule fires before 300 s
+worker = IsolatedRunner(impl.spec, timeout=300, zygote=zygote,
+                        clock=CallClock(cap=300, first_floor=300))
 outcome = worker.run(CallInputs(case, t.grad_output, t.self))
 assert worker.spawned == 0  # forked from the zygote, not a fresh interpreter
 worker.close()
@@ -221,7 +224,7 @@ def test_fork_safe_adapters_work_in_a_forked_worker(impl: Implementation) -> Non
     if "fork" not in mp.get_all_start_methods():
         pytest.skip("no fork on this platform")
     done = subprocess.run([sys.executable, "-c", FORKED_RUN, impl.spec], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=900)
     assert done.returncode == 0 and "forked worker ok" in done.stdout, done.stderr[-2000:]
 
 

@@ -1,10 +1,13 @@
 """Fuzzing a small golden file: random bit flips and random attribute edits (seeded, a few
-hundred in all). Whatever the damage, `verify` exits 0, 1 or 3 without a traceback, and
-never reports PASS for a case whose golden or inputs (or the record fields that say how
-to read them) were altered."""
+hundred in all; the `slow` variants, run by .ci/run as a step of their own, thousands).
+Whatever the damage, `verify` exits 0, 1 or 3 without a traceback, and never reports PASS
+for a case whose golden or inputs (or the record fields that say how to read them) were
+altered."""
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import random
 import shutil
@@ -16,14 +19,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from aclcheck.cases import Case
 from aclcheck.cli import cli
 from aclcheck.store import text_attr
-from aclcheck.suite import Selection
-from tests.conftest import GoldenMaker
+from aclcheck.store.schema import record_attrs, set_attrs
 
 SEED = 20261130
 BIT_FLIPS = 200
 ATTRIBUTE_EDITS = 120
+#: the long variants (`pytest -m slow`): other seeds, 20 times the damage
+LONG = 20
 #: Record attributes that say how the stored arrays are read (an edit is a data change).
 CALL_KEYS = frozenset({"product", "dtype", "format", "self_shape", "grad_shape", "out_shape",
                        "layout", "null", "grad_dtype", "self_dtype", "out_dtype",
@@ -34,11 +39,8 @@ TENSOR_ATTRS = frozenset({"dtype", "shape", "strides", "offset"})
 
 
 @pytest.fixture(scope="module")
-def pristine(make_golden: GoldenMaker) -> tuple[Path, dict[str, Any]]:
-    selection = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
-                          families=("divisible", "layout", "empty"), seed=11)
-    path = make_golden(selection, "fuzz")
-    return path, snapshot(path, {})
+def pristine(fuzz_golden: Path) -> tuple[Path, dict[str, Any]]:
+    return fuzz_golden, snapshot(fuzz_golden, {})
 
 
 def snapshot(path: Path, sizes: dict[str, int]) -> dict[str, Any]:
@@ -55,10 +57,24 @@ def snapshot(path: Path, sizes: dict[str, int]) -> dict[str, Any]:
     return out
 
 
+def _stored_defaults() -> dict[str, Any]:
+    """The attribute a record field with a default holds when it has that default: the
+    schema reads an absent attribute as the field's default (record_from_attrs), so
+    deleting such an attribute changes nothing about how the case is read."""
+    plain = Case(id="x", family="x", product="atlas-a2", dtype="float16", format="NCHW",
+                 self_shape=(1, 1, 2, 2), grad_shape=(1, 1, 1, 1), seed=0)
+    with h5py.File(io.BytesIO(), "w") as f:  # read back as a file holds them
+        set_attrs(f, record_attrs(plain))
+        return {fld.name: _plain(f.attrs[fld.name]) for fld in dataclasses.fields(Case)
+                if fld.name in CALL_KEYS and fld.name in f.attrs
+                and (fld.default is not dataclasses.MISSING
+                     or fld.default_factory is not dataclasses.MISSING)}
+
+
 def _case_view(group: Any, cid: str, sizes: dict[str, int]) -> Any:
     try:
-        view: list[Any] = [sorted((k, _plain(v)) for k, v in group.attrs.items()
-                                  if k in CALL_KEYS)]
+        fields = {k: _plain(v) for k, v in group.attrs.items() if k in CALL_KEYS}
+        view: list[Any] = [sorted({**STORED_DEFAULTS, **fields}.items())]
         for name in DATASETS:
             if name not in group:
                 view.append(None)
@@ -86,6 +102,9 @@ def _plain(value: Any) -> Any:
     return arr.tolist()
 
 
+STORED_DEFAULTS = _stored_defaults()
+
+
 def sizes_of(path: Path) -> dict[str, int]:
     sizes: dict[str, int] = {}
     snapshot(path, sizes)
@@ -93,9 +112,12 @@ def sizes_of(path: Path) -> dict[str, int]:
 
 
 def verify(path: Path, report: Path) -> tuple[int, str, dict[str, str]]:
+    """verify in-process (`--no-isolate`): what is under test is reading damaged files,
+    which the parent does either way; a worker per call would only add its start-up. A
+    crash in the reference would end this test process: stricter than isolation."""
     report.unlink(missing_ok=True)
     result = CliRunner().invoke(cli, ["verify", str(path), "--impl", "reference",
-                                      "--json", str(report)])
+                                      "--no-isolate", "--json", str(report)])
     verdicts = {}
     if report.exists():
         verdicts = {c["id"]: c["verdict"] for c in json.loads(report.read_text())["cases"]}
@@ -117,21 +139,24 @@ def check_outcome(label: str, damaged: Path, original: dict[str, Any],
     return code
 
 
-def test_bit_flips(pristine: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+@pytest.mark.parametrize(("seed", "flips"), [
+    (SEED, BIT_FLIPS), pytest.param(SEED + 2, LONG * BIT_FLIPS, marks=pytest.mark.slow)])
+def test_bit_flips(pristine: tuple[Path, dict[str, Any]], tmp_path: Path, seed: int,
+                   flips: int) -> None:
     path, original = pristine
     sizes = sizes_of(path)
     clean = path.read_bytes()
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     damaged, report = tmp_path / "flipped.h5", tmp_path / "r.json"
     codes = []
-    for i in range(BIT_FLIPS):
+    for i in range(flips):
         data = bytearray(clean)
         for _ in range(rng.randint(1, 3)):
             pos = rng.randrange(len(data))
             data[pos] ^= 1 << rng.randrange(8)
         damaged.write_bytes(bytes(data))
         codes.append(check_outcome(f"flip {i}", damaged, original, sizes, report))
-    assert codes.count(3) > BIT_FLIPS // 10  # the flips did hit something
+    assert codes.count(3) > flips // 10  # the flips did hit something
 
 
 def _random_value(rng: random.Random) -> Any:
@@ -163,15 +188,19 @@ def _random_edit(f: h5py.File, rng: random.Random) -> str:
     return f"{obj.name}@{name} = {obj.attrs[name]!r}"
 
 
-def test_attribute_edits(pristine: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+@pytest.mark.parametrize(("seed", "edits"), [
+    (SEED + 1, ATTRIBUTE_EDITS),
+    pytest.param(SEED + 3, LONG * ATTRIBUTE_EDITS, marks=pytest.mark.slow)])
+def test_attribute_edits(pristine: tuple[Path, dict[str, Any]], tmp_path: Path, seed: int,
+                         edits: int) -> None:
     path, original = pristine
     sizes = sizes_of(path)
-    rng = random.Random(SEED + 1)
+    rng = random.Random(seed)
     damaged, report = tmp_path / "edited.h5", tmp_path / "r.json"
     codes = []
-    for i in range(ATTRIBUTE_EDITS):
+    for i in range(edits):
         shutil.copy(path, damaged)
         with h5py.File(damaged, "r+") as f:
             what = " ; ".join(_random_edit(f, rng) for _ in range(rng.randint(1, 2)))
         codes.append(check_outcome(f"edit {i} ({what})", damaged, original, sizes, report))
-    assert codes.count(3) > ATTRIBUTE_EDITS // 10 and codes.count(0) > 0
+    assert codes.count(3) > edits // 10 and codes.count(0) > 0

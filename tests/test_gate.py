@@ -9,17 +9,14 @@ from pathlib import Path
 import pytest
 
 from aclcheck import sharding
-from aclcheck.suite import Selection
-from tests.conftest import GoldenMaker
 from tests.tests_support import cli_run
 
 FAMILIES = ("divisible", "nondivisible", "upsampling", "global", "layout", "invalid")
 
 
-@pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    return make_golden(Selection(products=("atlas-a2",), families=FAMILIES, seed=11),
-                       "gate-tests")
+@pytest.fixture
+def golden(gate_golden: Path) -> Path:
+    return gate_golden
 
 
 def report_cases(path: Path) -> list[dict]:

@@ -19,16 +19,15 @@ import pytest
 
 from aclcheck.store import ResultRow, open_golden, text_attr, write_results
 from aclcheck.suite import Selection
-from tests.conftest import GoldenMaker
 from tests.tests_support import cli_run
 
 SELECTION = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
                       families=("divisible", "layout"), seed=3)
 
 
-@pytest.fixture(scope="module")
-def pristine(make_golden: GoldenMaker) -> Path:
-    return make_golden(SELECTION, "hostile")
+@pytest.fixture
+def pristine(hostile_golden: Path) -> Path:
+    return hostile_golden
 
 
 @pytest.fixture
@@ -164,7 +163,7 @@ def test_external_storage_on_a_fifo_does_not_hang(golden: Path, tmp_path: Path) 
     edit(golden, lambda f, cid: external_golden(f, cid, fifo))
     proc = subprocess.run([sys.executable, "-m", "aclcheck", "verify", str(golden), "--impl",
                            "reference", "--isolate"], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=600)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "external storage" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -176,7 +175,7 @@ def test_a_fifo_in_place_of_a_file_is_not_opened(tmp_path: Path) -> None:
     for args in (["verify", str(fifo)], ["inspect", str(fifo)],
                  ["diff", str(fifo), str(fifo)]):
         proc = subprocess.run([sys.executable, "-m", "aclcheck", *args], capture_output=True,
-                              text=True, timeout=120)
+                              text=True, timeout=600)
         assert proc.returncode == 3 and "regular file" in proc.stderr, (args, proc.stderr)
 
 

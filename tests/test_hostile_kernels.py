@@ -34,7 +34,6 @@ from aclcheck.isolation import IsolatedRunner, start_zygote
 from aclcheck.store import open_golden
 from aclcheck.suite import Selection
 from tests import hostile_modules as hm
-from tests.conftest import GoldenMaker
 
 REPO = Path(__file__).parent.parent
 SELECTION = Selection(products=("atlas-a2",), dtypes=("float32",),
@@ -42,8 +41,8 @@ SELECTION = Selection(products=("atlas-a2",), dtypes=("float32",),
 
 
 @pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    return make_golden(SELECTION, "hostile-kernels")
+def golden(valid_3d_4d_golden: Path) -> Path:
+    return valid_3d_4d_golden
 
 
 @pytest.fixture(scope="module")

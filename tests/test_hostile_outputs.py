@@ -17,7 +17,6 @@ import pytest
 from aclcheck import casewriter
 from aclcheck.file_guard import Role, Snapshot, check_apart
 from aclcheck.suite import Selection, load_case_file, parse_case_entries
-from tests.conftest import GoldenMaker
 from tests.tests_support import cli_run
 
 SELECTION = Selection(products=("atlas-a2",), dtypes=("float32",), families=("divisible",),
@@ -25,8 +24,8 @@ SELECTION = Selection(products=("atlas-a2",), dtypes=("float32",), families=("di
 
 
 @pytest.fixture(scope="module")
-def pristine(make_golden: GoldenMaker) -> Path:
-    return make_golden(SELECTION, "hostile-outputs")
+def pristine(a2_fp32_golden: Path) -> Path:
+    return a2_fp32_golden
 
 
 @pytest.fixture

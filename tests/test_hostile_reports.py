@@ -22,7 +22,6 @@ from aclcheck.report import json_report
 from aclcheck.suite import Selection
 from aclcheck.verdicts import CaseVerdict, Verdict
 from tests import hostile_modules as hm
-from tests.conftest import GoldenMaker
 from tests.tests_support import cli_run
 
 pytest_plugins = ["pytester"]
@@ -33,8 +32,8 @@ FAST = ("--no-isolate",)  # reports are what is under test here, not the calls
 
 
 @pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    return make_golden(SELECTION, "hostile-reports")
+def golden(isolation_golden: Path) -> Path:
+    return isolation_golden
 
 
 @pytest.fixture(scope="module")

@@ -16,16 +16,12 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.report import html as html_report
-from aclcheck.suite import Selection
 from aclcheck.verdicts import CaseVerdict, Verdict
-from tests.conftest import GoldenMaker
 
 
 @pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    return make_golden(Selection(products=("atlas-a2",), dtypes=("float32",),
-                                 families=("nondivisible", "divisible", "invalid"), seed=5),
-                       "html-tests")
+def golden(a2_fp32_golden: Path) -> Path:
+    return a2_fp32_golden
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +192,7 @@ def test_headless_browser_renders_pictures(broken_run: tuple[Path, Path],
            "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
            "--window-size=1200,1800", "--hide-scrollbars", f"--screenshot={shot}",
            page_path.resolve().as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert shot.exists(), proc.stderr[-2000:]
     import matplotlib.image as mpimg
 

@@ -15,6 +15,7 @@ from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.cli import inspect as inspect_cli
 from aclcheck.suite import Selection, build_suite
+from tests.tests_support import write_golden
 
 SELECTION = Selection(products=("atlas-a2", "atlas-training"), formats=("NCHW",),
                       families=("nondivisible", "special", "layout", "invalid"))
@@ -22,13 +23,8 @@ SELECTION = Selection(products=("atlas-a2", "atlas-training"), formats=("NCHW",)
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from aclcheck.cases import make_tensors
-
-    path = tmp_path_factory.mktemp("inspect") / "suite.h5"
-    cases = build_suite(SELECTION)
-    store.write_golden(path, ((c, make_tensors(c)) for c in cases),
-                       store.run_meta("aclcheck generate -o suite.h5", "inspect-test"))
-    return path
+    """The module's own kind (its tests compare listings with SELECTION's cases)."""
+    return write_golden(tmp_path_factory.mktemp("inspect"), SELECTION, "inspect-test")
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -44,7 +44,8 @@ def test_products_accumulation_column():
     assert "input dtype" in rows["atlas-training"] and "FP32" in rows["atlas-a2"]
 
 
-def test_products_fits_80_columns():
+def test_products_fits_80_columns(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # an 80-column terminal, however pytest was started
     _, out = run("products")
     assert max(len(line) for line in out.splitlines()) <= 80
 

@@ -15,8 +15,6 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.store import open_golden
-from aclcheck.suite import Selection
-from tests.conftest import GoldenMaker
 
 pytest_plugins = ["pytester"]
 
@@ -39,12 +37,9 @@ verdicts = ["ERROR"]
 NO_CACHE = ("-p", "no:cacheprovider", "-p", "no:benchmark")
 
 
-@pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    """25 atlas-a2 float32 cases: 3 divisible, 3 nondivisible, 19 invalid calls."""
-    return make_golden(Selection(products=("atlas-a2",), dtypes=("float32",),
-                                 families=("divisible", "nondivisible", "invalid")),
-                       "plugin-tests")
+@pytest.fixture
+def golden(a2_fp32_golden: Path) -> Path:
+    return a2_fp32_golden
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ from aclcheck.reference import backward
 from aclcheck.standards import parse_overrides
 from aclcheck.store import open_golden
 from aclcheck.suite import Selection, build_suite
-from tests.conftest import GoldenMaker
 
 NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 
@@ -184,11 +183,9 @@ def test_rounding_family_reaches_every_zone() -> None:
 # -- CLI ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def golden_file(make_golden: GoldenMaker) -> Path:
-    sel = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
-                    families=("rounding", "index", "divisible"))
-    return make_golden(sel, "rounding-test")
+@pytest.fixture
+def golden_file(rounding_golden: Path) -> Path:
+    return rounding_golden
 
 
 def test_inspect_counts_ties(golden_file: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,18 +11,15 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.store import open_golden, write_results
-from aclcheck.suite import Selection
-from tests.conftest import GoldenMaker
+from tests.tests_support import reference_rows
 
 POSITIVE = ("divisible", "nondivisible", "upsampling", "global", "identity", "rank3",
             "alignment", "exactint", "special", "empty", "layout")
 
 
-@pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    """A2 (FP32 accumulation) and training (input-dtype accumulation), every family."""
-    return make_golden(Selection(products=("atlas-a2", "atlas-training"), seed=7),
-                       "verify-tests")
+@pytest.fixture
+def golden(two_products_golden: Path) -> Path:
+    return two_products_golden
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -59,6 +55,22 @@ def test_broken_kernel_fails_with_index_golden_actual_and_repro(golden: Path) ->
     assert "FAIL" in out
     assert "worst elements" in out or "golden" in out
     assert "repro: aclcheck verify" in out and "--id" in out
+
+
+def test_impl_may_be_a_file_path(golden: Path, tmp_path: Path) -> None:
+    """--impl path/to/file.py:function (the README documents it), relative or absolute;
+    the file's folder need not be on the import path, and its name is not a module's."""
+    folder = tmp_path / "my kernels"
+    folder.mkdir()
+    (folder / "pool-v2.py").write_text(
+        "from kernels import off_by_one_end, window_sum\n\n\n"
+        "def good(g, s):\n    return window_sum(g, s)\n\n\n"
+        "def bad(g, s):\n    return off_by_one_end(g, s)\n")
+    args = ["--product", "atlas-a2", "--dtype", "float32", *families("nondivisible")]
+    code, out = run(str(golden), "--impl", f"{folder / 'pool-v2.py'}:good", *args)
+    assert code == 0, out
+    code, out = run(str(golden), "--impl", f"{folder / 'pool-v2.py'}:bad", *args)
+    assert code == 1 and "FAIL" in out
 
 
 def test_reports_json_junit_html(golden: Path, tmp_path: Path) -> None:
@@ -137,8 +149,6 @@ def test_not_a_golden_file_exits_3(tmp_path: Path) -> None:
 
 def test_results_file_judged_and_missing_cases_are_errors(golden: Path, tmp_path: Path
                                                           ) -> None:
-    from tests_support import reference_rows
-
     with open_golden(golden) as gf:
         rows = reference_rows(gf, "atlas-a2")
     assert len(rows) > 3
@@ -155,16 +165,14 @@ def test_results_file_judged_and_missing_cases_are_errors(golden: Path, tmp_path
 @pytest.mark.parametrize(
     ("fixture", "reason"),
     [("segfaults", "SIGSEGV"), ("aborts", "SIGABRT"), ("exits", "os._exit(7)"),
-     ("exits_natively", "exited with code 7"), ("hangs", "timeout")],
+     ("exits_natively", "exited with code 7"), ("hangs", "allowed by --timeout 3 s")],
 )
 def test_isolate_turns_crashes_into_errors(golden: Path, tmp_path: Path, fixture: str,
                                            reason: str) -> None:
     rep = tmp_path / "r.json"
-    start = time.monotonic()
     code, out = run(str(golden), "--impl", f"impl_fixtures:{fixture}", "--isolate",
                     "--timeout", "3", "--product", "atlas-a2", "--dtype", "float32",
                     *families("nondivisible", "rank3"), "--json", str(rep))
-    elapsed = time.monotonic() - start
     assert code == 1
     cases = json.loads(rep.read_text())["cases"]
     three_d = [c for c in cases if c["id"].split("-")[4].startswith("c")]  # c3h5w7: 3-D
@@ -174,7 +182,6 @@ def test_isolate_turns_crashes_into_errors(golden: Path, tmp_path: Path, fixture
             assert c["verdict"] == "ERROR" and reason in c["message"], c
         else:
             assert c["verdict"] == "PASS", c
-    assert elapsed < 3 * len(three_d) + 60
 
 
 def test_determinism_repeat(golden: Path, tmp_path: Path) -> None:
@@ -203,8 +210,6 @@ def test_torch_repeat_is_deterministic(golden: Path, tmp_path: Path) -> None:
 
 
 def test_reference_rows_helper_matches_golden_shapes(golden: Path) -> None:
-    from tests_support import reference_rows
-
     with open_golden(golden) as gf:
         for row in reference_rows(gf, "atlas-a2")[:5]:
             if row.output is not None:

@@ -18,15 +18,11 @@ from aclcheck.cli import cli
 from aclcheck.cli.verify import _RENAMED, config_from_params, verify
 from aclcheck.config import ACLNN_ONLY, VerifyConfig
 from aclcheck.selection import id_matches
-from aclcheck.suite import Selection
-from tests.conftest import GoldenMaker
 
 
-@pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    return make_golden(Selection(products=("atlas-a2",), dtypes=("float32", "float16"),
-                                 families=("nondivisible", "divisible", "invalid"), seed=3),
-                       "config-tests")
+@pytest.fixture
+def golden(a2_fp32_fp16_golden: Path) -> Path:
+    return a2_fp32_fp16_golden
 
 
 def invoke(*args: str) -> tuple[int, str]:

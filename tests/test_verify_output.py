@@ -20,16 +20,12 @@ from aclcheck.cli.common import LOG_WIDTH, stdout_console
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
 from aclcheck.report.safe_text import printable
-from aclcheck.suite import Selection
 from aclcheck.verdicts import SUMMARY_KEYS, CaseVerdict, Verdict, summarize
-from tests.conftest import GoldenMaker
 
 
-@pytest.fixture(scope="module")
-def golden(make_golden: GoldenMaker) -> Path:
-    return make_golden(Selection(products=("atlas-a2", "atlas-training"),
-                                 families=("divisible", "nondivisible", "invalid"), seed=5),
-                       "output-tests")
+@pytest.fixture
+def golden(two_products_small_golden: Path) -> Path:
+    return two_products_small_golden
 
 
 def run(*args: str) -> tuple[int, str]:

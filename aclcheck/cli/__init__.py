@@ -1,68 +1,51 @@
 """Command-line interface: one module per command, all thin (parse, call, render, exit).
 
-Exit codes: 0 success/conformant, 1 nonconformance, 2 usage, 3 bad input file, 4 internal.
+Exit codes: 0 success/conformant, 1 nonconformance, 2 usage, 3 bad input file, 4 internal,
+130 interrupted. The entry point imports nothing but the standard library before it
+installs the start-up Ctrl-C handler (aclcheck.interrupts); the group (`cli`, in
+aclcheck.cli.group) loads its commands lazily. `from aclcheck.cli import cli` works as
+before (the name resolves on first access).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-
-import click
-
-from aclcheck import __version__
-from aclcheck.cli import exchange as _exchange
-from aclcheck.cli import generate as _generate
-from aclcheck.cli import hunt as _hunt
-from aclcheck.cli import impls as _impls
-from aclcheck.cli import inspect as _inspect
-from aclcheck.cli import products as _products
-from aclcheck.cli import report as _report
-from aclcheck.cli import reports as _reports
-from aclcheck.cli import shrink as _shrink
-from aclcheck.cli import tolerances as _tolerances
-from aclcheck.cli import verify as _verify
-from aclcheck.errors import EXIT_CODES_HELP
+from pathlib import Path
+from typing import Any
 
 
-@click.group(
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-    epilog=EXIT_CODES_HELP,
-)
-@click.version_option(__version__, prog_name="aclcheck")
-def cli() -> None:
-    """Conformance and golden data for aclnnAdaptiveAvgPool2dBackward.
+def shadowing() -> str | None:
+    """What is wrong when `aclcheck` was imported from a plain folder of that name (a
+    namespace package: a clone folder named aclcheck whose parent is on PYTHONPATH, ahead
+    of an install that cannot win); None when it is this package."""
+    import aclcheck
 
-    \b
-    Typical session:
-      aclcheck products                      # what each product supports
-      aclcheck generate -o suite.h5          # default suite with float64 goldens
-      aclcheck inspect suite.h5 --check      # list cases, verify integrity
-      aclcheck verify suite.h5 --impl torch  # judge an implementation
-    """
-
-
-cli.add_command(_products.products)
-cli.add_command(_tolerances.tolerances)
-cli.add_command(_generate.generate)
-cli.add_command(_inspect.inspect)
-cli.add_command(_verify.verify)
-cli.add_command(_impls.impls)
-cli.add_command(_exchange.export)
-cli.add_command(_exchange.import_)
-cli.add_command(_reports.diff)
-cli.add_command(_reports.merge)
-cli.add_command(_report.report)
-cli.add_command(_shrink.shrink_cmd)
-cli.add_command(_hunt.hunt)
+    if getattr(aclcheck, "__file__", None) is not None:
+        return None
+    real = Path(__file__).resolve().parent.parent
+    folders = ", ".join(str(p) for p in getattr(aclcheck, "__path__", []))
+    return (f"aclcheck: error: the folder {folders} is imported as the package 'aclcheck' "
+            f"instead of {real} (a folder named aclcheck on PYTHONPATH or in the current "
+            f"folder); take its parent off PYTHONPATH or reinstall: pip install -e "
+            f"{real.parent}")
 
 
 def main() -> None:
-    """Console-script entry point. When a kernel that ran in this process registered exit
-    handlers (aclcheck.integrity), the process ends without running them: none of them
-    can turn the verdicts' exit status into another."""
+    """Console-script entry point (`aclcheck`, `python -m aclcheck`). When a kernel that
+    ran in this process registered exit handlers (aclcheck.integrity), the process ends
+    without running them: none of them can turn the verdicts' exit status into another."""
+    from aclcheck import interrupts
+
+    interrupts.exit_at_once()  # a Ctrl-C from here until the command runs: one line, 130
+    problem = shadowing()
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        sys.exit(2)
+    from aclcheck.cli.group import cli
+
     try:
-        cli(prog_name="aclcheck")
+        cli.main(prog_name="aclcheck")
     except SystemExit as exc:
         from aclcheck import integrity
 
@@ -72,3 +55,11 @@ def main() -> None:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         os._exit(code)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cli":
+        from aclcheck.cli.group import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

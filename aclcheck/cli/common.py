@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
+from aclcheck import interrupts
 from aclcheck.errors import EXIT_INTERNAL, AclcheckError
 from aclcheck.report.safe_text import printable
-from aclcheck.suite import SuiteError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,14 +52,15 @@ def handle_errors(fn: F) -> F:
         except AclcheckError as exc:
             click.echo(f"aclcheck: error: {printable(exc)}", err=True)
             sys.exit(exc.exit_code)
-        except SuiteError as exc:
-            raise click.UsageError(str(exc)) from None
         except KeyboardInterrupt:
-            click.echo("aclcheck: interrupted", err=True)
-            sys.exit(130)
+            click.echo(interrupts.MESSAGE, err=True)
+            sys.exit(interrupts.EXIT_INTERRUPTED)
         except (click.ClickException, click.exceptions.Exit, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - last-resort boundary of the CLI
+            suite = sys.modules.get("aclcheck.suite")  # loaded wherever a SuiteError comes
+            if suite is not None and isinstance(exc, suite.SuiteError):
+                raise click.UsageError(str(exc)) from None
             click.echo(f"aclcheck: internal error: {type(exc).__name__}: {printable(exc)}",
                        err=True)
             sys.exit(EXIT_INTERNAL)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from aclcheck import interrupts
 from aclcheck.cases import Case
 from aclcheck.layouts import StridedTensor
 
@@ -183,7 +184,11 @@ def guarded_run(impl: Implementation, call: CallInputs) -> Outcome:
     start = time.perf_counter()
     try:
         with exit_refused():
-            outcome = impl.run(call)
+            try:
+                outcome = impl.run(call)
+            finally:
+                interrupts.reassert()  # a framework's runtime may have replaced it
+        interrupts.check()  # a Ctrl-C the implementation swallowed still stops the run
     except KeyboardInterrupt:
         raise
     except (SystemExit, ExitAttempt) as exc:
