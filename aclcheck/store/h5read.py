@@ -50,8 +50,10 @@ def default_read_limit() -> int:
     return max(_MIN_READ_LIMIT, memory_bytes() // 2)
 
 
-def open_h5(path: str | Path, expected_format: str) -> tuple[h5py.File, dict[str, Any]]:
-    """Open and validate the root of a store file; every failure is one InputFileError."""
+def open_h5(path: str | Path, expected_format: str, *, newest: int = SCHEMA_VERSION
+            ) -> tuple[h5py.File, dict[str, Any]]:
+    """Open and validate the root of a store file; every failure is one InputFileError.
+    `newest`: the highest schema version the caller reads."""
     p = Path(path)
     if not p.exists():
         raise InputFileError(f"{p}: no such file")
@@ -81,7 +83,7 @@ def open_h5(path: str | Path, expected_format: str) -> tuple[h5py.File, dict[str
         f.close()
         raise InputFileError(f"{p}: damaged root attributes ({h5_reason(str(exc))})") from None
     try:
-        _check_root(p, meta, expected_format)
+        _check_root(p, meta, expected_format, newest)
     except InputFileError:
         f.close()
         raise
@@ -111,7 +113,8 @@ def damage(p: Path, what: str) -> Iterator[None]:
         raise InputFileError(f"{p}: {what}: damaged file ({h5_reason(str(exc))})") from None
 
 
-def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str) -> None:
+def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str,
+                newest: int = SCHEMA_VERSION) -> None:
     fmt = meta.get("format")
     if fmt is None:
         raise InputFileError(f"{p}: not an aclcheck file (no 'format' attribute)")
@@ -120,9 +123,9 @@ def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str) -> None:
     version = meta.get("schema_version")
     if not isinstance(version, int):
         raise InputFileError(f"{p}: missing or non-integer 'schema_version' attribute")
-    if version > SCHEMA_VERSION:
+    if version > newest:
         raise InputFileError(f"{p}: schema version {version} is newer than this aclcheck "
-                             f"understands ({SCHEMA_VERSION}); upgrade aclcheck")
+                             f"understands ({newest}); upgrade aclcheck")
     if version < 1:
         raise InputFileError(f"{p}: invalid schema version {version}")
     for key in REQUIRED_ROOT_ATTRS:

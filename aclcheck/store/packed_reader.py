@@ -1,0 +1,387 @@
+"""The packed golden reader (schema 3, aclcheck.store.packed): the same interface as
+GoldenFile, with the same promise: nothing is read that the case's record does not
+account for, and every problem is one InputFileError line naming the file and the case.
+
+Memory stays flat whatever the case count: only the id column is held (sorted, for random
+access by id); rows are read in blocks as cases are asked for, and arrays as slices of
+their pool (HDF5 verifies the fletcher32 checksum of each chunk it reads).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import h5py
+import numpy as np
+
+from aclcheck.cases import NUMPY_DTYPES, Case, CaseTensors
+from aclcheck.errors import InputFileError, UsageError
+from aclcheck.layouts import StridedTensor, layout_geometry
+from aclcheck.store.h5read import (
+    H5_ERRORS,
+    check_layout,
+    damage,
+    default_read_limit,
+    h5_reason,
+    member,
+    open_h5,
+)
+from aclcheck.store.packed import (
+    INPUTS,
+    OPERATOR,
+    PACKED_COLUMNS,
+    PACKED_SCHEMA_VERSION,
+    POOL_GROUP,
+    Slot,
+    record_from_row,
+    row_dict,
+    row_problem,
+    slots_of,
+)
+from aclcheck.store.schema import (
+    FORMAT_GOLDEN,
+    IndexEntry,
+    decode_array,
+    entries_from_array,
+    index_dtype_problem,
+    is_safe_id,
+    plain_value,
+    record_problem,
+    storage_dtype,
+)
+
+#: Rows read from /index at a time (and kept: one block).
+BLOCK_ROWS = 1024
+
+
+class _Pool:
+    """One dtype's dataset, checked when the file is opened. Small slices are served from
+    a window of whole chunks read at once (a case after case read touches each chunk
+    once, HDF5 verifying its checksum); a slice of a chunk or more is read by itself."""
+
+    def __init__(self, ds: h5py.Dataset, dtype: str) -> None:
+        self.ds = ds
+        self.dtype = dtype
+        self.storage = ds.dtype
+        self.length = int(ds.shape[0])
+        self.chunk = int(ds.chunks[0]) if ds.chunks else max(1, self.length)
+        self._window = np.empty(0, self.storage)
+        self._window_start = 0
+
+    def read(self, start: int, count: int) -> np.ndarray:
+        """Elements start..start+count-1 (the caller checked the bounds): a fresh array."""
+        at = start - self._window_start
+        if 0 <= at and at + count <= self._window.size:
+            return self._window[at:at + count].copy()
+        if count >= self.chunk:
+            return self._read(start, count)
+        lo = start // self.chunk * self.chunk
+        hi = min(self.length, -(-(start + count) // self.chunk) * self.chunk)
+        self._window, self._window_start = self._read(lo, hi - lo), lo
+        return self._window[start - lo:start - lo + count].copy()
+
+    def _read(self, start: int, count: int) -> np.ndarray:
+        out = np.empty(count, self.storage)
+        fspace = self.ds.id.get_space()
+        fspace.select_hyperslab((start,), (count,))
+        self.ds.id.read(h5py.h5s.create_simple((count,)), fspace, out)
+        return out
+
+
+class _Index(Sequence[IndexEntry]):
+    """`PackedFile.index`: the /index rows as IndexEntry records, decoded block by block
+    on demand (a list of them all would cost ~1 KB per case)."""
+
+    def __init__(self, owner: PackedFile) -> None:
+        self._owner = owner
+
+    def __len__(self) -> int:
+        return self._owner.case_count
+
+    @overload
+    def __getitem__(self, i: int) -> IndexEntry: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[IndexEntry]: ...
+
+    def __getitem__(self, i: int | slice) -> IndexEntry | list[IndexEntry]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._owner._entries(i // BLOCK_ROWS)[i % BLOCK_ROWS]
+
+    def __iter__(self) -> Iterator[IndexEntry]:
+        for block in range(-(-len(self) // BLOCK_ROWS)):
+            yield from self._owner._entries(block)
+
+
+class PackedFile:
+    """An open packed golden file. `index` comes from /index alone; a case's record is its
+    row, checked (names the contract knows, sane shapes, the row's own columns, each
+    array's slot and view) before a byte of array data is read. `read_limit` bounds any
+    one array (bytes)."""
+
+    def __init__(self, path: str | Path, *, read_limit: int | None = None) -> None:
+        self.path = Path(path)
+        self.read_limit = default_read_limit() if read_limit is None else read_limit
+        self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN, newest=PACKED_SCHEMA_VERSION)
+        try:
+            self._check_version()
+            with damage(self.path, "/index"):
+                self._load_index()
+            with damage(self.path, f"/{POOL_GROUP}"):
+                self._load_pools()
+        except InputFileError:
+            self._f.close()
+            raise
+        self.index: Sequence[IndexEntry] = _Index(self)
+        self._block: tuple[int, np.ndarray] | None = None
+        self._block_entries: tuple[int, list[IndexEntry]] | None = None
+        self._memo: tuple[str, Case, dict[str, Any]] | None = None
+
+    # -- opening
+
+    def _check_version(self) -> None:
+        p, version = self.path, self.meta["schema_version"]
+        if version != PACKED_SCHEMA_VERSION:
+            raise InputFileError(f"{p}: schema version {version} is not the packed layout "
+                                 f"({PACKED_SCHEMA_VERSION})")
+        op = self.meta.get("operator")
+        if op != OPERATOR:
+            raise InputFileError(f"{p}: written for operator {op!r}, which this aclcheck "
+                                 f"does not know (known: {OPERATOR}); upgrade aclcheck")
+
+    def _load_index(self) -> None:
+        """/index: a 1-D table of the schema's columns, case_count rows; its id column
+        (unique ids, each safe as a path component) is kept, sorted, for lookups."""
+        p = self.path
+        index = member(p, self._f, "index", "/index")
+        if index is None:
+            raise InputFileError(f"{p}: missing dataset /index")
+        ds = check_layout(p, index, "/index", self.read_limit)
+        if ds.ndim != 1:
+            raise InputFileError(f"{p}: /index must be a 1-D table, has shape {ds.shape}")
+        problem = index_dtype_problem(ds.dtype, PACKED_COLUMNS)
+        if problem:
+            raise InputFileError(f"{p}: /index {problem}")
+        if ds.shape[0] != self.meta["case_count"]:
+            raise InputFileError(f"{p}: /index has {ds.shape[0]} rows, "
+                                 f"case_count says {self.meta['case_count']}")
+        self._index_ds = ds
+        self.case_count = int(ds.shape[0])
+        try:
+            ids = ds.fields("id")[()] if self.case_count else np.zeros(0, "S1")
+        except H5_ERRORS as exc:
+            msg = h5_reason(str(exc))
+            kind = "checksum mismatch (fletcher32)" if "filter" in msg or "checksum" in msg \
+                else f"cannot read ({msg})"
+            raise InputFileError(f"{p}: /index: {kind}") from None
+        for raw in ids.tolist():
+            try:
+                cid = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                cid = repr(raw)
+            if not is_safe_id(cid):
+                raise InputFileError(f"{p}: /index: case id {cid!r} is not a plain name "
+                                     "(letters, digits, '_', '.', '-')")
+        self._order = np.argsort(ids, kind="stable")
+        self._sorted = ids[self._order]
+        twice = np.flatnonzero(self._sorted[1:] == self._sorted[:-1])
+        if twice.size:
+            raise InputFileError(f"{p}: /index: case {self._sorted[twice[0]].decode()} is "
+                                 "listed twice")
+
+    def _load_pools(self) -> None:
+        """/data: one 1-D dataset per known dtype, of its storage type, chunked with a
+        fletcher32 checksum and every chunk stored (check_layout); nothing else."""
+        p = self.path
+        group = member(p, self._f, POOL_GROUP, f"/{POOL_GROUP}")
+        if not isinstance(group, h5py.Group):
+            raise InputFileError(f"{p}: missing group /{POOL_GROUP}")
+        self._pools: dict[str, _Pool] = {}
+        for name in sorted(group.keys()):
+            what = f"/{POOL_GROUP}/{name}"
+            if name not in NUMPY_DTYPES:
+                raise InputFileError(f"{p}: {what}: not a dtype this layout stores")
+            ds = check_layout(p, member(p, group, name, what), what, math.inf)  # type: ignore[arg-type]
+            label = plain_value(ds.attrs.get("dtype"))
+            if ds.ndim != 1 or ds.dtype != storage_dtype(name) or label != name:
+                raise InputFileError(f"{p}: {what}: a {ds.ndim}-D {ds.dtype} dataset with "
+                                     f"dtype attribute {label!r}, expected 1-D "
+                                     f"{storage_dtype(name)} {name!r}")
+            self._pools[name] = _Pool(ds, name)
+
+    # -- context manager
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> PackedFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- rows
+
+    def _rows(self, block: int) -> np.ndarray:
+        if self._block is None or self._block[0] != block:
+            start = block * BLOCK_ROWS
+            what = f"/index rows {start}..{start + BLOCK_ROWS - 1}"
+            try:
+                rows = self._index_ds[start:start + BLOCK_ROWS]
+            except H5_ERRORS as exc:
+                msg = h5_reason(str(exc))
+                kind = ("checksum mismatch (fletcher32): the data is corrupt"
+                        if "filter" in msg or "checksum" in msg else f"cannot read ({msg})")
+                raise InputFileError(f"{self.path}: {what}: {kind}") from None
+            self._block = (block, rows)
+        return self._block[1]
+
+    def _entries(self, block: int) -> list[IndexEntry]:
+        if self._block_entries is None or self._block_entries[0] != block:
+            try:
+                entries = entries_from_array(self._rows(block))
+            except (ValueError, UnicodeDecodeError, OverflowError) as exc:
+                raise InputFileError(f"{self.path}: /index: bad row ({exc})") from None
+            self._block_entries = (block, entries)
+        return self._block_entries[1]
+
+    def _position(self, case_id: str) -> int:
+        key = case_id.encode("utf-8")
+        at = int(np.searchsorted(self._sorted, key))
+        if at == len(self._sorted) or self._sorted[at] != key:
+            raise UsageError(f"{self.path}: no case {case_id!r}")
+        return int(self._order[at])
+
+    def _row(self, case_id: str) -> dict[str, Any]:
+        i = self._position(case_id)
+        try:
+            return row_dict(self._rows(i // BLOCK_ROWS)[i % BLOCK_ROWS])
+        except (ValueError, UnicodeDecodeError, OverflowError) as exc:
+            raise InputFileError(f"{self.path}: case {case_id}: bad row ({exc})") from None
+
+    # -- queries (GoldenFile's interface)
+    def ids(self) -> list[str]:
+        return [e.id for e in self.index]
+
+    def __contains__(self, case_id: str) -> bool:
+        try:
+            self._position(case_id)
+        except UsageError:
+            return False
+        return True
+
+    def entry(self, case_id: str) -> IndexEntry:
+        return self.index[self._position(case_id)]
+
+    def _case(self, case_id: str) -> tuple[Case, dict[str, Any]]:
+        if self._memo is not None and self._memo[0] == case_id:
+            return self._memo[1], self._memo[2]
+        row = self._row(case_id)
+        bad = f"{self.path}: case {case_id}: bad case record"
+        try:
+            case = Case.from_record(record_from_row(row))
+            problem = record_problem(case) or row_problem(row, case)
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            raise InputFileError(f"{bad} ({exc})") from None
+        if problem:
+            raise InputFileError(f"{bad} ({problem})")
+        self._memo = (case_id, case, row)
+        return case, row
+
+    def case(self, case_id: str) -> Case:
+        """The Case of a row, checked: names the contract knows, sane shapes, and a row
+        that says the same as its record (effective tensors, flags, slots, views)."""
+        return self._case(case_id)[0]
+
+    def attrs(self, case_id: str) -> dict[str, Any]:
+        """The record and stored expectation of a case, as GoldenFile.attrs gives them
+        (record fields that are None left out)."""
+        case, row = self._case(case_id)
+        attrs = {k: v for k, v in case.to_record().items() if v is not None}
+        attrs["null"] = row["null"]
+        attrs.update({k: row[k] for k in ("expected_status", "expected_rule",
+                                          "expected_reason", "out_written", "has_golden")})
+        return attrs
+
+    def slots(self, case_id: str) -> dict[str, Slot]:
+        """Where each of the case's arrays lies (checked against its record)."""
+        case, row = self._case(case_id)
+        return slots_of(row, case)
+
+    def read_slot(self, slot: Slot, what: str) -> np.ndarray:
+        """The stored elements of a slot (storage dtype, 1-D), after checking its size
+        against the read limit and its pool; fletcher32 verified by HDF5 as it reads."""
+        pool = self._pools.get(slot.dtype)
+        if slot.count == 0:
+            return np.empty(0, storage_dtype(slot.dtype))
+        nbytes = slot.count * storage_dtype(slot.dtype).itemsize
+        if nbytes > self.read_limit:
+            raise InputFileError(f"{self.path}: {what}: declares {nbytes} bytes, over the "
+                                 f"read limit of {self.read_limit} bytes "
+                                 "($ACLCHECK_MAX_READ_MB)")
+        if pool is None:
+            raise InputFileError(f"{self.path}: {what}: /{POOL_GROUP}/{slot.dtype} is missing")
+        if slot.start + slot.count > pool.length:
+            raise InputFileError(f"{self.path}: {what}: elements {slot.start}.."
+                                 f"{slot.start + slot.count - 1} lie past the end of "
+                                 f"/{POOL_GROUP}/{slot.dtype} ({pool.length})")
+        try:
+            return pool.read(slot.start, slot.count)
+        except H5_ERRORS as exc:
+            msg = h5_reason(str(exc))
+            if "filter" in msg or "checksum" in msg:
+                raise InputFileError(f"{self.path}: {what}: checksum mismatch (fletcher32): "
+                                     "the data is corrupt") from None
+            raise InputFileError(f"{self.path}: {what}: cannot read ({msg})") from None
+
+    def tensor(self, case_id: str, name: str) -> StridedTensor | None:
+        """grad_output or self as laid out in memory (None for a null pointer)."""
+        case, row = self._case(case_id)
+        slot = slots_of(row, case)[name]
+        if not slot.stored:
+            return None
+        data = self.read_slot(slot, f"case {case_id}: {name}")
+        desc = case.tensor_desc(name)
+        strides, offset, _ = layout_geometry(tuple(desc.shape), case.layout)
+        return StridedTensor(decode_array(data, desc.dtype), tuple(desc.shape), strides,
+                             offset)
+
+    def inputs(self, case_id: str) -> tuple[StridedTensor | None, StridedTensor | None]:
+        """(grad_output, self) reconstructed from storage + shape/strides/offset."""
+        grad, self_ = (self.tensor(case_id, name) for name in INPUTS)
+        return grad, self_
+
+    def golden(self, case_id: str) -> np.ndarray | None:
+        """The float64 golden, shaped like self (None for calls that must be rejected;
+        a call the contract says succeeds has one: the row check refuses it otherwise)."""
+        case, row = self._case(case_id)
+        slot = slots_of(row, case)["golden"]
+        if not slot.stored:
+            return None
+        return self.read_slot(slot, f"case {case_id}: golden").reshape(case.self_shape)
+
+    def tensors(self, case_id: str) -> CaseTensors:
+        grad, self_ = self.inputs(case_id)
+        return CaseTensors(grad, self_, self.golden(case_id))
+
+    def compression(self) -> str:
+        """'gzip' or 'none': the filter of the pools (for `merge`)."""
+        for pool in self._pools.values():
+            return "gzip" if pool.ds.compression == "gzip" else "none"
+        return "none"
+
+    def pools(self) -> dict[str, int]:
+        """Length (elements) of each pool, by dtype."""
+        return {name: pool.length for name, pool in self._pools.items()}
+
+
+def open_packed(path: str | Path, *, read_limit: int | None = None) -> PackedFile:
+    """Open a packed golden file (validates the root, /index and the pools)."""
+    return PackedFile(path, read_limit=read_limit)
