@@ -5,6 +5,8 @@ another campaign, a second runner), and one batch judged against a broken kernel
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from aclcheck.triage.campaign import (
     call_case,
     remaining,
 )
+from aclcheck.triage.campaign_run import Inline, run_campaign
 from aclcheck.triage.campaign_worker import BatchTask, judge_batch
 from aclcheck.triage.checkpoint import JOURNAL_NAME, SPEC_NAME, Checkpoint
 
@@ -127,3 +130,58 @@ def test_a_batch_against_a_broken_kernel_finds_and_keys_failures() -> None:
     clean = judge_batch(BatchTask(Campaign(**{**campaign.__dict__, "impl": "reference"}), 0,
                                   RunOptions(isolate=False)))
     assert clean.counts == {"PASS": 8} and not clean.failures
+
+
+# -- driving a campaign over an executor -----------------------------------------------------
+
+
+def _fake_work(calls: list[int]) -> Callable[[BatchTask], BatchResult]:
+    def work(task: BatchTask) -> BatchResult:
+        calls.append(task.batch)
+        indices = list(task.campaign.calls(task.batch))
+        fails = tuple(_failure(i, f"k{i % 3}") for i in indices if i % 4 == 3)
+        return BatchResult(task.batch, {"PASS": len(indices) - len(fails),
+                                        "FAIL": len(fails)}, fails)
+    return work
+
+
+@pytest.mark.parametrize("executor", ["inline", "threads"])
+def test_a_campaign_resumes_after_an_interrupt_and_judges_each_batch_once(
+        tmp_path: Path, executor: str) -> None:
+    campaign = Campaign(**{**CAMPAIGN.__dict__, "budget": 40, "batch": 3})
+    calls: list[int] = []
+    work = _fake_work(calls)
+
+    def interrupting(task: BatchTask) -> BatchResult:
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return work(task)
+
+    pool = ThreadPoolExecutor(2) if executor == "threads" else Inline()
+    with Checkpoint(tmp_path / "c", campaign) as ckpt, pytest.raises(KeyboardInterrupt):
+        run_campaign(ckpt, pool, RunOptions(), work=interrupting, window=1)
+    first = len(calls)
+    with Checkpoint(tmp_path / "c", campaign) as ckpt:
+        assert ckpt.resumed and len(ckpt.tally.done) == first
+        tally = run_campaign(ckpt, pool, RunOptions(), work=work)
+    assert sorted(calls) == list(range(campaign.batches))  # every batch judged once
+    assert tally.calls == 40 and tally.counts["FAIL"] == 10
+    assert [f.key for f in tally.distinct()] == ["k0", "k1", "k2"]
+    if isinstance(pool, ThreadPoolExecutor):
+        pool.shutdown()
+
+
+def test_a_failing_batch_stops_the_campaign_and_keeps_the_others(tmp_path: Path) -> None:
+    campaign = Campaign(**{**CAMPAIGN.__dict__, "budget": 12, "batch": 3})
+    calls: list[int] = []
+    work = _fake_work(calls)
+
+    def broken(task: BatchTask) -> BatchResult:
+        if task.batch == 2:
+            raise RuntimeError("the adapter is missing on this worker")
+        return work(task)
+
+    with Checkpoint(tmp_path / "c", campaign) as ckpt:
+        with pytest.raises(RuntimeError, match="missing on this worker"):
+            run_campaign(ckpt, Inline(), RunOptions(), work=broken, window=4)
+        assert ckpt.tally.done == {0, 1, 3}  # what finished beside it is kept
