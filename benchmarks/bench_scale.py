@@ -102,14 +102,15 @@ with h5py.File(sys.argv[2], "w") as f:
     for c in cases:
         g = f.create_group(c["id"])
         g.attrs["dtype"] = c["dtype"]
-        grad = rng.standard_normal(c["grad_shape"]) * 3.0
-        self_ = rng.uniform(-5.0, 5.0, c["self_shape"])
-        g["grad_output"] = stored(grad, c["grad_dtype"])
-        g["self"] = stored(self_, c["self_dtype"])
+        grad = stored(rng.standard_normal(c["grad_shape"]) * 3.0, c["grad_dtype"])
+        self_ = stored(rng.uniform(-5.0, 5.0, c["self_shape"]), c["self_dtype"])
+        g["grad_output"] = grad
+        g["self"] = self_
         if c["golden"] and 0 in grad.shape + self_.shape:  # torch refuses empty tensors
             g["golden"] = np.zeros(self_.shape)
-        elif c["golden"]:
-            golden = backward(torch.from_numpy(grad), torch.from_numpy(self_))
+        elif c["golden"]:  # from the values as stored (rounded to the dtype)
+            golden = backward(as_torch(grad, c["grad_dtype"]).double(),
+                              as_torch(self_, c["self_dtype"]).double())
             g["golden"] = golden.numpy()
 print(f"bare generate: {len(cases)} cases")
 '''

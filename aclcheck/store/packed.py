@@ -101,14 +101,14 @@ def role_columns(case: Case) -> dict[str, str]:
     """The role columns of a case: the record's value of each tensor's shape, dtype and
     format where it sets one, else the value the tensor takes (the case's main dtype and
     format, self's shape for out)."""
-    rec = case.to_record()
     out: dict[str, str] = {}
     for name, key in ROLES:
         desc = case.tensor_desc(name)
         for attr, effective in (("shape", desc.shape), ("dtype", desc.dtype),
                                 ("format", desc.format)):
             col = f"{key}_{attr}"
-            value = rec[col] if rec.get(col) is not None else effective
+            given = getattr(case, col, None)
+            value = given if given is not None else effective
             out[col] = shape_text(value) if attr == "shape" else str(value)
     return out
 
