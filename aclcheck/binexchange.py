@@ -24,19 +24,13 @@ import numpy as np
 
 from aclcheck import __version__, contract
 from aclcheck.cases import Case
-from aclcheck.configfile import ConfigError, read_document
-from aclcheck.errors import InputFileError, UsageError
+from aclcheck.configfile import read_document
+from aclcheck.dtypes import ACL_DTYPE_ENUM, decode_array, encode_array, storage_dtype
+from aclcheck.errors import InputFileError, OutputFileError, UsageError
 from aclcheck.file_guard import Role, check_apart
 from aclcheck.layouts import StridedTensor, contiguous_strides
 from aclcheck.report.files import atomic_write
-from aclcheck.store import (
-    GoldenFile,
-    OutputFileError,
-    ResultRow,
-    decode_array,
-    encode_array,
-    storage_dtype,
-)
+from aclcheck.store import GoldenFile, ResultRow
 from aclcheck.store.schema import MAX_DIM, is_safe_id
 
 MANIFEST = "manifest.json"
@@ -88,7 +82,7 @@ def _tensor_spec(file: str, dtype: str, fmt: str, shape: Sequence[int],
                  strides: Sequence[int], offset: int, storage_size: int) -> dict[str, Any]:
     size = element_size(dtype)
     return {
-        "file": file, "dtype": dtype, "acl_dtype": contract.ACL_DTYPE_ENUM[dtype],
+        "file": file, "dtype": dtype, "acl_dtype": ACL_DTYPE_ENUM[dtype],
         "element_size": size, "format": fmt, "acl_format": contract.ACL_FORMAT_ENUM[fmt],
         "shape": [int(d) for d in shape], "strides": [int(s) for s in strides],
         "offset": int(offset), "storage_size": int(storage_size),
@@ -189,7 +183,7 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
         "format": FORMAT, "schema_version": SCHEMA_VERSION, "tool_version": __version__,
         "golden": str(gf.path), "suite": str(gf.meta.get("suite", "")),
         "byte_order": "little", "result_files": {"out": OUT_FILE, "status": STATUS_FILE},
-        "enums": {"acl_dtype": contract.ACL_DTYPE_ENUM, "acl_format": contract.ACL_FORMAT_ENUM},
+        "enums": {"acl_dtype": ACL_DTYPE_ENUM, "acl_format": contract.ACL_FORMAT_ENUM},
         "case_count": len(entries), "cases": entries,
     }
     text = json.dumps(manifest, indent=1)
@@ -244,10 +238,7 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
         raise InputFileError(f"{folder}: not a folder")
     if not path.exists():
         raise _bad(path, "missing (is this an `aclcheck export` folder?)")
-    try:
-        manifest = read_document(path, "exchange manifest", syntax="json")
-    except ConfigError as exc:
-        raise InputFileError(str(exc)) from None
+    manifest = read_document(path, "exchange manifest", syntax="json", error=InputFileError)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _bad(path, f"not an aclcheck exchange manifest (format must be {FORMAT!r})")
     version = manifest.get("schema_version")

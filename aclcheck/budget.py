@@ -17,7 +17,6 @@ half ULP is taken at |g| + E, so a sum that crosses into the next binade is cove
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,10 +25,10 @@ from aclcheck import contract
 from aclcheck.dtypes import (
     FLOAT32,
     FloatFormat,
-    correctly_rounded,
     float_format,
     half_ulp,
-    round_to,
+    normalize_dtype,
+    scale_error,
 )
 from aclcheck.reference import spread_plan
 
@@ -63,7 +62,7 @@ def resolve_accumulate(product: str, dtype: str, accumulate: str | None = None) 
     if key == "input":
         return float_format(dtype)
     try:
-        name = contract.normalize_dtype(key)
+        name = normalize_dtype(key)
         return float_format(name)
     except (ValueError, KeyError):
         raise ValueError(
@@ -71,22 +70,6 @@ def resolve_accumulate(product: str, dtype: str, accumulate: str | None = None) 
         ) from None
 
 
-def scale_error(products: Iterable[int], fmt: FloatFormat) -> float:
-    """Largest relative error of 1/p rounded to `fmt` over the window sizes p.
-
-    Both a direct rounding of the float64 reciprocal and one through float32 (what a fill
-    from a float scalar does) are considered; the larger error counts.
-    """
-    p = np.unique(np.asarray(list(products), dtype=np.float64))
-    p = p[p > 0]
-    if p.size == 0:
-        return 0.0
-    exact = 1.0 / p
-    with np.errstate(over="ignore", under="ignore"):
-        direct = correctly_rounded(exact, fmt)
-        via32 = round_to(exact, fmt).astype(np.float64)
-    err = np.maximum(np.abs(direct * p - 1.0), np.abs(via32 * p - 1.0))
-    return float(err.max())
 
 
 def _window_products(out_hw: tuple[int, int], in_hw: tuple[int, int]) -> np.ndarray:

@@ -13,12 +13,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from aclcheck import contract
 from aclcheck.contract import Call, Expectation, TensorDesc
-from aclcheck.dtypes import FLOAT_FORMATS, round_to
+from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, dtype_tag, round_to
 from aclcheck.layouts import LAYOUT_TAGS, StridedTensor, place
 from aclcheck.reference import ResultBuffers, backward, spread_plan
 from aclcheck.ties import tie_grad
@@ -40,23 +39,6 @@ DISTRIBUTIONS: tuple[str, ...] = (
     "ties",
 )
 
-NUMPY_DTYPES: dict[str, Any] = {
-    "float16": np.float16,
-    "float32": np.float32,
-    "bfloat16": ml_dtypes.bfloat16,
-    "float64": np.float64,
-    "int8": np.int8,
-    "int16": np.int16,
-    "int32": np.int32,
-    "int64": np.int64,
-    "uint8": np.uint8,
-    "uint16": np.uint16,
-    "uint32": np.uint32,
-    "uint64": np.uint64,
-    "bool": np.bool_,
-}
-DTYPE_TAGS: dict[str, str] = {"float16": "fp16", "float32": "fp32", "bfloat16": "bf16",
-                              "float64": "fp64"}
 
 
 def expected_output(case: Case) -> tuple[np.dtype, tuple[int, ...]]:
@@ -66,8 +48,6 @@ def expected_output(case: Case) -> tuple[np.dtype, tuple[int, ...]]:
             tuple(int(d) for d in case.tensor_desc("out").shape))
 
 
-def dtype_tag(name: str) -> str:
-    return DTYPE_TAGS.get(name, name)
 
 
 def shape_tag(shape: tuple[int, ...]) -> str:

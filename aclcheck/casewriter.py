@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from aclcheck.cases import Case
-from aclcheck.errors import AclcheckError, UsageError
+from aclcheck.errors import AclcheckError, SuiteError, UsageError
 from aclcheck.report.files import atomic_write
 from aclcheck.report.safe_text import printable
-from aclcheck.suite import CASE_FILE_KEYS, SuiteError, load_case_file
+from aclcheck.suite import CASE_FILE_KEYS, load_case_file
 
 #: Keys in writing order; optional ones are left out when unset.
 ORDER = ("id", "family", "product", "dtype", "format", "self_shape", "grad_shape",

@@ -11,6 +11,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# the aclDataType names of docs/contract.md §2, read here as in the document (their home is
+# aclcheck.dtypes)
+from aclcheck.dtypes import (  # noqa: F401
+    ACL_DTYPE_ENUM,
+    ALL_DTYPES,
+    COMPUTE_DTYPES,
+    normalize_dtype,
+)
+from aclcheck.errors import AclcheckError, SuiteError
+
 # -- status codes (docs/contract.md §5) -------------------------------------------------------
 
 SUCCESS = 0
@@ -82,30 +92,6 @@ PRODUCTS: dict[str, Product] = {
 
 # -- dtypes and formats ------------------------------------------------------------------
 
-#: Compute dtypes some product supports.
-COMPUTE_DTYPES: tuple[str, ...] = ("float16", "float32", "bfloat16")
-#: Other aclDataType names, usable only to make invalid calls.
-OTHER_DTYPES: tuple[str, ...] = (
-    "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
-)
-ALL_DTYPES: tuple[str, ...] = COMPUTE_DTYPES + OTHER_DTYPES
-
-DTYPE_ALIASES: dict[str, str] = {
-    "fp16": "float16",
-    "half": "float16",
-    "fp32": "float32",
-    "float": "float32",
-    "bf16": "bfloat16",
-    "fp64": "float64",
-    "double": "float64",
-}
-
-#: aclDataType enum values (docs/contract.md §2 and the CANN headers).
-ACL_DTYPE_ENUM: dict[str, int] = {
-    "float32": 0, "float16": 1, "int8": 2, "int32": 3, "uint8": 4, "int16": 6, "uint16": 7,
-    "uint32": 8, "int64": 9, "uint64": 10, "float64": 11, "bool": 12, "bfloat16": 27,
-}
-
 #: Documented formats.
 FORMATS: tuple[str, ...] = ("ND", "NCHW", "NCL")
 #: Public but undocumented for this operator (accepted by the implementation).
@@ -130,29 +116,23 @@ ASSIST_LIMIT = 2**29 - 1
 TENSOR_NAMES: tuple[str, ...] = ("grad_output", "self", "out")
 
 
-def normalize_dtype(name: str) -> str:
-    """Canonical dtype name for a user-supplied one (case-insensitive, aliases allowed)."""
-    key = str(name).strip().lower()
-    key = DTYPE_ALIASES.get(key, key)
-    if key not in ALL_DTYPES:
-        raise ValueError(f"unknown dtype {name!r}; valid: {', '.join(ALL_DTYPES)}")
-    return key
 
 
 def normalize_format(name: str) -> str:
     """Canonical format name (case-insensitive)."""
     key = str(name).strip().upper()
     if key not in ALL_FORMATS:
-        raise ValueError(f"unknown format {name!r}; valid: {', '.join(ALL_FORMATS)}")
+        raise SuiteError(f"unknown format {name!r}; valid: {', '.join(ALL_FORMATS)}")
     return key
 
 
-def product(name: str) -> Product:
-    """The Product called `name` (ValueError listing the valid ones otherwise)."""
+def product(name: str, error: type[AclcheckError] = SuiteError) -> Product:
+    """The Product called `name` (else `error`, a ValueError by default, listing the
+    valid ones)."""
     try:
         return PRODUCTS[name]
     except KeyError:
-        raise ValueError(f"unknown product {name!r}; valid: {', '.join(PRODUCTS)}") from None
+        raise error(f"unknown product {name!r}; valid: {', '.join(PRODUCTS)}") from None
 
 
 # -- window bounds (docs/contract.md §1), integers only ---------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 
 from aclcheck import contract
 from aclcheck.cases import Case, derive_seed, make_id
+from aclcheck.dtypes import ALL_DTYPES
 
 RANDOM_DISTS = ("normal", "uniform", "small", "outliers")
 ALIGN_SIZES = (15, 16, 17, 255, 256, 257)
@@ -223,9 +224,9 @@ def _rotation(product: str, dtype: str, fmt: str) -> int:
     across its combinations instead of repeating variant 0 everywhere.
     """
     p = list(contract.PRODUCTS).index(product) if product in contract.PRODUCTS else 0
-    d = contract.ALL_DTYPES.index(dtype) if dtype in contract.ALL_DTYPES else 0
+    d = ALL_DTYPES.index(dtype) if dtype in ALL_DTYPES else 0
     f = contract.ALL_FORMATS.index(fmt) if fmt in contract.ALL_FORMATS else 0
-    return f + len(contract.ALL_FORMATS) * (d + len(contract.ALL_DTYPES) * p)
+    return f + len(contract.ALL_FORMATS) * (d + len(ALL_DTYPES) * p)
 
 
 def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,

@@ -19,15 +19,16 @@ from typing import Any
 import numpy as np
 
 from aclcheck import contract, interrupts
-from aclcheck.cases import NUMPY_DTYPES, Case, CaseTensors, make_tensors
-from aclcheck.errors import UsageError
+from aclcheck.cases import Case, CaseTensors, make_tensors
+from aclcheck.dtypes import NUMPY_DTYPES, normalize_dtype
+from aclcheck.errors import SuiteError
 from aclcheck.executors import ProcessPool
 from aclcheck.layouts import layout_geometry
 from aclcheck.reference import ResultBuffers
 from aclcheck.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
 from aclcheck.store.h5read import memory_bytes
-from aclcheck.suite import Selection, SuiteError, build_suite, check_unique, load_case_file
+from aclcheck.suite import Selection, build_suite, check_unique, load_case_file
 
 #: progress(done, total, case): called after each case is written.
 ProgressFn = Callable[[int, int, Case], None]
@@ -65,8 +66,8 @@ def plan_suite(
     for a case whose arrays need more than `max_case_bytes` (default: a quarter of the
     memory), before anything is allocated.
     """
-    norm_dtypes = tuple(_norm(contract.normalize_dtype, d) for d in dtypes)
-    norm_formats = tuple(_norm(contract.normalize_format, f) for f in formats)
+    norm_dtypes = tuple(normalize_dtype(d) for d in dtypes)
+    norm_formats = tuple(contract.normalize_format(f) for f in formats)
     selection: dict[str, Any] = {
         "products": list(products), "dtypes": list(norm_dtypes), "formats": list(norm_formats),
     }
@@ -78,8 +79,7 @@ def plan_suite(
             raise SuiteError("--count does not apply with --cases-file")
         cf = load_case_file(cases_file, seed)
         for p in products:
-            if p not in contract.PRODUCTS:
-                raise SuiteError(f"unknown product {p!r}; valid: {', '.join(contract.PRODUCTS)}")
+            contract.product(p)
         cases = [c for c in cf.cases
                  if (not products or c.product in products)
                  and (not norm_dtypes or c.dtype in norm_dtypes)
@@ -108,10 +108,7 @@ def plan_suite(
         cases = round_robin(cases, k, n)
         selection[SELECTION_KEY] = shard_text(k, n)
     check_unique(cases, name)
-    try:
-        check_ids(cases)
-    except UsageError as exc:  # the suite layer speaks SuiteError
-        raise SuiteError(str(exc)) from None
+    check_ids(cases, SuiteError)
     if not cases:
         raise SuiteError("the selection matches no cases")
     check_case_sizes(cases, default_max_case_bytes() if max_case_bytes is None
@@ -148,12 +145,6 @@ def check_case_sizes(cases: Sequence[Case], limit: int) -> None:
             raise SuiteError(f"case {case.id}: its arrays need {need / 1e6:.0f} MB, over the "
                              f"limit of {limit / 1e6:.0f} MB (--max-case-mb)")
 
-
-def _norm(fn: Callable[[str], str], value: str) -> str:
-    try:
-        return fn(value)
-    except ValueError as exc:
-        raise SuiteError(str(exc)) from None
 
 
 # -- materialising ------------------------------------------------------------------------

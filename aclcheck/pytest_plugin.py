@@ -130,11 +130,18 @@ class GoldenGate:
     """Per-process state (open golden file, adapter, executor) and the active hooks."""
 
     def __init__(self, config: pytest.Config, golden: str) -> None:
+        from aclcheck.errors import AclcheckError
+
+        try:
+            self._setup(config, golden)
+        except AclcheckError as exc:  # the plugin's one mapping of aclcheck's errors
+            raise pytest.UsageError(str(exc)) from None
+
+    def _setup(self, config: pytest.Config, golden: str) -> None:
         from aclcheck import xfail
         from aclcheck.config import VerifyConfig
-        from aclcheck.errors import AclcheckError
+        from aclcheck.errors import AclcheckError, UsageError
         from aclcheck.file_guard import Role, Snapshot, check_apart
-        from aclcheck.impls import ImplementationUnavailable, UnknownImplementation
         from aclcheck.impls.remote import open_impl
         from aclcheck.judge import Capabilities
         from aclcheck.standards import STANDARDS
@@ -148,10 +155,8 @@ class GoldenGate:
                    for flag, path in (("--junitxml", getattr(config.option, "xmlpath", None)),
                                       ("--html", getattr(config.option, "htmlpath", None)))
                    if isinstance(path, str) and path]
-        try:  # pytest's own reports never replace the golden file either
-            check_apart([Role("--aclcheck-golden", self.path)], outputs)
-        except AclcheckError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        # pytest's own reports never replace the golden file either
+        check_apart([Role("--aclcheck-golden", self.path)], outputs)
         #: (verdict, expected status) of the case items run in this process (the
         #: controller's, with xdist: it sees every worker's reports)
         self.seen: dict[str, tuple[str, Any]] = {}
@@ -170,20 +175,17 @@ class GoldenGate:
         self.standards = self.verify_config.standard_names
         for name in self.standards:
             if name not in STANDARDS:
-                raise pytest.UsageError(f"--aclcheck-standard: unknown standard {name!r}; "
-                                        f"valid: {', '.join(STANDARDS)}")
-        try:
-            self.opts: RunOptions = self.verify_config.run_options()
-            xfail_path = self.verify_config.xfail
-            self.xfails: XfailList | None = xfail.load(xfail_path) if xfail_path else None
-            self.golden: GoldenFile = open_golden(self.path)
-        except AclcheckError as exc:
-            raise pytest.UsageError(str(exc)) from None
+                raise UsageError(f"--aclcheck-standard: unknown standard {name!r}; "
+                                 f"valid: {', '.join(STANDARDS)}")
+        self.opts: RunOptions = self.verify_config.run_options()
+        xfail_path = self.verify_config.xfail
+        self.xfails: XfailList | None = xfail.load(xfail_path) if xfail_path else None
+        self.golden: GoldenFile = open_golden(self.path)
         try:
             self.opened = open_impl(self.spec, self.verify_config.isolate)
-        except (UnknownImplementation, ImplementationUnavailable, AclcheckError) as exc:
+        except AclcheckError as exc:  # named by its option, as pytest shows it
             self.golden.close()
-            raise pytest.UsageError(f"--aclcheck-impl {self.spec}: {exc}") from None
+            raise UsageError(f"--aclcheck-impl {self.spec}: {exc}") from None
         self.impl: Implementation = self.opened.impl
         self.caps: Capabilities = Capabilities.of(self.impl)
         self._executor: CaseRunner | None = None

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from typing import Any
-
-import click
 
 from aclcheck import contract
+from aclcheck.dtypes import normalize_dtype
 from aclcheck.store import IndexEntry
 
 
@@ -20,12 +18,12 @@ def select(entries: Sequence[IndexEntry], *, products: Sequence[str] = (),
 
     A family written `!name` excludes that family (`--family '!invalid'`); only
     exclusions keep every other family. `id_pattern` is one glob or several (any).
+    Unknown names are a SuiteError.
     """
     for p in products:
-        if p not in contract.PRODUCTS:
-            raise click.UsageError(f"unknown product {p!r}; valid: {', '.join(contract.PRODUCTS)}")
-    dts = {_normalized(contract.normalize_dtype, d) for d in dtypes}
-    fmts = {_normalized(contract.normalize_format, f) for f in formats}
+        contract.product(p)
+    dts = {normalize_dtype(d) for d in dtypes}
+    fmts = {contract.normalize_format(f) for f in formats}
     wanted = {f for f in families if not f.startswith("!")}
     excluded = {f[1:] for f in families if f.startswith("!")}
     return [e for e in entries
@@ -44,9 +42,3 @@ def id_matches(case_id: str, patterns: str | Sequence[str] | None) -> bool:
         patterns = (patterns,)
     return not patterns or any(fnmatch.fnmatchcase(case_id, p) for p in patterns)
 
-
-def _normalized(fn: Any, value: str) -> str:
-    try:
-        return fn(value)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None

@@ -24,8 +24,8 @@ import numpy as np
 
 from aclcheck import contract
 from aclcheck.budget import ACCUMULATE_CHOICES, BudgetModel
-from aclcheck.configfile import ConfigError, read_document
-from aclcheck.dtypes import FloatFormat, half_ulp
+from aclcheck.configfile import read_document
+from aclcheck.dtypes import COMPUTE_DTYPES, FloatFormat, half_ulp, normalize_dtype
 from aclcheck.errors import UsageError
 from aclcheck.exactness import ExactTally
 from aclcheck.piece import Piece
@@ -33,7 +33,7 @@ from aclcheck.piece import Piece
 ParamValue = float | str
 Params = Mapping[str, ParamValue]
 
-DTYPES: tuple[str, ...] = contract.COMPUTE_DTYPES  # float16, float32, bfloat16
+DTYPES: tuple[str, ...] = COMPUTE_DTYPES  # float16, float32, bfloat16
 
 #: c of the default standard, chosen from measurement (docs/tolerances.md): the largest
 #: error of correct FP32-accumulating kernels beyond the output's half ULP, in units of
@@ -483,7 +483,7 @@ def _check_value(source: str, section: str, std: type[Standard], key: str,
 
 def _dtype_key(text: str) -> str | None:
     try:
-        name = contract.normalize_dtype(text)
+        name = normalize_dtype(text)
     except ValueError:
         return None
     return name if name in DTYPES else None
@@ -537,8 +537,4 @@ def load_overrides(path: str | Path) -> Overrides:
     Errors raise UsageError naming the file and the key.
     """
     p = Path(path)
-    try:
-        data = read_document(p, "tolerances file", syntax="toml")
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    return parse_overrides(data, str(p))
+    return parse_overrides(read_document(p, "tolerances file", syntax="toml"), str(p))

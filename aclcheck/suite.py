@@ -18,14 +18,12 @@ from aclcheck.cases import (
     derive_seed,
     make_id,
 )
-from aclcheck.configfile import ConfigError, Entry, read_document, top_level
+from aclcheck.configfile import Entry, read_document, top_level
+from aclcheck.dtypes import ALL_DTYPES, COMPUTE_DTYPES, normalize_dtype
+from aclcheck.errors import SuiteError
 from aclcheck.families import ALL_FAMILIES, DEFAULT_FAMILIES, invalid_cases, shape_case
 from aclcheck.layouts import LAYOUTS
 from aclcheck.store.schema import MAX_DIM, is_safe_id
-
-
-class SuiteError(ValueError):
-    """A suite definition that cannot be built (bad names, bad case file)."""
 
 
 @dataclass(frozen=True)
@@ -44,8 +42,8 @@ class Selection:
             if p not in contract.PRODUCTS:
                 raise SuiteError(f"unknown product {p!r}; valid: {', '.join(contract.PRODUCTS)}")
         for d in self.dtypes or ():
-            if d not in contract.ALL_DTYPES:
-                raise SuiteError(f"unknown dtype {d!r}; valid: {', '.join(contract.ALL_DTYPES)}")
+            if d not in ALL_DTYPES:
+                raise SuiteError(f"unknown dtype {d!r}; valid: {', '.join(ALL_DTYPES)}")
         for f in self.formats:
             if f not in contract.FORMATS:
                 raise SuiteError(f"unknown format {f!r}; valid: {', '.join(contract.FORMATS)}")
@@ -70,7 +68,7 @@ def build_suite(sel: Selection) -> list[Case]:
                 for index in range(sel.count):
                     # unrestricted: the product's own dtypes plus the compute dtypes it lacks
                     rules_dtypes = sel.dtypes if sel.dtypes is not None else tuple(
-                        dict.fromkeys(prod.dtypes + contract.COMPUTE_DTYPES))
+                        dict.fromkeys(prod.dtypes + COMPUTE_DTYPES))
                     cases.extend(invalid_cases(prod_id, tuple(rules_dtypes), sel.formats,
                                                index, sel.seed))
                 continue
@@ -108,9 +106,9 @@ def _entry_to_case(value: Any, number: int, suite_seed: int, source: str) -> Cas
     # JSON null = key absent, so Case.to_record() dumps load back as case files
     if isinstance(value, dict):
         value = {key: v for key, v in value.items() if v is not None}
-    entry = Entry.of(value, source, number, CASE_FILE_KEYS, REQUIRED_KEYS)
+    entry = Entry.of(value, source, number, CASE_FILE_KEYS, REQUIRED_KEYS, SuiteError)
     kw: dict[str, Any] = {"product": entry.text("product", choices=tuple(contract.PRODUCTS))}
-    for keys, normalize in ((_DTYPE_KEYS, contract.normalize_dtype),
+    for keys, normalize in ((_DTYPE_KEYS, normalize_dtype),
                             (_FORMAT_KEYS, contract.normalize_format)):
         for key in keys:
             if key in entry:
@@ -142,25 +140,18 @@ def _entry_to_case(value: Any, number: int, suite_seed: int, source: str) -> Cas
 
 def parse_case_entries(entries: Any, source: str, suite_seed: int = 0) -> list[Case]:
     """Cases from decoded case-file content (a list, or a mapping with a `cases` list)."""
-    try:
-        return _parse_entries(entries, source, suite_seed)
-    except ConfigError as exc:
-        raise SuiteError(str(exc)) from None
-
-
-def _parse_entries(entries: Any, source: str, suite_seed: int) -> list[Case]:
     if isinstance(entries, dict):
         entries = top_level(entries, source, ("cases", "suite", "seed"),
-                            "valid: cases, suite, seed").get("cases")
+                            "valid: cases, suite, seed", SuiteError).get("cases")
     if not isinstance(entries, list):
-        raise ConfigError(source, "expected a list of cases (or a 'cases' list)")
+        raise SuiteError.at(source, "expected a list of cases (or a 'cases' list)")
     cases: list[Case] = []
     seen: dict[str, int] = {}
     for number, value in enumerate(entries, 1):
         case = _entry_to_case(value, number, suite_seed, source)
         if case.id in seen:
-            raise ConfigError(source, f"duplicate id {case.id!r} (first in entry "
-                              f"{seen[case.id]})", number, "id")
+            raise SuiteError.at(source, f"duplicate id {case.id!r} (first in entry "
+                                f"{seen[case.id]})", number, "id")
         seen[case.id] = number
         cases.append(case)
     return cases
@@ -179,10 +170,7 @@ class CaseFile:
 def load_case_file(path: str | Path, suite_seed: int | None = None) -> CaseFile:
     """Read a TOML (`[[cases]]` tables) or JSON (list, or object with `cases`) case file."""
     p = Path(path)
-    try:
-        data = read_document(p, "case file")
-    except ConfigError as exc:
-        raise SuiteError(str(exc)) from None
+    data = read_document(p, "case file", error=SuiteError)
     name = data.get("suite") if isinstance(data, dict) else None
     file_seed = data.get("seed", 0) if isinstance(data, dict) else 0
     if isinstance(file_seed, bool) or not isinstance(file_seed, int) or file_seed < 0:

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from aclcheck.configfile import ConfigError, Entry, read_document, top_level
-from aclcheck.errors import UsageError
+from aclcheck.configfile import Entry, read_document, top_level
+from aclcheck.errors import ConfigError
 from aclcheck.verdicts import FAILING, CaseVerdict, Verdict
 
 ENTRY_KEYS = frozenset({"id", "reason", "impl", "verdicts", "may_pass"})
@@ -72,17 +72,14 @@ class XfailList:
 def load(path: str | Path) -> XfailList:
     """Parse a known-failure file; errors name the file, the entry and the key."""
     p = Path(path)
-    try:
-        return XfailList(_entries(read_document(p, "known-failure list", syntax="toml"),
-                                  str(p)), str(p))
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    return XfailList(_entries(read_document(p, "known-failure list", syntax="toml"), str(p)),
+                     str(p))
 
 
 def _entries(data: object, source: str) -> tuple[XfailEntry, ...]:
     raw = top_level(data, source, ("xfail",), "expected [[xfail]] tables").get("xfail", [])
     if not isinstance(raw, list):
-        raise ConfigError(source, "'xfail' must be an array of tables ([[xfail]])")
+        raise ConfigError.at(source, "'xfail' must be an array of tables ([[xfail]])")
     entries = []
     for number, item in enumerate(raw, 1):
         entry = Entry.of(item, source, number, ENTRY_KEYS, ("id", "reason"))

@@ -23,8 +23,8 @@ from unittest import mock
 
 import numpy as np
 
-from aclcheck.cases import NUMPY_DTYPES
 from aclcheck.compare import Context, compare
+from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.reference import backward
 from aclcheck.standards import STANDARDS
 

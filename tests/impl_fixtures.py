@@ -15,8 +15,7 @@ import time
 
 import numpy as np
 
-from aclcheck.cases import NUMPY_DTYPES
-from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
+from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded
 from aclcheck.reference import backward
 
 

@@ -12,9 +12,17 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from aclcheck import compare as compare_mod
-from aclcheck.budget import budget, budget_model, product_path, scale_error
+from aclcheck.budget import budget, budget_model, product_path
 from aclcheck.compare import Context, compare, discriminating
-from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, correctly_rounded, float_format, half_ulp
+from aclcheck.dtypes import (
+    BFLOAT16,
+    FLOAT16,
+    FLOAT32,
+    correctly_rounded,
+    float_format,
+    half_ulp,
+    scale_error,
+)
 from aclcheck.findings import WORST_COUNT
 from aclcheck.reference import backward
 from aclcheck.standards import STANDARDS, parse_overrides

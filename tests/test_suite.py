@@ -13,14 +13,13 @@ import pytest
 
 from aclcheck import contract
 from aclcheck.cases import Case
-from aclcheck.errors import UsageError
+from aclcheck.errors import SuiteError, UsageError
 from aclcheck.families import ALL_FAMILIES
 from aclcheck.sharding import interleave, parse_shard
 from aclcheck.sharding import round_robin as shard
 from aclcheck.suite import (
     CASE_FILE_KEYS,
     Selection,
-    SuiteError,
     build_suite,
     load_case_file,
     parse_case_entries,

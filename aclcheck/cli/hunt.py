@@ -19,7 +19,8 @@ from aclcheck.cli.shrink import (
     repro_commands,
     say,
 )
-from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
+from aclcheck.dtypes import COMPUTE_DTYPES, normalize_dtype
+from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteError, UsageError
 from aclcheck.file_guard import Role, check_apart
 from aclcheck.generate import generate
 from aclcheck.hunt import search
@@ -45,14 +46,12 @@ def _check_out(folder: Path, force: bool) -> None:
 
 
 def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
+    """The canonical names (SuiteError for unknown ones, or names outside `valid`)."""
     out = []
     for v in values:
-        try:
-            name = normalize(v)
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+        name = normalize(v)
         if name not in valid:
-            raise click.UsageError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
+            raise SuiteError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
         out.append(name)
     return out
 
@@ -95,7 +94,7 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
     where, mode = Path(os.path.abspath(folder)), file_mode()  # before any kernel code
     products = _names(product, str, tuple(contract.PRODUCTS), "product") or list(
         contract.PRODUCTS)
-    dtypes = _names(dtype, contract.normalize_dtype, contract.COMPUTE_DTYPES, "dtype")
+    dtypes = _names(dtype, normalize_dtype, COMPUTE_DTYPES, "dtype")
     opened, config, opts = live_setup(impl, standard, tolerances, accumulate, isolate,
                                       timeout)
     adapter = opened.impl

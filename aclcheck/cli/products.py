@@ -8,6 +8,7 @@ from rich.text import Text
 
 from aclcheck import contract
 from aclcheck.cli.common import handle_errors, stdout_console
+from aclcheck.dtypes import COMPUTE_DTYPES
 
 
 def capability_table() -> Table:
@@ -15,7 +16,7 @@ def capability_table() -> Table:
     table = Table(title="aclnnAdaptiveAvgPool2dBackward: products x dtypes x formats")
     # never truncate the ids: they are what --product takes (80-column pipes cut them)
     table.add_column("product", no_wrap=True, min_width=max(map(len, contract.PRODUCTS)))
-    for d in contract.COMPUTE_DTYPES:
+    for d in COMPUTE_DTYPES:
         table.add_column(d, justify="center")
     table.add_column("formats (rank)", max_width=10)  # wraps, leaves room at 80 columns
     table.add_column("accumulates in", min_width=len("input dtype"))
@@ -25,7 +26,7 @@ def capability_table() -> Table:
     for p in contract.PRODUCTS.values():
         marks = [Text("yes", style="green") if d in p.dtypes
                  else Text.assemble(("no", "red"), " (161002)")
-                 for d in contract.COMPUTE_DTYPES]
+                 for d in COMPUTE_DTYPES]
         acc = "FP32" if p.accumulate == "float32" else "input dtype"
         table.add_row(p.id, *marks, fmts, acc)
     table.caption = (

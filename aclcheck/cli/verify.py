@@ -32,7 +32,6 @@ from aclcheck.errors import (
 from aclcheck.executors import open_executor
 from aclcheck.file_guard import Role, Snapshot, check_apart
 from aclcheck.gate import Finding, Kind, catch_all, decide
-from aclcheck.impls import ImplementationUnavailable, UnknownImplementation
 from aclcheck.impls.aclnn_impl import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.impls.callable_impl import source_file
@@ -64,18 +63,12 @@ class GoldenSource:
 
 
 def open_adapter(impl: str, results: str | None, isolate: bool | None) -> OpenedImpl:
-    """The adapter for --impl / --results (where it lives: impls.remote.open_impl), or
-    a usage error listing what exists."""
+    """The adapter for --impl / --results (where it lives: impls.remote.open_impl)."""
     if results is not None:
         from aclcheck.impls.results_impl import ResultsImpl
 
         return OpenedImpl(ResultsImpl(results), None, isolated=False)
-    try:
-        return open_impl(impl, isolate)
-    except UnknownImplementation as exc:
-        raise click.UsageError(str(exc)) from None
-    except ImplementationUnavailable as exc:
-        raise UsageError(f"--impl {impl}: not available here: {exc}") from None
+    return open_impl(impl, isolate)
 
 
 @dataclass

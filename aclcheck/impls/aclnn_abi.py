@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aclcheck.errors import ImplementationUnavailable
+
 #: Environment variables the adapter reads (the CLI sets them, so an isolated worker
 #: process inherits them).
 ENV_LIB_DIR = "ACLCHECK_ACLNN_LIB_DIR"  # os.pathsep-separated folders; replaces the search
@@ -35,10 +37,6 @@ ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1
 ACL_MEMCPY_DEVICE_TO_HOST = 2
 ACL_OPT_DETERMINISTIC = 0
-
-
-class LibraryNotFound(RuntimeError):
-    """A CANN library is missing: the message says which files were looked for, where."""
 
 
 def search_dirs(lib_dirs: Sequence[str] | None = None,
@@ -68,7 +66,7 @@ def search_dirs(lib_dirs: Sequence[str] | None = None,
 
 def find_libraries(lib_dirs: Sequence[str] | None = None,
                    env: Mapping[str, str] | None = None) -> dict[str, Path]:
-    """role -> library path; LibraryNotFound naming the missing files and folders."""
+    """role -> library path; ImplementationUnavailable naming the missing files and folders."""
     dirs, origin = search_dirs(lib_dirs, env)
     found: dict[str, Path] = {}
     missing: list[str] = []
@@ -80,7 +78,7 @@ def find_libraries(lib_dirs: Sequence[str] | None = None,
             found[role] = hit
     if missing:
         where = ", ".join(str(d) for d in dirs) or "(no folder)"
-        raise LibraryNotFound(
+        raise ImplementationUnavailable(
             f"CANN libraries not found: {'; '.join(missing)} (searched {where}, from "
             f"{origin}). Run `source <cann>/set_env.sh` or pass --aclnn-lib-dir DIR.")
     return found
@@ -158,7 +156,7 @@ def load(paths: Mapping[str, Path]) -> Api:
         try:
             libs[role] = ctypes.CDLL(str(paths[role]), mode=ctypes.RTLD_GLOBAL)
         except OSError as exc:
-            raise LibraryNotFound(f"cannot load {paths[role]}: {exc}") from None
+            raise ImplementationUnavailable(f"cannot load {paths[role]}: {exc}") from None
     functions: dict[str, Any] = {}
     for name, (restype, argtypes, required) in PROTOTYPES.items():
         order = [HOME[name]] + [r for r in libs if r != HOME[name]]
@@ -171,7 +169,7 @@ def load(paths: Mapping[str, Path]) -> Api:
                 continue
         if fn is None:
             if required:
-                raise LibraryNotFound(f"{name} not found in "
+                raise ImplementationUnavailable(f"{name} not found in "
                                       f"{', '.join(str(paths[r]) for r in order)}")
             functions[name] = None
             continue

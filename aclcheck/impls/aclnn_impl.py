@@ -27,8 +27,9 @@ from dataclasses import replace
 import numpy as np
 
 from aclcheck import contract
-from aclcheck.cases import NUMPY_DTYPES, Case
-from aclcheck.errors import UsageError
+from aclcheck.cases import Case
+from aclcheck.dtypes import ACL_DTYPE_ENUM, NUMPY_DTYPES
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation, UsageError
 from aclcheck.impls import aclnn_abi as abi
 from aclcheck.impls.base import CallInputs, Implementation, Outcome
 from aclcheck.layouts import contiguous_strides, gap_fill
@@ -40,10 +41,6 @@ SOC_PRODUCTS: tuple[tuple[str, str], ...] = (
     ("Ascend910", "atlas-training"),
     ("Ascend310P", "atlas-inference"),
 )
-
-
-class AclnnUnavailable(RuntimeError):
-    """The libraries are missing or the runtime / device cannot be set up."""
 
 
 class _RuntimeFailure(Exception):
@@ -71,7 +68,7 @@ def _init_runtime(api: abi.Api) -> None:
         return
     rc = api.aclInit(None)
     if rc not in (abi.ACL_SUCCESS, abi.ACL_ERROR_REPEAT_INITIALIZE):
-        raise AclnnUnavailable(f"aclInit returned {rc}{_recent(api)}")
+        raise ImplementationUnavailable(f"aclInit returned {rc}{_recent(api)}")
     _INITIALIZED.add(id(api))
     if rc == abi.ACL_SUCCESS:
         atexit.register(api.aclFinalize)
@@ -127,7 +124,7 @@ class _Resources:
         dims = abi.int64_array(shape)
         strd = abi.int64_array(strides)
         storage = abi.int64_array([storage_len])
-        handle = self.api.aclCreateTensor(dims, len(shape), contract.ACL_DTYPE_ENUM[dtype],
+        handle = self.api.aclCreateTensor(dims, len(shape), ACL_DTYPE_ENUM[dtype],
                                           strd, int(offset), contract.ACL_FORMAT_ENUM[fmt],
                                           storage, 1, data)
         if not handle:
@@ -164,23 +161,20 @@ class AclnnImpl(Implementation):
     def __init__(self, lib_dirs: Sequence[str] | None = None, device: int = 0,
                  product: str | None = None, env: Mapping[str, str] | None = None) -> None:
         if product is not None:
-            contract.product(product)  # ValueError naming the valid ones
-        try:
-            self.paths = abi.find_libraries(lib_dirs, env)
-            self.api = abi.load(self.paths)
-        except abi.LibraryNotFound as exc:
-            raise AclnnUnavailable(str(exc)) from None
+            contract.product(product, UnknownImplementation)
+        self.paths = abi.find_libraries(lib_dirs, env)
+        self.api = abi.load(self.paths)
         _init_runtime(self.api)
         self.device = int(device)
         rc = self.api.aclrtSetDevice(self.device)
         if rc != abi.ACL_SUCCESS:
-            raise AclnnUnavailable(f"aclrtSetDevice({self.device}) returned {rc}"
+            raise ImplementationUnavailable(f"aclrtSetDevice({self.device}) returned {rc}"
                                    f"{_recent(self.api)}")
         stream = ctypes.c_void_p()
         rc = self.api.aclrtCreateStream(ctypes.byref(stream))
         if rc != abi.ACL_SUCCESS:
             self.api.aclrtResetDevice(self.device)
-            raise AclnnUnavailable(f"aclrtCreateStream returned {rc}{_recent(self.api)}")
+            raise ImplementationUnavailable(f"aclrtCreateStream returned {rc}{_recent(self.api)}")
         self.stream: int | None = stream.value
         get_soc = self.api.aclrtGetSocName
         self.soc = _text(get_soc()) if get_soc is not None else ""
@@ -287,7 +281,8 @@ def from_environment(env: Mapping[str, str] | None = None) -> AclnnImpl:
     try:
         device = int(device_text)
     except ValueError:
-        raise ValueError(f"{abi.ENV_DEVICE}={device_text!r} is not a device number") from None
+        raise UnknownImplementation(f"{abi.ENV_DEVICE}={device_text!r} is not a device "
+                                    "number") from None
     return AclnnImpl(None, device, env.get(abi.ENV_PRODUCT) or None, env)
 
 
@@ -304,10 +299,7 @@ def configure_environment(lib_dirs: Sequence[str] = (), device: int | None = Non
     if device is not None:
         wanted[abi.ENV_DEVICE] = str(device)
     if len(products) == 1:
-        try:
-            contract.product(products[0])
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        contract.product(products[0], UsageError)
         wanted[abi.ENV_PRODUCT] = products[0]
     saved = {key: os.environ.get(key) for key in wanted}
     os.environ.update(wanted)

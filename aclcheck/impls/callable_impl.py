@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aclcheck.cases import NUMPY_DTYPES
+from aclcheck.dtypes import NUMPY_DTYPES
+from aclcheck.errors import UnknownImplementation
 from aclcheck.impls.base import CallInputs, Implementation, Outcome, numpy_view, timed_call
 
 
@@ -23,11 +24,11 @@ def load_callable(spec: str) -> Callable[..., object]:
     """Import `module:function` (module may be dotted; `path/to/file.py:function` works)."""
     module_name, _, attr = spec.rpartition(":")
     if not module_name or not attr:
-        raise ValueError(f"expected module:function, got {spec!r}")
+        raise UnknownImplementation(f"expected module:function, got {spec!r}")
     if module_name.endswith(".py"):
         path = Path(module_name).resolve()
         if not path.is_file():
-            raise ValueError(f"{spec}: no such file {path}")
+            raise UnknownImplementation(f"{spec}: no such file {path}")
         sys.path.insert(0, str(path.parent))
         module_name = path.stem
     elif "" not in sys.path and "." not in sys.path:
@@ -35,14 +36,14 @@ def load_callable(spec: str) -> Callable[..., object]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"{spec}: cannot import {module_name!r}: {exc}") from None
+        raise UnknownImplementation(f"{spec}: cannot import {module_name!r}: {exc}") from None
     obj: object = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ValueError(f"{spec}: {module_name!r} has no attribute {attr!r}")
+            raise UnknownImplementation(f"{spec}: {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise ValueError(f"{spec}: {attr!r} is not callable")
+        raise UnknownImplementation(f"{spec}: {attr!r} is not callable")
     return obj  # type: ignore[return-value]
 
 

@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.impls.registry import ImplementationUnavailable, UnknownImplementation
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation
 
 
 def import_framework(module: str, label: str, extra: str, tested: str) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from aclcheck.cases import Case
+from aclcheck.errors import ImplementationUnavailable
 from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
 from aclcheck.impls.framework_common import (
     import_framework,
@@ -31,7 +32,6 @@ from aclcheck.impls.framework_common import (
     scalar_reason,
     widen_bfloat16,
 )
-from aclcheck.impls.registry import ImplementationUnavailable
 from aclcheck.layouts import StridedTensor
 
 #: device names known without asking Paddle; custom-device plugins add their own

@@ -6,9 +6,8 @@ construction: a self-test of the pipeline (store, comparison, reports), not a ke
 
 from __future__ import annotations
 
-from aclcheck.cases import NUMPY_DTYPES
 from aclcheck.contract import SUCCESS, UNSPECIFIED
-from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
+from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded
 from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
 from aclcheck.reference import ResultBuffers, backward
 

@@ -71,30 +71,28 @@ def static_fork_safe(spec: str) -> bool | None:
 
 
 def create(spec: str) -> Implementation:
-    """Build the adapter named by spec (see `aclcheck impls`)."""
-    from aclcheck.impls.torch_impl import TorchImpl, Unavailable
+    """Build the adapter named by spec (see `aclcheck impls`): UnknownImplementation when
+    it names nothing, ImplementationUnavailable (naming the spec) when it cannot run here."""
+    try:
+        return _build(spec)
+    except ImplementationUnavailable as exc:
+        exc.spec = exc.spec or spec
+        raise
 
+
+def _build(spec: str) -> Implementation:
     if spec == "reference":
         from aclcheck.impls.reference import ReferenceImpl
 
         return ReferenceImpl()
     if spec == "torch" or spec.startswith("torch:"):
-        device = spec.partition(":")[2] or "cpu"
-        try:
-            return TorchImpl(device)
-        except Unavailable as exc:
-            raise ImplementationUnavailable(str(exc)) from None
-        except ValueError as exc:
-            raise UnknownImplementation(str(exc)) from None
-    if spec == "aclnn":
-        from aclcheck.impls.aclnn_impl import AclnnUnavailable, from_environment
+        from aclcheck.impls.torch_impl import TorchImpl
 
-        try:
-            return from_environment()
-        except AclnnUnavailable as exc:
-            raise ImplementationUnavailable(str(exc)) from None
-        except ValueError as exc:
-            raise UnknownImplementation(str(exc)) from None
+        return TorchImpl(spec.partition(":")[2] or "cpu")
+    if spec == "aclnn":
+        from aclcheck.impls.aclnn_impl import from_environment
+
+        return from_environment()
     framework, _, device = spec.partition(":")
     if framework == "mindspore":
         from aclcheck.impls.mindspore_impl import MindSporeImpl
@@ -116,10 +114,7 @@ def create(spec: str) -> Implementation:
     if ":" in spec:
         from aclcheck.impls.callable_impl import CallableImpl
 
-        try:
-            return CallableImpl(spec)
-        except ValueError as exc:
-            raise UnknownImplementation(str(exc)) from None
+        return CallableImpl(spec)
     valid = list(BUILTIN) + sorted(plugins) + ["module:function", "--results FILE"]
     raise UnknownImplementation(f"unknown implementation {spec!r}; available: "
                                 f"{', '.join(valid)}")

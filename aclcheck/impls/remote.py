@@ -20,15 +20,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from aclcheck.errors import UsageError
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation, UsageError
 from aclcheck.impls.base import CallInputs, ExitAttempt, Implementation, Outcome, exit_refused
-from aclcheck.impls.registry import (
-    ImplementationUnavailable,
-    UnknownImplementation,
-    create,
-    spec_kind,
-    static_fork_safe,
-)
+from aclcheck.impls.registry import create, spec_kind, static_fork_safe
 from aclcheck.integrity import compromised, exit_handlers
 from aclcheck.wire import AdapterInfo
 from aclcheck.zygote import PreloadError, Zygote
@@ -83,7 +77,7 @@ def load_error(spec: str, kind: str, text: str, allowance: float) -> Exception:
     if kind == "UnknownImplementation":
         return UnknownImplementation(text)
     if kind == "ImplementationUnavailable":
-        return ImplementationUnavailable(text)
+        return ImplementationUnavailable(text, spec)
     if kind == "timeout":
         return UsageError(f"--impl {spec}: loading it did not finish within "
                           f"{allowance:g} s (does it block while imported?)")

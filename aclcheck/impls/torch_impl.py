@@ -15,33 +15,31 @@ import ml_dtypes
 import numpy as np
 
 from aclcheck.cases import Case
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation
 from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
 from aclcheck.layouts import StridedTensor
 
 DEVICES = ("cpu", "cuda", "npu")
 
 
-class Unavailable(RuntimeError):
-    """The adapter cannot run here (package or device missing)."""
-
-
 def _torch() -> Any:
     try:
         return importlib.import_module("torch")
     except ImportError:
-        raise Unavailable("PyTorch is not installed (pip install torch==2.13.0)") from None
+        raise ImplementationUnavailable("PyTorch is not installed (pip install "
+                                        "torch==2.13.0)") from None
 
 
 def _check_device(torch: Any, device: str) -> None:
     if device == "cuda" and not torch.cuda.is_available():
-        raise Unavailable("torch:cuda: no CUDA device is available")
+        raise ImplementationUnavailable("torch:cuda: no CUDA device is available")
     if device == "npu":
         try:
             importlib.import_module("torch_npu")
         except ImportError:
-            raise Unavailable("torch:npu: torch_npu is not installed") from None
+            raise ImplementationUnavailable("torch:npu: torch_npu is not installed") from None
         if not torch.npu.is_available():  # type: ignore[attr-defined]
-            raise Unavailable("torch:npu: no NPU device is available")
+            raise ImplementationUnavailable("torch:npu: no NPU device is available")
 
 
 class TorchImpl(Implementation):
@@ -51,7 +49,8 @@ class TorchImpl(Implementation):
 
     def __init__(self, device: str = "cpu") -> None:
         if device not in DEVICES:
-            raise ValueError(f"unknown torch device {device!r}; valid: {', '.join(DEVICES)}")
+            raise UnknownImplementation(f"unknown torch device {device!r}; valid: "
+                                        f"{', '.join(DEVICES)}")
         self.device = device
         self.fork_safe = device == "cpu"
         self.name = f"torch:{device}"

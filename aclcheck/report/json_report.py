@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from aclcheck import __version__
-from aclcheck.configfile import ConfigError, read_document
+from aclcheck.configfile import read_document
 from aclcheck.errors import InputFileError
 from aclcheck.report.files import atomic_write
 from aclcheck.verdicts import CaseVerdict, summarize
@@ -51,10 +51,8 @@ def write(path: str | Path, report: dict[str, Any], mode: int | None = None) -> 
 def read(path: str | Path) -> tuple[dict[str, Any], list[CaseVerdict]]:
     """A report and its verdicts; a damaged or foreign file is an InputFileError."""
     p = Path(path)
-    try:
-        data = read_document(p, "report", syntax="json", max_bytes=MAX_REPORT_BYTES)
-    except ConfigError as exc:
-        raise InputFileError(str(exc)) from None
+    data = read_document(p, "report", syntax="json", max_bytes=MAX_REPORT_BYTES,
+                         error=InputFileError)
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
         raise InputFileError(f"{p}: not an aclcheck report (format key missing)")
     version = data.get("version", 0)

@@ -18,6 +18,8 @@ the file (and the case).
 Merging shard files lives in aclcheck.merge, comparing golden files in aclcheck.baseline.
 """
 
+from aclcheck.dtypes import decode_array, dtype_name, encode_array, storage_dtype
+from aclcheck.errors import OutputFileError
 from aclcheck.store.atomic import check_output_path
 from aclcheck.store.check import CheckReport, check_file, check_golden, check_results, peek_format
 from aclcheck.store.reader import GoldenFile, open_golden
@@ -42,19 +44,14 @@ from aclcheck.store.schema import (
     TENSOR_DATASETS,
     VOLATILE_ROOT_ATTRS,
     IndexEntry,
-    OutputFileError,
     check_ids,
     chunk_shape,
-    decode_array,
-    dtype_name,
-    encode_array,
     index_entry,
     parse_shape_text,
     record_attrs,
     record_from_attrs,
     run_meta,
     shape_text,
-    storage_dtype,
     text_attr,
 )
 from aclcheck.store.writer import GoldenWriter, write_golden

@@ -16,13 +16,13 @@ import h5py
 import numpy as np
 
 from aclcheck import __version__
+from aclcheck.errors import OutputFileError
 from aclcheck.store.h5read import h5_reason
 from aclcheck.store.schema import (
     GZIP_LEVEL,
     LIBVER,
     SCHEMA_VERSION,
     WRITEBACK_BYTES,
-    OutputFileError,
     attr_value,
     chunk_shape,
     set_attrs,

@@ -10,6 +10,7 @@ import h5py
 import numpy as np
 
 from aclcheck.cases import Case, CaseTensors
+from aclcheck.dtypes import decode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.layouts import StridedTensor, layout_geometry
 from aclcheck.store.h5read import (
@@ -26,7 +27,6 @@ from aclcheck.store.schema import (
     INDEX_COLUMNS,
     TENSOR_DATASETS,
     IndexEntry,
-    decode_array,
     entries_from_array,
     index_dtype_problem,
     index_mismatches,
@@ -34,7 +34,6 @@ from aclcheck.store.schema import (
     plain_value,
     record_from_attrs,
     record_problem,
-    storage_dtype,
 )
 
 

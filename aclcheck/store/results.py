@@ -11,6 +11,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from aclcheck.dtypes import decode_array, encode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
 from aclcheck.store.h5read import (
@@ -25,8 +26,6 @@ from aclcheck.store.schema import (
     COMPRESSIONS,
     FORMAT_RESULTS,
     check_id,
-    decode_array,
-    encode_array,
     index_dtype_problem,
     is_safe_id,
     plain_value,
@@ -34,7 +33,6 @@ from aclcheck.store.schema import (
     run_meta,
     set_attrs,
     shape_text,
-    storage_dtype,
     text_attr,
 )
 

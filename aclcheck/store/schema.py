@@ -19,9 +19,9 @@ import ml_dtypes
 import numpy as np
 
 from aclcheck import __version__, contract
-from aclcheck.cases import DISTRIBUTIONS, NUMPY_DTYPES, Case
-from aclcheck.dtypes import from_storage, to_storage
-from aclcheck.errors import UsageError
+from aclcheck.cases import DISTRIBUTIONS, Case
+from aclcheck.dtypes import NUMPY_DTYPES
+from aclcheck.errors import AclcheckError, UsageError
 from aclcheck.layouts import LAYOUTS
 
 FORMAT_GOLDEN = "aclcheck-golden"
@@ -51,10 +51,6 @@ EXPECT_ATTRS = ("expected_status", "expected_rule", "expected_reason", "out_writ
                 "has_golden")
 
 
-class OutputFileError(UsageError):
-    """The output path cannot be written (missing or read-only folder, existing file)."""
-
-
 # -- small codecs ------------------------------------------------------------------------
 
 
@@ -67,41 +63,6 @@ def parse_shape_text(text: str) -> tuple[int, ...]:
     return tuple(int(d) for d in text.split("x")) if text else ()
 
 
-def encode_array(values: np.ndarray) -> tuple[np.ndarray, str]:
-    """(array as stored, dtype name): bfloat16 as uint16 bits, bool as uint8 0/1."""
-    arr = np.asarray(values)
-    if arr.dtype == np.bool_:
-        return arr.astype(np.uint8), "bool"
-    name = dtype_name(arr.dtype)
-    return to_storage(arr), name
-
-
-def decode_array(stored: np.ndarray, name: str) -> np.ndarray:
-    """Inverse of `encode_array`."""
-    if name == "bool":
-        return np.asarray(stored) != 0
-    return from_storage(stored, name)
-
-
-def dtype_name(dtype: np.dtype) -> str:
-    """Canonical name of a numpy dtype ('bfloat16' for ml_dtypes.bfloat16)."""
-    dt = np.dtype(dtype)
-    if dt == np.dtype(ml_dtypes.bfloat16):
-        return "bfloat16"
-    if dt == np.bool_:
-        return "bool"
-    return dt.name
-
-
-def storage_dtype(name: str) -> np.dtype:
-    """The numpy dtype a tensor of dtype `name` is stored as."""
-    if name == "bfloat16":
-        return np.dtype(np.uint16)
-    if name == "bool":
-        return np.dtype(np.uint8)
-    if name not in NUMPY_DTYPES:
-        raise KeyError(name)
-    return np.dtype(NUMPY_DTYPES[name])
 
 
 def chunk_shape(shape: tuple[int, ...], itemsize: int,
@@ -362,18 +323,18 @@ def is_safe_id(case_id: object) -> bool:
             and CASE_ID_RE.fullmatch(case_id) is not None and case_id not in (".", ".."))
 
 
-def check_id(case_id: str) -> None:
-    """UsageError for an id `is_safe_id` refuses (the writers call it for every case)."""
+def check_id(case_id: str, error: type[AclcheckError] = UsageError) -> None:
+    """`error` for an id `is_safe_id` refuses (the writers call it for every case)."""
     if not is_safe_id(case_id):
-        raise UsageError(f"case id {case_id!r} is not a valid group name "
+        raise error(f"case id {case_id!r} is not a valid group name "
                          f"(use only letters, digits, '_', '.', '-'; at most "
                          f"{MAX_ID_LENGTH} characters; not '.' or '..')")
 
 
-def check_ids(cases: Iterable[Case]) -> None:
+def check_ids(cases: Iterable[Case], error: type[AclcheckError] = UsageError) -> None:
     """Reject ids the store cannot use, before any work."""
     for case in cases:
-        check_id(case.id)
+        check_id(case.id, error)
 
 
 # -- what a stored record may hold ------------------------------------------------------

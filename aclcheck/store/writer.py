@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 
 from aclcheck.cases import Case, CaseTensors
+from aclcheck.dtypes import encode_array
 from aclcheck.errors import UsageError
 from aclcheck.layouts import StridedTensor
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
@@ -20,7 +21,6 @@ from aclcheck.store.schema import (
     FORMAT_GOLDEN,
     IndexEntry,
     check_id,
-    encode_array,
     index_array,
     index_entry,
     new_group,
