@@ -15,6 +15,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.store import FORMAT_GOLDEN, VOLATILE_ROOT_ATTRS
 from aclcheck.store.h5read import (
     check_layout,
@@ -25,7 +26,6 @@ from aclcheck.store.h5read import (
     read_dataset,
 )
 from aclcheck.store.schema import plain_value
-from aclcheck.verdicts import CaseVerdict, Verdict
 
 #: Metrics where a larger value is worse, and how much growth counts as a regression.
 REGRESSION_METRICS: dict[str, float] = {"max_ulp": 1.0, "mismatch_ratio": 1.0}

@@ -22,9 +22,9 @@ from aclcheck import contract, interrupts
 from aclcheck.cases import Case, CaseTensors, make_tensors
 from aclcheck.dtypes import NUMPY_DTYPES, normalize_dtype
 from aclcheck.errors import SuiteError
-from aclcheck.executors import ProcessPool
 from aclcheck.layouts import layout_geometry
 from aclcheck.reference import ResultBuffers
+from aclcheck.running.executors import ProcessPool
 from aclcheck.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
 from aclcheck.store.h5read import memory_bytes

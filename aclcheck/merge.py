@@ -14,8 +14,8 @@ from typing import Any
 
 from aclcheck import sharding
 from aclcheck.errors import InputFileError, UsageError
+from aclcheck.judging.verdicts import CaseVerdict, summarize
 from aclcheck.store import VOLATILE_ROOT_ATTRS, GoldenFile, GoldenWriter, open_golden, run_meta
-from aclcheck.verdicts import CaseVerdict, summarize
 
 #: Report keys that must agree between shards of one run.
 SAME_KEYS = ("implementation", "standards", "golden")

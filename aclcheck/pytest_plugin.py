@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from aclcheck.gate import Gate
     from aclcheck.impls.base import Implementation
-    from aclcheck.judge import Capabilities
-    from aclcheck.runner import CaseRunner, RunOptions
+    from aclcheck.judging.gate import Gate
+    from aclcheck.judging.judge import Capabilities
+    from aclcheck.judging.verdicts import CaseVerdict
+    from aclcheck.judging.xfail import XfailEntry, XfailList
+    from aclcheck.running.runner import CaseRunner, RunOptions
     from aclcheck.store import GoldenFile, IndexEntry
-    from aclcheck.verdicts import CaseVerdict
-    from aclcheck.xfail import XfailEntry, XfailList
 
 PLUGIN_NAME = "aclcheck-gate"
 #: options that mean nothing without --aclcheck-golden
@@ -138,13 +138,13 @@ class GoldenGate:
             raise pytest.UsageError(str(exc)) from None
 
     def _setup(self, config: pytest.Config, golden: str) -> None:
-        from aclcheck import xfail
-        from aclcheck.config import VerifyConfig
         from aclcheck.errors import AclcheckError, UsageError
         from aclcheck.file_guard import Role, Snapshot, check_apart
-        from aclcheck.impls.remote import open_impl
-        from aclcheck.judge import Capabilities
-        from aclcheck.standards import STANDARDS
+        from aclcheck.judging import xfail
+        from aclcheck.judging.judge import Capabilities
+        from aclcheck.judging.standards import STANDARDS
+        from aclcheck.running.config import VerifyConfig
+        from aclcheck.running.remote import open_impl
         from aclcheck.store import open_golden
 
         self.config = config
@@ -195,7 +195,7 @@ class GoldenGate:
         """The runner's executor, built on first use (an isolated worker starts lazily);
         it owns the zygote from then on."""
         if self._executor is None:
-            from aclcheck.runner import CaseRunner
+            from aclcheck.running.runner import CaseRunner
 
             self._executor = CaseRunner(self.impl, self.opts, zygote=self.opened.zygote)
             self.opened.zygote = None
@@ -204,7 +204,7 @@ class GoldenGate:
     def run(self, case_id: str, position: int) -> CaseVerdict:
         from dataclasses import replace
 
-        from aclcheck.runner import LoadedCase, run_case
+        from aclcheck.running.runner import LoadedCase, run_case
 
         case = self.golden.case(case_id)
         grad, self_ = self.golden.inputs(case_id)
@@ -246,7 +246,7 @@ class GoldenGate:
         workers: the controller sees every case's report)."""
         if hasattr(session.config, "workerinput") or session.config.option.collectonly:
             return
-        from aclcheck.gate import Gate
+        from aclcheck.judging.gate import Gate
         from aclcheck.report.console import gate_lines
 
         gate = self.gate()
@@ -257,8 +257,8 @@ class GoldenGate:
 
     def gate(self) -> Gate:
         """The session's gate from the case reports seen (pytest judges each case)."""
-        from aclcheck.gate import Finding, Kind, catch_all, decide
-        from aclcheck.verdicts import CaseVerdict, Verdict
+        from aclcheck.judging.gate import Finding, Kind, catch_all, decide
+        from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
         verdicts = [CaseVerdict(nodeid.rpartition("::")[2], Verdict(value), "",
                                 expected_status=status)
@@ -348,7 +348,7 @@ class CaseItem(pytest.Item):
                                               raises=KnownFailure))
 
     def runtest(self) -> None:
-        from aclcheck.verdicts import Verdict
+        from aclcheck.judging.verdicts import Verdict
 
         v = _gate(self.config).run(self.name, self.position)
         self.user_properties.append(("aclcheck_verdict", v.verdict.value))

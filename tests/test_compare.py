@@ -11,9 +11,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from aclcheck import compare as compare_mod
-from aclcheck.budget import budget, budget_model, product_path
-from aclcheck.compare import Context, compare, discriminating
 from aclcheck.dtypes import (
     BFLOAT16,
     FLOAT16,
@@ -23,9 +20,12 @@ from aclcheck.dtypes import (
     half_ulp,
     scale_error,
 )
-from aclcheck.findings import WORST_COUNT
+from aclcheck.judging import compare as compare_mod
+from aclcheck.judging.budget import budget, budget_model, product_path
+from aclcheck.judging.compare import Context, compare, discriminating
+from aclcheck.judging.findings import WORST_COUNT
+from aclcheck.judging.standards import STANDARDS, parse_overrides
 from aclcheck.reference import backward
-from aclcheck.standards import STANDARDS, parse_overrides
 from tests import kernels
 
 NP = {"float16": np.float16, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16}

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from aclcheck import xfail
 from aclcheck.configfile import MAX_DEPTH, Entry, nesting_depth, read_document
 from aclcheck.errors import ConfigError, SuiteError, UsageError
-from aclcheck.standards import load_overrides
+from aclcheck.judging import xfail
+from aclcheck.judging.standards import load_overrides
 from aclcheck.suite import load_case_file
 
 

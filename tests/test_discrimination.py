@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from aclcheck.budget import resolve_accumulate
 from aclcheck.cases import Case, make_inputs, make_tensors
-from aclcheck.compare import Comparison, Context, compare
 from aclcheck.dtypes import float_format, half_ulp
+from aclcheck.judging.budget import resolve_accumulate
+from aclcheck.judging.compare import Comparison, Context, compare
+from aclcheck.judging.standards import DEFAULT_C, PUBLISHED, STANDARDS
 from aclcheck.reference import backward, term_counts
-from aclcheck.standards import DEFAULT_C, PUBLISHED, STANDARDS
 from aclcheck.suite import Selection, build_suite
 from tests import kernels
 

@@ -22,10 +22,10 @@ from aclcheck.cases import Case, make_tensors
 from aclcheck.cli import cli
 from aclcheck.impls import ImplementationUnavailable, UnknownImplementation, available, create
 from aclcheck.impls.base import CallInputs, Implementation, Outcome
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.layouts import StridedTensor, contiguous_strides
-from aclcheck.runner import LoadedCase, RunOptions, run_cases
+from aclcheck.running.runner import LoadedCase, RunOptions, run_cases
 from aclcheck.suite import parse_case_entries
-from aclcheck.verdicts import CaseVerdict, Verdict
 
 PACKAGES = {"mindspore": "mindspore", "paddle": "paddle"}
 FRAMEWORKS = tuple(PACKAGES)
@@ -193,8 +193,8 @@ import numpy as np
 from aclcheck.cases import make_tensors
 from aclcheck.impls import create
 from aclcheck.impls.base import CallInputs
-from aclcheck.hangs import CallClock
-from aclcheck.isolation import IsolatedRunner, start_zygote
+from aclcheck.running.hangs import CallClock
+from aclcheck.running.isolation import IsolatedRunner, start_zygote
 from aclcheck.suite import parse_case_entries
 
 impl = create(sys.argv[1])
@@ -297,7 +297,7 @@ def test_impls_lists_both_with_their_versions() -> None:
 def test_known_failure_lists_are_scoped_to_their_framework(name: str) -> None:
     """Every entry of golden/<framework>-cpu.xfail.toml has a reason and applies only to
     that framework (a list can never excuse another implementation's failures)."""
-    from aclcheck import xfail
+    from aclcheck.judging import xfail
 
     listed = xfail.load(CI_SUITE.parent / f"{name}-cpu.xfail.toml")
     assert listed.entries

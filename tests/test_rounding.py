@@ -19,11 +19,11 @@ from click.testing import CliRunner
 from aclcheck.cases import Case, make_tensors
 from aclcheck.cli import cli
 from aclcheck.cli.inspect import list_lines
-from aclcheck.compare import Context, compare
 from aclcheck.dtypes import BFLOAT16, FLOAT16, correctly_rounded, float_format
-from aclcheck.exactness import exact_ties, is_tie
+from aclcheck.judging.compare import Context, compare
+from aclcheck.judging.exactness import exact_ties, is_tie
+from aclcheck.judging.standards import parse_overrides
 from aclcheck.reference import backward
-from aclcheck.standards import parse_overrides
 from aclcheck.store import open_golden
 from aclcheck.suite import Selection, build_suite
 

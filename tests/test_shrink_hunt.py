@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from aclcheck.cases import Case
 from aclcheck.cli import cli
 from aclcheck.generate import generate
-from aclcheck.hunt import random_case
 from aclcheck.impls import create
-from aclcheck.live import LiveJudge
-from aclcheck.shrink import Signature, hint_classes, shrink
+from aclcheck.running.live import LiveJudge
 from aclcheck.store import run_meta
 from aclcheck.suite import load_case_file
+from aclcheck.triage.hunt import random_case
+from aclcheck.triage.shrink import Signature, hint_classes, shrink
 
 #: The (4, 16, 57, 61) case of issue 11; its end-index bug must shrink to one row or
 #: column, at most this many elements of self.

@@ -11,7 +11,7 @@ from rich.console import Console
 from aclcheck.cli import cli
 from aclcheck.cli.tolerances import standard_table
 from aclcheck.errors import UsageError
-from aclcheck.standards import (
+from aclcheck.judging.standards import (
     DEFAULT_C,
     DEFAULT_STANDARD,
     PUBLISHED,

@@ -23,12 +23,12 @@ from aclcheck.dtypes import COMPUTE_DTYPES, normalize_dtype
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteError, UsageError
 from aclcheck.file_guard import Role, check_apart
 from aclcheck.generate import generate
-from aclcheck.hunt import search
-from aclcheck.live import LiveJudge
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
-from aclcheck.shrink import renamed, shrink
+from aclcheck.running.live import LiveJudge
 from aclcheck.store import check_output_path, run_meta
+from aclcheck.triage.hunt import search
+from aclcheck.triage.shrink import renamed, shrink
 
 CASES_NAME = "cases.toml"
 GOLDEN_NAME = "golden.h5"

@@ -16,7 +16,7 @@ from rich.table import Table
 from aclcheck import contract
 from aclcheck.cli.common import handle_errors, selection_options, stdout_console
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
-from aclcheck.exactness import exact_ties
+from aclcheck.judging.exactness import exact_ties
 from aclcheck.selection import id_matches, select
 from aclcheck.store import (
     FORMAT_RESULTS,

@@ -17,7 +17,8 @@ from aclcheck.errors import (
     UsageError,
 )
 from aclcheck.file_guard import Role, check_apart
-from aclcheck.gate import decide
+from aclcheck.judging.gate import decide
+from aclcheck.judging.verdicts import summarize, summary_line
 from aclcheck.merge import merge_golden, merge_reports
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
@@ -25,7 +26,6 @@ from aclcheck.report.console import gate_lines
 from aclcheck.report.files import check_writable
 from aclcheck.report.safe_text import printable
 from aclcheck.store import FORMAT_GOLDEN, peek_format
-from aclcheck.verdicts import summarize, summary_line
 
 
 def is_golden(path: str) -> bool:

@@ -13,22 +13,22 @@ import click
 from rich.console import Console
 
 from aclcheck import casewriter
-from aclcheck.budget import ACCUMULATE_CHOICES
 from aclcheck.cases import Case
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.verify import open_adapter
-from aclcheck.config import VerifyConfig
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
 from aclcheck.file_guard import Role, check_apart
-from aclcheck.gate import UNJUDGED
 from aclcheck.impls.callable_impl import source_file
-from aclcheck.impls.remote import OpenedImpl
-from aclcheck.live import LiveJudge, can_rerun
+from aclcheck.judging.budget import ACCUMULATE_CHOICES
+from aclcheck.judging.gate import UNJUDGED
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
-from aclcheck.runner import RunOptions
-from aclcheck.shrink import ShrinkResult, shrink
+from aclcheck.running.config import VerifyConfig
+from aclcheck.running.live import LiveJudge, can_rerun
+from aclcheck.running.remote import OpenedImpl
+from aclcheck.running.runner import RunOptions
 from aclcheck.store import open_golden
+from aclcheck.triage.shrink import ShrinkResult, shrink
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -14,10 +14,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from aclcheck import contract
-from aclcheck.budget import product_path, resolve_accumulate
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.errors import UsageError
-from aclcheck.standards import (
+from aclcheck.judging.budget import product_path, resolve_accumulate
+from aclcheck.judging.standards import (
     DEFAULT_STANDARD,
     DTYPES,
     STANDARDS,

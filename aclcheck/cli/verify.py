@@ -16,12 +16,10 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from aclcheck import sharding, xfail
+from aclcheck import sharding
 from aclcheck.baseline import diff as baseline_diff
 from aclcheck.baseline import run_mismatch
-from aclcheck.budget import ACCUMULATE_CHOICES
 from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
-from aclcheck.config import VerifyConfig
 from aclcheck.errors import (
     EXIT_CODES_HELP,
     EXIT_INTERNAL,
@@ -29,24 +27,28 @@ from aclcheck.errors import (
     EXIT_OK,
     UsageError,
 )
-from aclcheck.executors import open_executor
 from aclcheck.file_guard import Role, Snapshot, check_apart
-from aclcheck.gate import Finding, Kind, catch_all, decide
 from aclcheck.impls.aclnn_impl import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.impls.callable_impl import source_file
-from aclcheck.impls.remote import OpenedImpl, open_impl
+from aclcheck.judging import xfail
+from aclcheck.judging.budget import ACCUMULATE_CHOICES
+from aclcheck.judging.gate import Finding, Kind, catch_all, decide
+from aclcheck.judging.standards import DEFAULT_STANDARD, STANDARDS
+from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
 from aclcheck.report.console import gate_lines
 from aclcheck.report.files import check_writable, file_mode, write_all
 from aclcheck.report.safe_text import data_text, printable
-from aclcheck.runner import LoadedCase, RunOptions, iter_verdicts, iter_verdicts_parallel
+from aclcheck.running.config import VerifyConfig
+from aclcheck.running.executors import open_executor
+from aclcheck.running.parallel import iter_verdicts_parallel
+from aclcheck.running.remote import OpenedImpl, open_impl
+from aclcheck.running.runner import LoadedCase, RunOptions, iter_verdicts
+from aclcheck.running.zygote import Zygote
 from aclcheck.selection import select
-from aclcheck.standards import DEFAULT_STANDARD, STANDARDS
 from aclcheck.store import GoldenFile, open_golden
-from aclcheck.verdicts import CaseVerdict
-from aclcheck.zygote import Zygote
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,10 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from aclcheck.baseline import Diff
-from aclcheck.gate import Gate, Kind
-from aclcheck.report.errormap import error_map
-from aclcheck.report.safe_text import data_text, printable
-from aclcheck.verdicts import (
+from aclcheck.judging.gate import Gate, Kind
+from aclcheck.judging.verdicts import (
     FAILING,
     SUMMARY_KEYS,
     CaseVerdict,
@@ -24,6 +22,8 @@ from aclcheck.verdicts import (
     summarize,
     summary_line,
 )
+from aclcheck.report.errormap import error_map
+from aclcheck.report.safe_text import data_text, printable
 
 STYLE: dict[Verdict, str] = {
     Verdict.PASS: "green",

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 
 from aclcheck import __version__
+from aclcheck.judging.verdicts import FAILING, SUMMARY_KEYS, CaseVerdict, Verdict, summarize
 from aclcheck.report.files import atomic_write
 from aclcheck.report.pictures import (
     BAR_W,
@@ -26,7 +27,6 @@ from aclcheck.report.pictures import (
     case_pictures,
     legend,
 )
-from aclcheck.verdicts import FAILING, SUMMARY_KEYS, CaseVerdict, Verdict, summarize
 
 #: Non-passing cases whose section starts open.
 OPEN_FIRST = 3
@@ -159,7 +159,7 @@ def _row(n: int, v: CaseVerdict, anchor: str) -> dict[str, Any]:
 
 def _hist_px() -> tuple[int, int]:
     """Display size of the histogram pictures (same for every case)."""
-    from aclcheck.evidence import HIST_LOG2_EDGES
+    from aclcheck.judging.evidence import HIST_LOG2_EDGES
 
     cols = (len(HIST_LOG2_EDGES) + 1) * (BAR_W + 1)
     return PICTURE_PX, max(60, round(PICTURE_PX * HIST_ROWS / cols))

@@ -10,8 +10,8 @@ from typing import IO, Any
 from aclcheck import __version__
 from aclcheck.configfile import read_document
 from aclcheck.errors import InputFileError
+from aclcheck.judging.verdicts import CaseVerdict, summarize
 from aclcheck.report.files import atomic_write
-from aclcheck.verdicts import CaseVerdict, summarize
 
 REPORT_FORMAT = "aclcheck-report"
 REPORT_VERSION = 1

@@ -11,10 +11,10 @@ from types import TracebackType
 
 from aclcheck.cases import Case, make_tensors
 from aclcheck.impls.base import Implementation
-from aclcheck.judge import Capabilities
-from aclcheck.runner import CaseRunner, LoadedCase, RunOptions, run_case
-from aclcheck.verdicts import CaseVerdict
-from aclcheck.zygote import Zygote
+from aclcheck.judging.judge import Capabilities
+from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.running.runner import CaseRunner, LoadedCase, RunOptions, run_case
+from aclcheck.running.zygote import Zygote
 
 
 def load_in_memory(case: Case) -> LoadedCase:

@@ -19,9 +19,9 @@ import numpy as np
 
 from aclcheck import contract
 from aclcheck.cases import DISTRIBUTIONS, Case, make_id
-from aclcheck.gate import UNJUDGED
+from aclcheck.judging.gate import UNJUDGED
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.layouts import LAYOUTS
-from aclcheck.verdicts import CaseVerdict, Verdict
 
 Judge = Callable[[Case], CaseVerdict]
 #: progress(tries, failures found, last case)

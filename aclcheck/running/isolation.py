@@ -2,11 +2,11 @@
 
 One long-lived worker at a time, replaced only after it died, hung, broke the protocol
 or may be corrupted (the caller says when). Workers come from a zygote (see
-aclcheck.zygote): forked from one that imported the adapter (milliseconds) when the
+aclcheck.running.zygote): forked from one that imported the adapter (milliseconds) when the
 adapter is fork-safe, else each a fresh interpreter it starts. A zygote that dies is
 replaced by a fresh exec-mode one.
 
-What crosses back is plain data (aclcheck.wire): frames read with a deadline and size
+What crosses back is plain data (aclcheck.running.wire): frames read with a deadline and size
 caps, an output array rebuilt from its bytes only when it has the dtype and shape the
 case expects. Anything else (a partial or oversized frame, an answer to another call,
 a worker that stops reading its calls) is that case's ERROR and the worker is replaced.
@@ -35,11 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import IO, Any
 
-from aclcheck import interrupts, wire
-from aclcheck.hangs import CallClock
+from aclcheck import interrupts
 from aclcheck.impls.base import CallInputs, Outcome, describe_exception, exit_refused, guarded_run
-from aclcheck.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
-from aclcheck.zygote import Zygote, ZygoteError, kill_group
+from aclcheck.running import wire
+from aclcheck.running.hangs import CallClock
+from aclcheck.running.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
+from aclcheck.running.zygote import Zygote, ZygoteError, kill_group
 
 #: seconds a worker (and a zygote's import) may take to start: not a call, not the timeout
 START_ALLOWANCE_S = 120.0
@@ -164,7 +165,7 @@ def _preload(spec: str) -> dict[str, Any]:
         impl.close()
 
 
-_WORKER = "aclcheck.isolation:_zygote_worker"
+_WORKER = "aclcheck.running.isolation:_zygote_worker"
 
 
 def start_zygote(spec: str) -> Zygote | None:
@@ -172,7 +173,7 @@ def start_zygote(spec: str) -> Zygote | None:
     fork() is unavailable. It imports in the background: `Zygote.ready` waits."""
     if not hasattr(os, "fork"):
         return None
-    return Zygote(_WORKER, "aclcheck.isolation:_preload", spec)
+    return Zygote(_WORKER, "aclcheck.running.isolation:_preload", spec)
 
 
 def start_exec_zygote() -> Zygote | None:

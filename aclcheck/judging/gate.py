@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from aclcheck.contract import SUCCESS, UNSPECIFIED
-from aclcheck.verdicts import CaseVerdict, Verdict
-from aclcheck.xfail import XfailEntry
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.xfail import XfailEntry
 
 #: verdicts that say nothing about the kernel
 UNJUDGED = frozenset({Verdict.SKIP, Verdict.MISTRUSTED})

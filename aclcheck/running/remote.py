@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 from aclcheck.errors import ImplementationUnavailable, UnknownImplementation, UsageError
 from aclcheck.impls.base import CallInputs, ExitAttempt, Implementation, Outcome, exit_refused
 from aclcheck.impls.registry import create, spec_kind, static_fork_safe
-from aclcheck.integrity import compromised, exit_handlers
-from aclcheck.wire import AdapterInfo
-from aclcheck.zygote import PreloadError, Zygote
+from aclcheck.running.integrity import compromised, exit_handlers
+from aclcheck.running.wire import AdapterInfo
+from aclcheck.running.zygote import PreloadError, Zygote
 
 
 class RemoteImpl(Implementation):
@@ -94,7 +94,7 @@ def build_here(spec: str) -> Implementation:
     """The adapter, built in this process; a module that exits or raises while imported
     is a usage error (Unknown/Unavailable pass through for the caller to word). User code
     that registers exit handlers while imported marks the process compromised
-    (aclcheck.integrity)."""
+    (aclcheck.running.integrity)."""
     handlers = exit_handlers()
     try:
         with exit_refused():
@@ -127,7 +127,7 @@ def _probe(zygote: Zygote, spec: str, allowance: float) -> AdapterInfo:
 
 def _probe_worker(zygote: Zygote, spec: str, allowance: float) -> AdapterInfo:
     """What a first worker of an exec-mode zygote says of the adapter it built."""
-    from aclcheck.isolation import IsolatedRunner, WorkerStartError
+    from aclcheck.running.isolation import IsolatedRunner, WorkerStartError
 
     probe = IsolatedRunner(spec, timeout=allowance, zygote=zygote, start_allowance=allowance)
     try:
@@ -149,8 +149,8 @@ def _zygote(start: object) -> Zygote:
 
 def open_impl(spec: str, isolate: bool | None, allowance: float | None = None) -> OpenedImpl:
     """The adapter for `--impl spec` (see the module docstring). `allowance`: seconds
-    its loading may take (default aclcheck.isolation.START_ALLOWANCE_S)."""
-    from aclcheck import isolation
+    its loading may take (default aclcheck.running.isolation.START_ALLOWANCE_S)."""
+    from aclcheck.running import isolation
 
     allowance = isolation.START_ALLOWANCE_S if allowance is None else allowance
     kind = spec_kind(spec)
@@ -187,7 +187,7 @@ def open_impl(spec: str, isolate: bool | None, allowance: float | None = None) -
 
 def describe(spec: str, allowance: float | None = None) -> AdapterInfo:
     """What `spec`'s adapter declares, learnt in a zygote (for listing plugins)."""
-    from aclcheck import isolation
+    from aclcheck.running import isolation
 
     allowance = isolation.START_ALLOWANCE_S if allowance is None else allowance
     zygote = _zygote(isolation.start_zygote(spec))

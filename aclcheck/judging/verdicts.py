@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from aclcheck.evidence import Evidence
+from aclcheck.judging.evidence import Evidence
 
 
 class Verdict(StrEnum):

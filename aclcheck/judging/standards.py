@@ -23,12 +23,12 @@ from typing import ClassVar
 import numpy as np
 
 from aclcheck import contract
-from aclcheck.budget import ACCUMULATE_CHOICES, BudgetModel
 from aclcheck.configfile import read_document
 from aclcheck.dtypes import COMPUTE_DTYPES, FloatFormat, half_ulp, normalize_dtype
 from aclcheck.errors import UsageError
-from aclcheck.exactness import ExactTally
-from aclcheck.piece import Piece
+from aclcheck.judging.budget import ACCUMULATE_CHOICES, BudgetModel
+from aclcheck.judging.exactness import ExactTally
+from aclcheck.judging.pieces import Piece
 
 ParamValue = float | str
 Params = Mapping[str, ParamValue]

@@ -2,7 +2,7 @@
 
 Only the caller touches files: a `CaseSource` hands over plain arrays per case, and the
 runner returns plain verdicts. Determinism (`repeat`) and which calls run isolated live
-here; the worker processes themselves in aclcheck.isolation.
+here; the worker processes themselves in aclcheck.running.isolation.
 """
 
 from __future__ import annotations
@@ -18,16 +18,15 @@ from aclcheck.cases import Case
 from aclcheck.contract import SUCCESS
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
 from aclcheck.errors import UsageError
-from aclcheck.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.impls.base import CallInputs, Implementation, Outcome, guarded_run
-from aclcheck.impls.remote import RemoteImpl
-from aclcheck.integrity import IntegrityGuard
-from aclcheck.isolation import Heartbeat, IsolatedRunner, start_zygote
-from aclcheck.judge import Capabilities, JudgeOptions, judge, not_expressible, skipped
+from aclcheck.judging.judge import Capabilities, JudgeOptions, judge, not_expressible, skipped
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.layouts import StridedTensor
-from aclcheck.verdicts import CaseVerdict, Verdict
-from aclcheck.wire import AdapterInfo
-from aclcheck.zygote import Zygote
+from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
+from aclcheck.running.integrity import IntegrityGuard
+from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
+from aclcheck.running.remote import RemoteImpl
+from aclcheck.running.zygote import Zygote
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ class RunOptions:
     #: run calls the contract rejects in the isolated worker even without `isolate`:
     #: an implementation that accepts them may read out of bounds and take the run down
     isolate_invalid: bool = True
-    #: hang allowance floor in seconds (see aclcheck.hangs)
+    #: hang allowance floor in seconds (see aclcheck.running.hangs)
     hang_floor: float = HANG_FLOOR_S
 
 
@@ -80,10 +79,10 @@ def isolates(impl: Implementation, opts: RunOptions) -> bool:
 class CaseRunner:
     """Makes an adapter's calls, in-process or in an isolated worker as the options say.
 
-    Workers come from `zygote` (aclcheck.impls.remote.open_impl starts it; the runner
+    Workers come from `zygote` (aclcheck.running.remote.open_impl starts it; the runner
     closes it), or, for a fork-safe adapter built here, from a zygote started with the
     first isolated call: no call pays a fresh interpreter. In-process calls are followed
-    by an integrity check of this process (aclcheck.integrity).
+    by an integrity check of this process (aclcheck.running.integrity).
     Owns processes: use it as a context manager or call close().
     """
 
@@ -216,7 +215,7 @@ def prepare(runner: CaseRunner, loaded: LoadedCase, caps: Capabilities
 def conclude(runner: CaseRunner, loaded: LoadedCase, call: CallInputs, outcome: Outcome,
              caps: Capabilities) -> CaseVerdict:
     """Judge what came back (repeating the call if asked), with notes (the caller adds
-    the repro line: aclcheck.config.VerifyConfig.repro)."""
+    the repro line: aclcheck.running.config.VerifyConfig.repro)."""
     case, opts = loaded.case, runner.opts
     grad_values = loaded.grad_output.view() if loaded.grad_output is not None else None
     verdict = judge(case, loaded.golden, grad_values, outcome, caps, opts.judge)
@@ -338,68 +337,3 @@ def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
         pending = (loaded, prepared)
     if pending is not None:
         yield conclude(runner, *pending, collect(), caps)
-
-
-# -- fan-out over a concurrent.futures-style executor --------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    """One case shipped to an executor worker: plain, picklable data (no file handles).
-    `info`: the adapter's capabilities when its calls are isolated, so the executor
-    worker never imports it either (None: it runs there, in-process)."""
-
-    spec: str
-    loaded: LoadedCase
-    opts: RunOptions
-    info: AdapterInfo | None = None
-
-
-_WORKER_CACHE: dict[tuple[str, str], tuple[Implementation, CaseRunner]] = {}
-
-
-def run_work_item(item: WorkItem) -> CaseVerdict:
-    """Pool-side: build (once per process) the adapter from its spec and run one case."""
-    from aclcheck.impls.registry import create
-
-    key = (item.spec, repr(item.opts))  # options may hold unhashable overrides
-    if key not in _WORKER_CACHE:
-        impl = RemoteImpl(item.spec, item.info) if item.info is not None else create(item.spec)
-        _WORKER_CACHE[key] = (impl, CaseRunner(impl, item.opts))
-    impl, runner = _WORKER_CACHE[key]
-    return run_case(runner, item.loaded, Capabilities.of(impl))
-
-
-class SubmitExecutor(Protocol):
-    def submit(self, fn: Callable[..., object], /, *args: object) -> object: ...
-
-
-def iter_verdicts_parallel(impl: Implementation, cases: Iterable[Case], source: CaseSource,
-                           opts: RunOptions, pool: SubmitExecutor, *, window: int = 8,
-                           progress: ProgressFn | None = None) -> Iterator[CaseVerdict]:
-    """Like iter_verdicts, but each case runs on `pool` (ProcessPoolCaseRunner, a Dask
-    client's executor, ...). Only this process reads the source; at most `window` cases
-    are in flight, and verdicts come back in case order, identical to a serial run."""
-    if not impl.spec:
-        raise ValueError(f"{impl.name} cannot be rebuilt in another process; run it serially")
-    from collections import deque
-
-    pending: deque = deque()
-    it = iter(cases)
-    exhausted = False
-    while True:
-        while not exhausted and len(pending) < window:
-            case = next(it, None)
-            if case is None:
-                exhausted = True
-                break
-            info = impl.info if isinstance(impl, RemoteImpl) else None
-            item = WorkItem(impl.spec, source.load(case), opts, info)
-            pending.append(pool.submit(run_work_item, item))
-        if not pending:
-            return
-        interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
-        verdict = pending.popleft().result()  # type: ignore[attr-defined]
-        if progress is not None:
-            progress(verdict)
-        yield verdict

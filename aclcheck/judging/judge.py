@@ -12,10 +12,10 @@ import numpy as np
 
 from aclcheck import contract
 from aclcheck.cases import Case, expected_output
-from aclcheck.compare import Comparison, Context, compare
 from aclcheck.contract import PARAM_NULLPTR, SUCCESS, status_name
 from aclcheck.impls.base import Implementation, Outcome, ReturnedValue
-from aclcheck.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.compare import Comparison, Context, compare
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
 
 @dataclass(frozen=True)

@@ -319,7 +319,7 @@ MAX_NAME, MAX_DESCRIPTION, MAX_ITEMS = 200, 2000, 64
 @dataclass(frozen=True)
 class AdapterInfo:
     """An adapter's capabilities as plain data: what the parent knows of an adapter that
-    only its workers build (see aclcheck.impls.remote). `declines`: its `supports()` is
+    only its workers build (see aclcheck.running.remote). `declines`: its `supports()` is
     its own, so its workers may decline a case (SKIP)."""
 
     name: str

@@ -11,9 +11,9 @@ from functools import cached_property
 
 import numpy as np
 
-from aclcheck.budget import element_budget
 from aclcheck.dtypes import FloatFormat, half_ulp
-from aclcheck.exactness import Prover
+from aclcheck.judging.budget import element_budget
+from aclcheck.judging.exactness import Prover
 
 
 class Piece:

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.budget import BudgetModel, budget_model
 from aclcheck.dtypes import (
     FLOAT32,
     FloatFormat,
@@ -39,6 +38,7 @@ from aclcheck.dtypes import (
     quantum_exponent,
     ulp,
 )
+from aclcheck.judging.budget import BudgetModel, budget_model
 from aclcheck.reference import SpreadPlan, backward, spread_plan
 
 

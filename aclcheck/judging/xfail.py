@@ -21,7 +21,7 @@ from pathlib import Path
 
 from aclcheck.configfile import Entry, read_document, top_level
 from aclcheck.errors import ConfigError
-from aclcheck.verdicts import FAILING, CaseVerdict, Verdict
+from aclcheck.judging.verdicts import FAILING, CaseVerdict, Verdict
 
 ENTRY_KEYS = frozenset({"id", "reason", "impl", "verdicts", "may_pass"})
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.budget import BudgetModel
 from aclcheck.dtypes import FloatFormat
+from aclcheck.judging.budget import BudgetModel
 
 #: Worst elements kept.
 WORST_COUNT = 5

@@ -107,7 +107,7 @@ class Zygote:
         config = pickle.dumps((list(sys.path), worker_main, preload, preload_arg))
         self.log: IO[bytes] = tempfile.TemporaryFile(prefix="aclcheck-zygote-")
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", "from aclcheck.zygote import main; main()",
+            [sys.executable, "-c", "from aclcheck.running.zygote import main; main()",
              str(theirs.fileno())], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
             stdout=self.log, stderr=self.log,
             process_group=0)  # its own group: a Ctrl-C at the terminal is the parent's
@@ -353,7 +353,7 @@ def _worker(sock: socket.socket, fds: list[int], args: tuple[Any, ...], worker_r
                 os.set_inheritable(fd, True)
             payload = base64.b64encode(pickle.dumps((list(sys.path), worker_ref, args)))
             os.execv(sys.executable, [sys.executable, "-c",
-                                      "from aclcheck.zygote import exec_main; exec_main()",
+                                      "from aclcheck.running.zygote import exec_main; exec_main()",
                                       ",".join(map(str, fds)), payload.decode()])
         worker_main(fds, args)
     except BaseException:  # noqa: BLE001 - the parent sees the exit status

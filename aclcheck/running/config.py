@@ -4,7 +4,7 @@ One frozen dataclass holds every option of a run. The CLI builds it from its gro
 options, the pytest plugin from its own, a script or another command directly:
 
     cfg = VerifyConfig(golden="suite.h5", impl="torch", isolate=True, timeout=10)
-    cfg.run_options()          # what aclcheck.runner needs
+    cfg.run_options()          # what aclcheck.running.runner needs
     cfg.repro("a2-fp32-...")   # the command that reruns one case with the same verdict
 
 Every field says in its metadata whether it can change a case's verdict (`repro`). The
@@ -21,7 +21,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aclcheck.runner import RunOptions
+    from aclcheck.running.runner import RunOptions
 
 #: metadata value of fields that change verdicts only for --impl aclnn (the product of
 #: the device: a single --product names it)
@@ -99,7 +99,7 @@ class VerifyConfig:
     @property
     def standard_names(self) -> tuple[str, ...]:
         """The standards to judge by, the gating one first, without repeats."""
-        from aclcheck.standards import DEFAULT_STANDARD
+        from aclcheck.judging.standards import DEFAULT_STANDARD
 
         return tuple(dict.fromkeys(self.standards or (DEFAULT_STANDARD,)))
 
@@ -110,9 +110,9 @@ class VerifyConfig:
 
     def run_options(self) -> RunOptions:
         """What the runner needs (reads the tolerance file, if any)."""
-        from aclcheck.judge import JudgeOptions
-        from aclcheck.runner import RunOptions
-        from aclcheck.standards import load_overrides
+        from aclcheck.judging.judge import JudgeOptions
+        from aclcheck.judging.standards import load_overrides
+        from aclcheck.running.runner import RunOptions
 
         overrides = load_overrides(self.tolerances) if self.tolerances else None
         return RunOptions(

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from aclcheck.cases import Case, make_id
-from aclcheck.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
 Judge = Callable[[Case], CaseVerdict]
 #: progress(tries, accepted, current smallest case)

@@ -18,21 +18,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aclcheck.budget import BudgetModel, budget_model
 from aclcheck.chunks import plane_blocks
 from aclcheck.dtypes import BFLOAT16, FloatFormat, float_format, max_ulp_distance
-from aclcheck.evidence import Evidence, EvidenceBuilder
-from aclcheck.exactness import BlockBounds, Prover, exact_plan
-from aclcheck.findings import Hints, Worst, WorstTally, Zones
-from aclcheck.piece import Piece
-from aclcheck.reference import backward
-from aclcheck.standards import (
+from aclcheck.judging.budget import BudgetModel, budget_model
+from aclcheck.judging.evidence import Evidence, EvidenceBuilder
+from aclcheck.judging.exactness import BlockBounds, Prover, exact_plan
+from aclcheck.judging.findings import Hints, Worst, WorstTally, Zones
+from aclcheck.judging.pieces import Piece
+from aclcheck.judging.standards import (
     DEFAULT_STANDARD,
     Overrides,
     Standard,
     StandardResult,
     get_standard,
 )
+from aclcheck.reference import backward
 
 #: Elements per sub-chunk: the hot loop's arrays (a dozen float64 temporaries) stay in
 #: cache-sized pieces.
@@ -226,7 +226,7 @@ def compare(
     """Metrics and verdicts of `actual` against the float64 `golden` (same shape).
 
     standards: names of the standards to judge by; the first one gates `passed` and picks
-    the worst elements. A failing comparison carries its evidence (aclcheck.evidence: a
+    the worst elements. A failing comparison carries its evidence (aclcheck.judging.evidence: a
     downsampled error/allowed map, failing planes, a histogram) for the reports.
     Raises ValueError for an unknown standard name or a shape mismatch (the caller checks
     shapes first).
