@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from aclcheck import contract
+from aclcheck.arrays import ResultBuffers
 from aclcheck.contract import Call, Expectation, TensorDesc
 from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, dtype_tag, round_to
 from aclcheck.layouts import LAYOUT_TAGS, StridedTensor, place
-from aclcheck.reference import ResultBuffers, backward, spread_plan
+from aclcheck.reference import backward, spread_plan
 from aclcheck.ties import tie_grad
 
 #: Value distributions. The first four are the vendor suites' random ones; the rest are

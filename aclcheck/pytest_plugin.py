@@ -139,13 +139,13 @@ class GoldenGate:
 
     def _setup(self, config: pytest.Config, golden: str) -> None:
         from aclcheck.errors import AclcheckError, UsageError
-        from aclcheck.file_guard import Role, Snapshot, check_apart
         from aclcheck.judging import xfail
         from aclcheck.judging.judge import Capabilities
         from aclcheck.judging.standards import STANDARDS
         from aclcheck.running.config import VerifyConfig
         from aclcheck.running.remote import open_impl
         from aclcheck.store import open_golden
+        from aclcheck.store.file_guard import Role, Snapshot, check_apart
 
         self.config = config
         self.path = (config.invocation_params.dir / golden).resolve()

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from aclcheck.families import DEFAULT_FAMILIES
-from aclcheck.generate import generate
 from aclcheck.store import run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.generate import generate
+from aclcheck.suite.selection import Selection, build_suite
 
 
 def one_run(golden: Path, impl_name: str, isolate: bool) -> float:

@@ -44,7 +44,8 @@ from functools import partial
 import numpy as np
 
 from aclcheck import reference
-from aclcheck.reference import DEFAULT_CHUNK_ELEMS, ResultBuffers, backward
+from aclcheck.arrays import ResultBuffers
+from aclcheck.reference import DEFAULT_CHUNK_ELEMS, backward
 
 #: (N, C, H, W) of self -> (Ho, Wo) of gradOutput, from the issue.
 SHAPES: list[tuple[tuple[int, int, int, int], tuple[int, int]]] = [

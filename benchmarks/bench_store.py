@@ -36,7 +36,7 @@ from aclcheck import store
 from aclcheck.cases import Case, CaseTensors, make_tensors
 from aclcheck.cli import cli
 from aclcheck.cli.inspect import list_lines, select
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.selection import Selection, build_suite
 
 # (dtype, layout, self shape, grad shape): large tensors, mixed dtypes and layouts
 LARGE = (

@@ -76,7 +76,7 @@ fn = correct
 
 _CHANNEL = '''
 import gc, os, struct, sys, time, json
-from aclcheck import wire
+from aclcheck.running import wire
 
 
 def channel():
@@ -158,7 +158,7 @@ def fn(grad_output, self):
 #: answers, then stops reading its calls (the next send must not block the parent)
 STOPS_READING = CORRECT + '''
 import time
-from aclcheck import wire
+from aclcheck.running import wire
 
 
 def _never(*args, **kwargs):

@@ -28,8 +28,8 @@ from aclcheck.dtypes import FLOAT_FORMATS
 from aclcheck.families import ALIGN_SIZES, DEFAULT_FAMILIES, FAMILIES, RULES, SPECIAL_DISTS
 from aclcheck.layouts import LAYOUTS
 from aclcheck.reference import backward
-from aclcheck.sharding import round_robin as shard
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.selection import Selection, build_suite
+from aclcheck.suite.sharding import round_robin as shard
 
 
 @pytest.fixture(scope="module")

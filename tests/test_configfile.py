@@ -12,7 +12,7 @@ from aclcheck.configfile import MAX_DEPTH, Entry, nesting_depth, read_document
 from aclcheck.errors import ConfigError, SuiteError, UsageError
 from aclcheck.judging import xfail
 from aclcheck.judging.standards import load_overrides
-from aclcheck.suite import load_case_file
+from aclcheck.suite.casefile import load_case_file
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -33,7 +33,7 @@ from aclcheck.judging.budget import resolve_accumulate
 from aclcheck.judging.compare import Comparison, Context, compare
 from aclcheck.judging.standards import DEFAULT_C, PUBLISHED, STANDARDS
 from aclcheck.reference import backward, term_counts
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.selection import Selection, build_suite
 from tests import kernels
 
 ALL = tuple(STANDARDS)

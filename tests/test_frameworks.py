@@ -25,7 +25,7 @@ from aclcheck.impls.base import CallInputs, Implementation, Outcome
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.layouts import StridedTensor, contiguous_strides
 from aclcheck.running.runner import LoadedCase, RunOptions, run_cases
-from aclcheck.suite import parse_case_entries
+from aclcheck.suite.casefile import parse_case_entries
 
 PACKAGES = {"mindspore": "mindspore", "paddle": "paddle"}
 FRAMEWORKS = tuple(PACKAGES)
@@ -195,7 +195,7 @@ from aclcheck.impls import create
 from aclcheck.impls.base import CallInputs
 from aclcheck.running.hangs import CallClock
 from aclcheck.running.isolation import IsolatedRunner, start_zygote
-from aclcheck.suite import parse_case_entries
+from aclcheck.suite.casefile import parse_case_entries
 
 impl = create(sys.argv[1])
 assert impl.fork_safe

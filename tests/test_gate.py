@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aclcheck import sharding
+from aclcheck.suite import sharding
 from tests.tests_support import cli_run
 
 FAMILIES = ("divisible", "nondivisible", "upsampling", "global", "layout", "invalid")

@@ -32,7 +32,7 @@ from aclcheck.impls.base import CallInputs
 from aclcheck.running import isolation
 from aclcheck.running.isolation import IsolatedRunner, start_zygote
 from aclcheck.store import open_golden
-from aclcheck.suite import Selection
+from aclcheck.suite.selection import Selection
 from tests import hostile_modules as hm
 
 REPO = Path(__file__).parent.parent
@@ -419,7 +419,7 @@ def test_a_kernels_text_is_escaped_in_every_report(golden: Path, ids: dict, tmp_
 
 def test_a_kernels_text_never_breaks_a_case_file(golden: Path, ids: dict,
                                                  tmp_path: Path) -> None:
-    from aclcheck.suite import load_case_file
+    from aclcheck.suite.casefile import load_case_file
 
     spec = hm.write_module(tmp_path, hm.RAISES_HOSTILE_TEXT)
     cases = tmp_path / "regressions.toml"

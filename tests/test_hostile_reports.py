@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from aclcheck.baseline import diff
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.report import json_report
-from aclcheck.suite import Selection
+from aclcheck.report.diff import diff
+from aclcheck.suite.selection import Selection
 from tests import hostile_modules as hm
 from tests.tests_support import cli_run
 

@@ -21,7 +21,7 @@ import pytest
 from aclcheck import reference
 from aclcheck.cases import make_inputs
 from aclcheck.reference import backward, spread_plan
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.selection import Selection, build_suite
 
 pytestmark = pytest.mark.skipif(
     reference._native is None,

@@ -25,7 +25,7 @@ from aclcheck.judging.exactness import exact_ties, is_tie
 from aclcheck.judging.standards import parse_overrides
 from aclcheck.reference import backward
 from aclcheck.store import open_golden
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.selection import Selection, build_suite
 
 NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 

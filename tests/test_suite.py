@@ -15,15 +15,10 @@ from aclcheck import contract
 from aclcheck.cases import Case
 from aclcheck.errors import SuiteError, UsageError
 from aclcheck.families import ALL_FAMILIES
-from aclcheck.sharding import interleave, parse_shard
-from aclcheck.sharding import round_robin as shard
-from aclcheck.suite import (
-    CASE_FILE_KEYS,
-    Selection,
-    build_suite,
-    load_case_file,
-    parse_case_entries,
-)
+from aclcheck.suite.casefile import CASE_FILE_KEYS, load_case_file, parse_case_entries
+from aclcheck.suite.selection import Selection, build_suite
+from aclcheck.suite.sharding import interleave, parse_shard
+from aclcheck.suite.sharding import round_robin as shard
 
 # -- Selection -----------------------------------------------------------------------------
 

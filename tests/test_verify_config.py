@@ -17,7 +17,7 @@ import aclcheck.pytest_plugin
 from aclcheck.cli import cli
 from aclcheck.cli.verify import _RENAMED, config_from_params, verify
 from aclcheck.running.config import ACLNN_ONLY, VerifyConfig
-from aclcheck.selection import id_matches
+from aclcheck.suite.filters import id_matches
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.generate import generate
 from aclcheck.impls.base import CallInputs
 from aclcheck.impls.reference import ReferenceImpl
 from aclcheck.store import GoldenFile, ResultRow, run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.generate import generate
+from aclcheck.suite.selection import Selection, build_suite
 
 
 def write_golden(folder: Path, selection: Selection, suite: str) -> Path:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from aclcheck.binexchange import export_cases, import_folder, import_inputs
 from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
 from aclcheck.errors import EXIT_CODES_HELP, UsageError
-from aclcheck.file_guard import Role, check_apart
-from aclcheck.selection import select
 from aclcheck.store import check_output_path, open_golden, run_meta, write_results
+from aclcheck.store.exchange import export_cases, import_folder, import_inputs
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite.filters import select
 
 
 @click.command("export", epilog=EXIT_CODES_HELP)

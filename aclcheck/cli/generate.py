@@ -16,10 +16,10 @@ from rich.table import Table
 from aclcheck import contract
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.errors import EXIT_CODES_HELP
-from aclcheck.file_guard import Role, check_apart
-from aclcheck.generate import GenerateStats, ProgressFn, plan_suite
-from aclcheck.generate import generate as run_generate
 from aclcheck.store import COMPRESSIONS, check_output_path, run_meta
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite.generate import GenerateStats, ProgressFn, plan_suite
+from aclcheck.suite.generate import generate as run_generate
 
 
 def command_line(params: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from aclcheck import casewriter, contract
+from aclcheck import contract
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.shrink import (
     describe,
@@ -21,12 +21,13 @@ from aclcheck.cli.shrink import (
 )
 from aclcheck.dtypes import COMPUTE_DTYPES, normalize_dtype
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteError, UsageError
-from aclcheck.file_guard import Role, check_apart
-from aclcheck.generate import generate
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
 from aclcheck.running.live import LiveJudge
 from aclcheck.store import check_output_path, run_meta
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite import casefile as casewriter
+from aclcheck.suite.generate import generate
 from aclcheck.triage.hunt import search
 from aclcheck.triage.shrink import renamed, shrink
 

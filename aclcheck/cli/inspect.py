@@ -17,7 +17,6 @@ from aclcheck import contract
 from aclcheck.cli.common import handle_errors, selection_options, stdout_console
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
 from aclcheck.judging.exactness import exact_ties
-from aclcheck.selection import id_matches, select
 from aclcheck.store import (
     FORMAT_RESULTS,
     CheckReport,
@@ -29,6 +28,7 @@ from aclcheck.store import (
     read_results,
     results_meta,
 )
+from aclcheck.suite.filters import id_matches, select
 
 
 def value_stats(values: np.ndarray | None) -> dict[str, Any]:

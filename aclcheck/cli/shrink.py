@@ -12,12 +12,10 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from aclcheck import casewriter
 from aclcheck.cases import Case
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.verify import open_adapter
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
-from aclcheck.file_guard import Role, check_apart
 from aclcheck.impls.callable_impl import source_file
 from aclcheck.judging.budget import ACCUMULATE_CHOICES
 from aclcheck.judging.gate import UNJUDGED
@@ -28,6 +26,8 @@ from aclcheck.running.live import LiveJudge, can_rerun
 from aclcheck.running.remote import OpenedImpl
 from aclcheck.running.runner import RunOptions
 from aclcheck.store import open_golden
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite import casefile as casewriter
 from aclcheck.triage.shrink import ShrinkResult, shrink
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -58,7 +58,7 @@ def live_options(fn: F) -> F:
 
 
 def live_inputs(impl: str, tolerances: str | None) -> list[Role]:
-    """The files a live command reads besides its golden file (aclcheck.file_guard)."""
+    """The files a live command reads besides its golden file (aclcheck.store.file_guard)."""
     inputs = [Role("--tolerances", tolerances)] if tolerances else []
     source = source_file(impl) if ":" in impl else None
     return inputs + ([Role("--impl", source)] if source is not None else [])

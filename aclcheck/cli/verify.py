@@ -16,9 +16,6 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from aclcheck import sharding
-from aclcheck.baseline import diff as baseline_diff
-from aclcheck.baseline import run_mismatch
 from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
 from aclcheck.errors import (
     EXIT_CODES_HELP,
@@ -27,7 +24,6 @@ from aclcheck.errors import (
     EXIT_OK,
     UsageError,
 )
-from aclcheck.file_guard import Role, Snapshot, check_apart
 from aclcheck.impls.aclnn_impl import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.impls.callable_impl import source_file
@@ -39,6 +35,8 @@ from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report, junit
 from aclcheck.report.console import gate_lines
+from aclcheck.report.diff import diff as baseline_diff
+from aclcheck.report.diff import run_mismatch
 from aclcheck.report.files import check_writable, file_mode, write_all
 from aclcheck.report.safe_text import data_text, printable
 from aclcheck.running.config import VerifyConfig
@@ -47,8 +45,10 @@ from aclcheck.running.parallel import iter_verdicts_parallel
 from aclcheck.running.remote import OpenedImpl, open_impl
 from aclcheck.running.runner import LoadedCase, RunOptions, iter_verdicts
 from aclcheck.running.zygote import Zygote
-from aclcheck.selection import select
 from aclcheck.store import GoldenFile, open_golden
+from aclcheck.store.file_guard import Role, Snapshot, check_apart
+from aclcheck.suite import sharding
+from aclcheck.suite.filters import select
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -237,7 +237,7 @@ def config_from_params(golden: str, params: dict[str, Any]) -> VerifyConfig:
 
 
 def file_roles(config: VerifyConfig) -> tuple[list[Role], list[Role]]:
-    """What a verify run reads and writes (aclcheck.file_guard)."""
+    """What a verify run reads and writes (aclcheck.store.file_guard)."""
     inputs = [Role("GOLDEN", config.golden)]
     for flag, path in (("--results", config.results), ("--tolerances", config.tolerances),
                        ("--xfail", config.xfail), ("--baseline", config.baseline)):

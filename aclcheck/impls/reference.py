@@ -6,10 +6,11 @@ construction: a self-test of the pipeline (store, comparison, reports), not a ke
 
 from __future__ import annotations
 
+from aclcheck.arrays import ResultBuffers
 from aclcheck.contract import SUCCESS, UNSPECIFIED
 from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded
 from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
-from aclcheck.reference import ResultBuffers, backward
+from aclcheck.reference import backward
 
 
 class ReferenceImpl(Implementation):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aclcheck.chunks import plane_blocks
+from aclcheck.arrays import plane_blocks
 from aclcheck.dtypes import BFLOAT16, FloatFormat, float_format, max_ulp_distance
 from aclcheck.judging.budget import BudgetModel, budget_model
 from aclcheck.judging.evidence import Evidence, EvidenceBuilder

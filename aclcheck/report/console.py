@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from aclcheck.baseline import Diff
 from aclcheck.judging.gate import Gate, Kind
 from aclcheck.judging.verdicts import (
     FAILING,
@@ -22,6 +21,7 @@ from aclcheck.judging.verdicts import (
     summarize,
     summary_line,
 )
+from aclcheck.report.diff import Diff
 from aclcheck.report.errormap import error_map
 from aclcheck.report.safe_text import data_text, printable
 

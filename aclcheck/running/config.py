@@ -104,7 +104,7 @@ class VerifyConfig:
         return tuple(dict.fromkeys(self.standards or (DEFAULT_STANDARD,)))
 
     def selection(self) -> dict[str, Any]:
-        """Keyword arguments of aclcheck.selection.select."""
+        """Keyword arguments of aclcheck.suite.filters.select."""
         return {"products": self.products, "dtypes": self.dtypes, "formats": self.formats,
                 "families": self.families, "id_pattern": self.ids or None}
 

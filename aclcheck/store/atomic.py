@@ -17,8 +17,7 @@ import numpy as np
 
 from aclcheck import __version__
 from aclcheck.errors import OutputFileError
-from aclcheck.store.h5read import h5_reason
-from aclcheck.store.schema import (
+from aclcheck.store.codec import (
     GZIP_LEVEL,
     LIBVER,
     SCHEMA_VERSION,
@@ -28,6 +27,7 @@ from aclcheck.store.schema import (
     set_attrs,
     text_attr,
 )
+from aclcheck.store.h5read import h5_reason
 
 
 def check_output_path(path: str | Path, force: bool) -> Path:

@@ -11,17 +11,17 @@ from typing import Any
 import h5py
 
 from aclcheck.errors import InputFileError
-from aclcheck.store.h5read import H5_ERRORS, damage, default_read_limit, open_h5
-from aclcheck.store.reader import GoldenFile, open_golden
-from aclcheck.store.results import iter_results, result_index
-from aclcheck.store.schema import (
+from aclcheck.store.codec import (
     EXPECT_ATTRS,
     FORMAT_GOLDEN,
     FORMAT_RESULTS,
     TENSOR_DATASETS,
-    IndexEntry,
     plain_value,
 )
+from aclcheck.store.h5read import H5_ERRORS, damage, default_read_limit, open_h5
+from aclcheck.store.index import IndexEntry
+from aclcheck.store.reader import GoldenFile, open_golden
+from aclcheck.store.results import iter_results, result_index
 
 #: Problems listed per file; the rest are counted.
 MAX_PROBLEMS = 50

@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 
 from aclcheck.errors import InputFileError
-from aclcheck.store.schema import CHUNK_BYTES, REQUIRED_ROOT_ATTRS, SCHEMA_VERSION, plain_value
+from aclcheck.store.codec import CHUNK_BYTES, REQUIRED_ROOT_ATTRS, SCHEMA_VERSION, plain_value
 
 #: The filters the writer uses; a dataset with any other filter is refused unread.
 ALLOWED_FILTERS = {h5py.h5z.FILTER_FLETCHER32: "fletcher32", h5py.h5z.FILTER_SHUFFLE: "shuffle",

@@ -13,6 +13,13 @@ from aclcheck.cases import Case, CaseTensors
 from aclcheck.dtypes import decode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.layouts import StridedTensor, layout_geometry
+from aclcheck.store.codec import (
+    FORMAT_GOLDEN,
+    TENSOR_DATASETS,
+    index_dtype_problem,
+    is_safe_id,
+    plain_value,
+)
 from aclcheck.store.h5read import (
     check_layout,
     damage,
@@ -22,19 +29,8 @@ from aclcheck.store.h5read import (
     read_checked,
     read_dataset,
 )
-from aclcheck.store.schema import (
-    FORMAT_GOLDEN,
-    INDEX_COLUMNS,
-    TENSOR_DATASETS,
-    IndexEntry,
-    entries_from_array,
-    index_dtype_problem,
-    index_mismatches,
-    is_safe_id,
-    plain_value,
-    record_from_attrs,
-    record_problem,
-)
+from aclcheck.store.index import INDEX_COLUMNS, IndexEntry, entries_from_array, index_mismatches
+from aclcheck.store.records import record_from_attrs, record_problem
 
 
 def tensor_from(p: Path, ds: object, what: str, case: Case, name: str,

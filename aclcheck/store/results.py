@@ -14,15 +14,7 @@ import numpy as np
 from aclcheck.dtypes import decode_array, encode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
-from aclcheck.store.h5read import (
-    check_layout,
-    damage,
-    default_read_limit,
-    member,
-    open_h5,
-    read_dataset,
-)
-from aclcheck.store.schema import (
+from aclcheck.store.codec import (
     COMPRESSIONS,
     FORMAT_RESULTS,
     check_id,
@@ -34,6 +26,14 @@ from aclcheck.store.schema import (
     set_attrs,
     shape_text,
     text_attr,
+)
+from aclcheck.store.h5read import (
+    check_layout,
+    damage,
+    default_read_limit,
+    member,
+    open_h5,
+    read_dataset,
 )
 
 RESULT_INDEX_COLUMNS: tuple[tuple[str, str], ...] = (

@@ -16,19 +16,17 @@ from aclcheck.dtypes import encode_array
 from aclcheck.errors import UsageError
 from aclcheck.layouts import StridedTensor
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
-from aclcheck.store.schema import (
+from aclcheck.store.codec import (
     COMPRESSIONS,
     FORMAT_GOLDEN,
-    IndexEntry,
     check_id,
-    index_array,
-    index_entry,
     new_group,
-    record_attrs,
     run_meta,
     set_attrs,
     text_attr,
 )
+from aclcheck.store.index import IndexEntry, index_array, index_entry
+from aclcheck.store.records import record_attrs
 
 
 def _tensor_attrs(t: StridedTensor, dtype: str) -> dict[str, Any]:

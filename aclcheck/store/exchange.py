@@ -27,11 +27,12 @@ from aclcheck.cases import Case
 from aclcheck.configfile import read_document
 from aclcheck.dtypes import ACL_DTYPE_ENUM, decode_array, encode_array, storage_dtype
 from aclcheck.errors import InputFileError, OutputFileError, UsageError
-from aclcheck.file_guard import Role, check_apart
 from aclcheck.layouts import StridedTensor, contiguous_strides
 from aclcheck.report.files import atomic_write
 from aclcheck.store import GoldenFile, ResultRow
-from aclcheck.store.schema import MAX_DIM, is_safe_id
+from aclcheck.store.codec import is_safe_id
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.store.records import MAX_DIM
 
 MANIFEST = "manifest.json"
 FORMAT = "aclcheck-bin-exchange"
@@ -337,7 +338,7 @@ def read_out(path: Path, spec: dict[str, Any]) -> np.ndarray:
 
 
 def import_inputs(folder: str | Path) -> list[Role]:
-    """What `import` reads (aclcheck.file_guard): the manifest and every case folder."""
+    """What `import` reads (aclcheck.store.file_guard): the manifest and every case folder."""
     root = Path(folder)
     roles = [Role("FOLDER", root / MANIFEST)]
     try:

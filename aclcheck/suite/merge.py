@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aclcheck import sharding
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.judging.verdicts import CaseVerdict, summarize
 from aclcheck.store import VOLATILE_ROOT_ATTRS, GoldenFile, GoldenWriter, open_golden, run_meta
+from aclcheck.suite import sharding
 
 #: Report keys that must agree between shards of one run.
 SAME_KEYS = ("implementation", "standards", "golden")

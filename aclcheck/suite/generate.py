@@ -19,16 +19,17 @@ from typing import Any
 import numpy as np
 
 from aclcheck import contract, interrupts
+from aclcheck.arrays import ResultBuffers
 from aclcheck.cases import Case, CaseTensors, make_tensors
 from aclcheck.dtypes import NUMPY_DTYPES, normalize_dtype
 from aclcheck.errors import SuiteError
 from aclcheck.layouts import layout_geometry
-from aclcheck.reference import ResultBuffers
 from aclcheck.running.executors import ProcessPool
-from aclcheck.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
 from aclcheck.store.h5read import memory_bytes
-from aclcheck.suite import Selection, build_suite, check_unique, load_case_file
+from aclcheck.suite.casefile import load_case_file
+from aclcheck.suite.selection import Selection, build_suite, check_unique
+from aclcheck.suite.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 
 #: progress(done, total, case): called after each case is written.
 ProgressFn = Callable[[int, int, Case], None]
