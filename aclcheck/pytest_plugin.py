@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from aclcheck.cases.call import Capabilities
     from aclcheck.impls.base import Implementation
     from aclcheck.judging.gate import Gate
-    from aclcheck.judging.judge import Capabilities
     from aclcheck.judging.verdicts import CaseVerdict
     from aclcheck.judging.xfail import XfailEntry, XfailList
     from aclcheck.running.runner import CaseRunner, RunOptions
@@ -138,9 +138,9 @@ class GoldenGate:
             raise pytest.UsageError(str(exc)) from None
 
     def _setup(self, config: pytest.Config, golden: str) -> None:
+        from aclcheck.cases.call import Capabilities
         from aclcheck.errors import AclcheckError, UsageError
         from aclcheck.judging import xfail
-        from aclcheck.judging.judge import Capabilities
         from aclcheck.judging.standards import STANDARDS
         from aclcheck.running.config import VerifyConfig
         from aclcheck.running.remote import open_impl
@@ -204,12 +204,9 @@ class GoldenGate:
     def run(self, case_id: str, position: int) -> CaseVerdict:
         from dataclasses import replace
 
-        from aclcheck.running.runner import LoadedCase, run_case
+        from aclcheck.running.runner import run_case
 
-        case = self.golden.case(case_id)
-        grad, self_ = self.golden.inputs(case_id)
-        loaded = LoadedCase(case, grad, self_, self.golden.golden(case_id))
-        verdict = run_case(self.executor, loaded, self.caps)
+        verdict = run_case(self.executor, self.golden.data(case_id), self.caps)
         return replace(verdict, index=position, repro=self.verify_config.repro(case_id))
 
     def known(self, case_id: str) -> XfailEntry | None:

@@ -26,7 +26,7 @@ import numpy as np
 from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.judging.compare import Context, compare
 from aclcheck.judging.standards import STANDARDS
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 
 def make_case(elements: int, dtype: str = "float32", one_plane: bool = False, seed: int = 0):

@@ -15,7 +15,7 @@ from pathlib import Path
 CORRECT = '''
 import numpy as np
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 
 def correct(grad_output, self):

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 
 def _dtype_name(a: np.ndarray) -> str:

@@ -25,7 +25,7 @@ from aclcheck.judging.budget import budget, budget_model, product_path
 from aclcheck.judging.compare import Context, compare, discriminating
 from aclcheck.judging.findings import WORST_COUNT
 from aclcheck.judging.standards import STANDARDS, parse_overrides
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from tests import kernels
 
 NP = {"float16": np.float16, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16}

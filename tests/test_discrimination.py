@@ -27,12 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from aclcheck.cases import Case, make_inputs, make_tensors
 from aclcheck.dtypes import float_format, half_ulp
 from aclcheck.judging.budget import resolve_accumulate
 from aclcheck.judging.compare import Comparison, Context, compare
 from aclcheck.judging.standards import DEFAULT_C, PUBLISHED, STANDARDS
-from aclcheck.reference import backward, term_counts
+from aclcheck.ops.adaptive.windows import term_counts
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.materialize import make_inputs, make_tensors
 from aclcheck.suite.selection import Selection, build_suite
 from tests import kernels
 

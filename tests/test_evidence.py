@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from aclcheck.cases import Case, make_tensors
 from aclcheck.judging import evidence
 from aclcheck.judging.compare import Context, compare
 from aclcheck.judging.evidence import (
@@ -20,6 +19,8 @@ from aclcheck.judging.evidence import (
     EvidenceBuilder,
 )
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.report.errormap import error_map, shrink_map
 from tests import kernels
 

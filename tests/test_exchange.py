@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from aclcheck.store import open_golden, read_results
 from aclcheck.store.exchange import raw_bytes
 from tests.tests_support import cli_run

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck.cases import Case
 from aclcheck.cli import cli
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.store import text_attr
 from aclcheck.store.codec import set_attrs
 from aclcheck.store.records import record_attrs

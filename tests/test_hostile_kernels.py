@@ -271,12 +271,12 @@ def test_an_output_flood_is_read_as_its_tail(golden: Path, ids: dict, tmp_path: 
     spec = hm.write_module(tmp_path, hm.FLOODS_OUTPUT)
     with open_golden(golden) as gf:
         case = gf.case(ids["4d"][0])
-        grad, self_ = gf.inputs(case.id)
+        inputs = gf.data(case.id).inputs
     zygote = start_zygote(spec)
     worker = IsolatedRunner(spec, timeout=60, zygote=zygote)
     try:
         tracemalloc.start()
-        outcome = worker.run(CallInputs(case, grad, self_))
+        outcome = worker.run(CallInputs(case, inputs))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from aclcheck.arrays import ResultBuffers
-from aclcheck.cases import make_tensors
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.suite.selection import Selection, build_suite
 
 BIG = (4 << 20) // 8  # float64 elements of the smallest result a ResultBuffers keeps

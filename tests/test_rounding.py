@@ -16,14 +16,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck.cases import Case, make_tensors
 from aclcheck.cli import cli
 from aclcheck.cli.inspect import list_lines
 from aclcheck.dtypes import BFLOAT16, FLOAT16, correctly_rounded, float_format
 from aclcheck.judging.compare import Context, compare
 from aclcheck.judging.exactness import exact_ties, is_tie
 from aclcheck.judging.standards import parse_overrides
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import open_golden
 from aclcheck.suite.selection import Selection, build_suite
 

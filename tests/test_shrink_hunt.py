@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck.cases import Case
 from aclcheck.cli import cli
 from aclcheck.impls import create
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool2d_backward.space import random_case
 from aclcheck.running.live import LiveJudge
 from aclcheck.store import run_meta
 from aclcheck.suite.casefile import load_case_file
 from aclcheck.suite.generate import generate
-from aclcheck.triage.hunt import random_case
 from aclcheck.triage.shrink import Signature, hint_classes, shrink
 
 #: The (4, 16, 57, 61) case of issue 11; its end-index bug must shrink to one row or

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from aclcheck import store
-from aclcheck.cases import Case, make_tensors
+from aclcheck.cases.layouts import LAYOUTS
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.layouts import LAYOUTS
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.store.diff import diff_golden
 from aclcheck.suite.selection import Selection, build_suite
 

@@ -30,9 +30,10 @@ def export(golden: str, folder: str, product: tuple[str, ...], dtype: tuple[str,
     harness can follow without HDF5 (see docs/bin-exchange.md).
 
     \b
-    Per case: FOLDER/<case_id>/grad_output.bin, self.bin (storage buffers, little-endian,
-    bf16 as its 16-bit pattern), golden.bin (float64). The harness writes out.bin and,
-    for a non-zero status, status.txt next to them; `aclcheck import` reads them back.
+    Per case: FOLDER/<case_id>/<tensor>.bin for each input tensor, named by its role
+    (storage buffers, little-endian, bf16 as its 16-bit pattern), golden.bin (float64).
+    The harness writes out.bin and, for a non-zero status, status.txt next to them;
+    `aclcheck import` reads them back.
 
     \b
     Examples:

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 import numpy as np
 
-from aclcheck import contract
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.shrink import (
     describe,
@@ -19,8 +18,9 @@ from aclcheck.cli.shrink import (
     repro_commands,
     say,
 )
-from aclcheck.dtypes import COMPUTE_DTYPES, normalize_dtype
+from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteError, UsageError
+from aclcheck.ops import default_operator
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
 from aclcheck.running.live import LiveJudge
@@ -29,7 +29,7 @@ from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite import casefile as casewriter
 from aclcheck.suite.generate import generate
 from aclcheck.triage.hunt import search
-from aclcheck.triage.shrink import renamed, shrink
+from aclcheck.triage.shrink import shrink
 
 CASES_NAME = "cases.toml"
 GOLDEN_NAME = "golden.h5"
@@ -93,9 +93,9 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
     case_path, golden_path = folder / CASES_NAME, folder / GOLDEN_NAME
     check_apart(live_inputs(impl, tolerances), [Role("-o", case_path), Role("-o", golden_path)])
     where, mode = Path(os.path.abspath(folder)), file_mode()  # before any kernel code
-    products = _names(product, str, tuple(contract.PRODUCTS), "product") or list(
-        contract.PRODUCTS)
-    dtypes = _names(dtype, normalize_dtype, COMPUTE_DTYPES, "dtype")
+    op = default_operator()
+    products = _names(product, str, tuple(op.products), "product") or list(op.products)
+    dtypes = _names(dtype, normalize_dtype, op.dtypes, "dtype")
     opened, config, opts = live_setup(impl, standard, tolerances, accumulate, isolate,
                                       timeout)
     adapter = opened.impl
@@ -103,7 +103,7 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
     found = []
     try:
         with LiveJudge(adapter, opts, opened.zygote) as judge:
-            result = search(judge, np.random.default_rng(seed), products, dtypes,
+            result = search(judge, op.space, np.random.default_rng(seed), products, dtypes,
                             max_time=max_time, failures=failures,
                             progress=progress_printer(err, "hunting"))
             if err.is_terminal:
@@ -117,7 +117,8 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
                 if err.is_terminal:
                     err.print()
                 say(out, describe(shrunk))
-                found.append((renamed(shrunk.minimal, f"hunt{len(found)}"), verdict, shrunk))
+                found.append((op.space.renamed(shrunk.minimal, f"hunt{len(found)}"), verdict,
+                              shrunk))
     finally:
         opened.close()
     if not result.judged:  # as verify's gate: nothing judged is not a pass

@@ -13,7 +13,8 @@ import click
 import numpy as np
 from rich.table import Table
 
-from aclcheck import contract
+from aclcheck.cases import CaseData
+from aclcheck.cases.acl import UNSPECIFIED
 from aclcheck.cli.common import handle_errors, selection_options, stdout_console
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
 from aclcheck.judging.exactness import exact_ties
@@ -54,7 +55,7 @@ RICH_TABLE_MAX_ROWS = 500
 
 
 def _status_text(e: IndexEntry) -> str:
-    if e.expected_status == contract.UNSPECIFIED:
+    if e.expected_status == UNSPECIFIED:
         return "either"
     return str(e.expected_status)
 
@@ -67,12 +68,18 @@ def _caption(gf: GoldenFile, shown: int) -> str:
 
 def case_ties(gf: GoldenFile, case_id: str) -> int | None:
     """Exact rounding ties of a case's golden on its product's path (None: no golden)."""
-    case = gf.case(case_id)
-    grad, _ = gf.inputs(case_id)
-    golden = gf.golden(case_id)
-    if golden is None or grad is None:
+    data = gf.data(case_id)
+    if data.golden is None:
         return None
-    return exact_ties(case.product, case.dtype, grad.view(), golden)[1]
+    return case_exact_ties(data)[1]
+
+
+def case_exact_ties(data: CaseData) -> tuple[int, int]:
+    """(elements proven exact, of which exact ties) of a case with a golden."""
+    assert data.golden is not None
+    grad = data.values()["grad_output"]
+    assert grad is not None
+    return exact_ties(data.case.product, data.case.dtype, grad, data.golden)
 
 
 def _ties_text(gf: GoldenFile, e: IndexEntry) -> str:
@@ -119,12 +126,12 @@ def case_tables(gf: GoldenFile, case_id: str) -> tuple[Table, Table, dict[str, A
     rec.add_column("value")
     for key, value in sorted(attrs.items()):
         rec.add_row(key, str(value))
-    grad, self_ = gf.inputs(case_id)
-    golden = gf.golden(case_id)
-    tensors = {"grad_output": grad, "self": self_}
+    case_data = gf.data(case_id)
+    golden = case_data.golden
+    tensors = case_data.inputs
     data: dict[str, Any] = {"record": case.to_record(), "attributes": attrs}
-    if golden is not None and grad is not None:
-        proven, ties = exact_ties(case.product, case.dtype, grad.view(), golden)
+    if golden is not None:
+        proven, ties = case_exact_ties(case_data)
         data["exact"] = {"proven_exact": proven, "ties": ties}
         rec.add_row("exact ties", f"{ties} (of {proven} elements the product's path "
                     "computes exactly)")

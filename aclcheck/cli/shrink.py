@@ -19,6 +19,7 @@ from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageE
 from aclcheck.impls.callable_impl import source_file
 from aclcheck.judging.budget import ACCUMULATE_CHOICES
 from aclcheck.judging.gate import UNJUDGED
+from aclcheck.ops import operator_of
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
 from aclcheck.running.config import VerifyConfig
@@ -99,16 +100,19 @@ def progress_printer(console: Console, what: str) -> Callable[[int, int, Case], 
         return lambda tries, found, case: None
 
     def show(tries: int, found: int, case: Case) -> None:
-        console.print(f"\r{what}: try {tries}, {found} so far, "
-                      f"{list(case.self_shape)} <- {list(case.grad_shape)}   ",
+        console.print(f"\r{what}: try {tries}, {found} so far, {shapes(case)}   ",
                       end="", markup=False, highlight=False)
     return show
 
 
+def shapes(case: Case) -> str:
+    """The call's shapes as the operator shows them ("[2, 3, 8, 6] <- [2, 3, 4, 3]")."""
+    return operator_of(case).display.shapes_text(case)
+
+
 def describe(result: ShrinkResult) -> str:
     o, m = result.original, result.minimal
-    return (f"shrunk {list(o.self_shape)} <- {list(o.grad_shape)} ({o.distribution}) to "
-            f"{list(m.self_shape)} <- {list(m.grad_shape)} ({m.distribution}) in "
+    return (f"shrunk {shapes(o)} ({o.distribution}) to {shapes(m)} ({m.distribution}) in "
             f"{result.tries} tries, {result.seconds:.1f} s"
             + (" (time limit reached: maybe not minimal)" if result.timed_out else ""))
 

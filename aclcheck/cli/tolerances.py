@@ -13,7 +13,6 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from aclcheck import contract
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.errors import UsageError
 from aclcheck.judging.budget import product_path, resolve_accumulate
@@ -27,6 +26,7 @@ from aclcheck.judging.standards import (
     get_standard,
     load_overrides,
 )
+from aclcheck.ops import default_operator
 
 
 def _fmt_value(value: ParamValue) -> str:
@@ -49,7 +49,7 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None) -> Table:
     for col in ("product", "dtype", "accumulates in", "c", "atol", "windows", "1x1 path"):
         # names and formats are never cut: the table grows (and wraps the free text)
         table.add_column(col, no_wrap=col in ("product", "dtype", "c", "atol"))
-    for prod in contract.PRODUCTS.values():
+    for prod in default_operator().products.values():
         for dtype in prod.dtypes:
             params = std.params_for(dtype, prod.id, overrides)
             acc_choice = str(params["accumulate"]) or None
@@ -83,7 +83,7 @@ def standard_table(name: str, overrides: Overrides | None = None) -> Table:
     rows: list[tuple[str, str | None]] = [(d, None) for d in DTYPES]
     if overrides is not None:
         rows += [(d, prod) for prod in overrides.products(std.name)
-                 for d in contract.PRODUCTS[prod].dtypes]
+                 for d in default_operator().products[prod].dtypes]
     for dtype, prod in rows:
         params = std.params_for(dtype, prod, overrides)
         label = dtype if prod is None else f"{dtype} on {prod}"

@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from aclcheck.cases import CaseData
 from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
 from aclcheck.errors import (
     EXIT_CODES_HELP,
@@ -24,6 +25,7 @@ from aclcheck.errors import (
     EXIT_OK,
     UsageError,
 )
+from aclcheck.executors import open_executor
 from aclcheck.impls.aclnn_impl import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.impls.callable_impl import source_file
@@ -40,10 +42,9 @@ from aclcheck.report.diff import run_mismatch
 from aclcheck.report.files import check_writable, file_mode, write_all
 from aclcheck.report.safe_text import data_text, printable
 from aclcheck.running.config import VerifyConfig
-from aclcheck.running.executors import open_executor
 from aclcheck.running.parallel import iter_verdicts_parallel
 from aclcheck.running.remote import OpenedImpl, open_impl
-from aclcheck.running.runner import LoadedCase, RunOptions, iter_verdicts
+from aclcheck.running.runner import RunOptions, iter_verdicts
 from aclcheck.running.zygote import Zygote
 from aclcheck.store import GoldenFile, open_golden
 from aclcheck.store.file_guard import Role, Snapshot, check_apart
@@ -59,9 +60,8 @@ class GoldenSource:
     def __init__(self, gf: GoldenFile) -> None:
         self.gf = gf
 
-    def load(self, case: Any) -> LoadedCase:
-        grad, self_ = self.gf.inputs(case.id)
-        return LoadedCase(case, grad, self_, self.gf.golden(case.id))
+    def load(self, case: Any) -> CaseData:
+        return self.gf.data(case.id)
 
 
 def open_adapter(impl: str, results: str | None, isolate: bool | None) -> OpenedImpl:

@@ -112,20 +112,36 @@ PROTOTYPES: dict[str, tuple[Any, list[Any], bool]] = {
     "aclCreateTensor": (_p, [_i64p, ctypes.c_uint64, _int, _i64p, ctypes.c_int64, _int,
                              _i64p, ctypes.c_uint64, _p], True),
     "aclDestroyTensor": (_int, [_p], True),
-    # aclnnStatus ...GetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self,
-    #     aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor)
-    "aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize": (
-        _int, [_p, _p, _p, ctypes.POINTER(ctypes.c_uint64), _pp], True),
-    # aclnnStatus aclnnAdaptiveAvgPool2dBackward(void *workspace, uint64_t workspaceSize,
-    #     aclOpExecutor *executor, aclrtStream stream)
-    "aclnnAdaptiveAvgPool2dBackward": (_int, [_p, ctypes.c_uint64, _p, _p], True),
 }
 
-#: Library role each function is expected in (others are searched as a fallback).
+
+def operator_prototypes(name: str, tensors: int) -> dict[str, tuple[Any, list[Any], bool]]:
+    """An aclnn operator's two functions (its AclnnSignature):
+
+        aclnnStatus {name}GetWorkspaceSize(const aclTensor *..., (one per tensor)
+            uint64_t *workspaceSize, aclOpExecutor **executor)
+        aclnnStatus {name}(void *workspace, uint64_t workspaceSize,
+            aclOpExecutor *executor, aclrtStream stream)
+    """
+    return {f"{name}GetWorkspaceSize": (_int, [_p] * tensors
+                                        + [ctypes.POINTER(ctypes.c_uint64), _pp], True),
+            name: (_int, [_p, ctypes.c_uint64, _p, _p], True)}
+
+
+def _operators() -> dict[str, tuple[Any, list[Any], bool]]:
+    """The prototypes of every operator aclcheck knows (each from its glue)."""
+    from aclcheck import ops
+
+    out: dict[str, tuple[Any, list[Any], bool]] = {}
+    for op in ops.OPERATORS.values():
+        out.update(operator_prototypes(op.glue.aclnn.name, len(op.glue.aclnn.tensors)))
+    return out
+
+
+#: Library role of each runtime function (others are searched as a fallback); every
+#: operator function is expected in the operator library.
 HOME: dict[str, str] = {name: "runtime" for name in PROTOTYPES}
-HOME.update(aclCreateTensor="tensors", aclDestroyTensor="tensors",
-            aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize="operator",
-            aclnnAdaptiveAvgPool2dBackward="operator")
+HOME.update(aclCreateTensor="tensors", aclDestroyTensor="tensors")
 
 
 @dataclass
@@ -158,8 +174,9 @@ def load(paths: Mapping[str, Path]) -> Api:
         except OSError as exc:
             raise ImplementationUnavailable(f"cannot load {paths[role]}: {exc}") from None
     functions: dict[str, Any] = {}
-    for name, (restype, argtypes, required) in PROTOTYPES.items():
-        order = [HOME[name]] + [r for r in libs if r != HOME[name]]
+    for name, (restype, argtypes, required) in {**PROTOTYPES, **_operators()}.items():
+        home = HOME.get(name, "operator")
+        order = [home] + [r for r in libs if r != home]
         fn = None
         for role in order:
             try:
@@ -169,8 +186,8 @@ def load(paths: Mapping[str, Path]) -> Api:
                 continue
         if fn is None:
             if required:
-                raise ImplementationUnavailable(f"{name} not found in "
-                                      f"{', '.join(str(paths[r]) for r in order)}")
+                raise ImplementationUnavailable(
+                    f"{name} not found in {', '.join(str(paths[r]) for r in order)}")
             functions[name] = None
             continue
         fn.restype, fn.argtypes = restype, argtypes

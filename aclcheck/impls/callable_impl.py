@@ -1,4 +1,5 @@
-"""`--impl module:function`: any Python callable `function(grad_output, self) -> out`.
+"""`--impl module:function`: any Python callable `function(grad_output, self) -> out`
+(the operator's input tensors, in call order).
 
 Arguments are numpy arrays of the case dtype (ml_dtypes.bfloat16 for bf16) and the case
 layout: real strided views into read-only storage, never silently made contiguous.
@@ -15,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from aclcheck.cases.call import Outcome
 from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.errors import UnknownImplementation
-from aclcheck.impls.base import CallInputs, Implementation, Outcome, numpy_view, timed_call
+from aclcheck.impls.base import CallInputs, Implementation, numpy_view, timed_call
 
 
 def load_callable(spec: str) -> Callable[..., object]:
@@ -74,7 +76,7 @@ class CallableImpl(Implementation):
         self.fn = fn if fn is not None else load_callable(spec)
         self.name = spec
         self.spec = spec
-        self.description = f"Python callable {spec}(grad_output, self) -> out"
+        self.description = f"Python callable {spec}({signature()}) -> out"
         # optional declarations on the function object itself
         self.dtypes = getattr(self.fn, "aclcheck_dtypes", None)
         self.products = getattr(self.fn, "aclcheck_products", None)
@@ -83,14 +85,21 @@ class CallableImpl(Implementation):
             self.description += " (out= buffer pre-filled with NaN)"
 
     def run(self, call: CallInputs) -> Outcome:
-        grad, self_ = numpy_view(call.grad_output), numpy_view(call.self)
+        args = [numpy_view(t) for t in call.inputs.values()]
         if not self.takes_out:
-            result, seconds, raised = timed_call(lambda: self.fn(grad, self_))
+            result, seconds, raised = timed_call(lambda: self.fn(*args))
             return Outcome(output=result, time_s=seconds, raised=raised)
         out = sentinel_output(call)
-        result, seconds, raised = timed_call(lambda: self.fn(grad, self_, out=out))
+        result, seconds, raised = timed_call(lambda: self.fn(*args, out=out))
         return Outcome(output=out if result is None else result, time_s=seconds,
                        raised=raised)
+
+
+def signature() -> str:
+    """The arguments a callable takes: the default operator's inputs ("grad_output, self")."""
+    from aclcheck import ops
+
+    return ", ".join(r.name for r in ops.operator(ops.DEFAULT).case_type.inputs())
 
 
 def _takes_out(fn: Callable[..., object]) -> bool:
@@ -103,7 +112,7 @@ def _takes_out(fn: Callable[..., object]) -> bool:
 def sentinel_output(call: CallInputs) -> np.ndarray:
     """The out tensor aclcheck allocates: contiguous, NaN-filled where the dtype has NaN,
     so elements the implementation never writes cannot pass for results."""
-    desc = call.case.tensor_desc("out")
+    desc = call.case.tensor_desc(call.case.output().name)
     dtype = np.dtype(NUMPY_DTYPES[desc.dtype])
     out = np.empty(tuple(desc.shape), dtype=dtype)
     if dtype.kind == "f" or desc.dtype == "bfloat16":

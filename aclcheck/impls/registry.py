@@ -9,20 +9,13 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation
 from aclcheck.impls.base import Implementation
 
 ENTRY_POINT_GROUP = "aclcheck.implementations"
 BUILTIN = ("reference", "torch", "torch:cpu", "torch:cuda", "torch:npu", "aclnn",
            "mindspore", "mindspore:cpu", "mindspore:gpu", "mindspore:ascend",
            "paddle", "paddle:cpu", "paddle:gpu", "paddle:npu")
-
-
-class UnknownImplementation(ValueError):
-    """--impl names nothing we can build."""
-
-
-class ImplementationUnavailable(RuntimeError):
-    """The adapter exists but cannot run here (a package or device is missing)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +118,8 @@ def available(describe: Callable[[str], Any] | None = None) -> list[ImplInfo]:
     Built-in adapters are built here; plugins (user code) through `describe(name)`,
     which learns what it declares in another process (aclcheck.running.remote.describe),
     so a plugin that exits or hangs while imported is one row, not the end of the list."""
+    from aclcheck.impls.callable_impl import signature
+
     infos: list[ImplInfo] = []
     plugins = sorted(_plugins())
     for name in list(BUILTIN) + plugins:
@@ -144,7 +139,7 @@ def available(describe: Callable[[str], Any] | None = None) -> list[ImplInfo]:
         if isinstance(impl, Implementation):
             impl.close()
     infos.append(ImplInfo("module:function", True,
-                          "any callable fn(grad_output, self) -> out (numpy arrays)",
+                          f"any callable fn({signature()}) -> out (numpy arrays)",
                           "declare fn.aclcheck_dtypes / fn.aclcheck_products to SKIP others"))
     infos.append(ImplInfo("--results FILE", True,
                           "stored outputs of a run elsewhere (results layout)",

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck import contract
 from aclcheck.dtypes import (
     FLOAT32,
     FloatFormat,
@@ -30,7 +29,8 @@ from aclcheck.dtypes import (
     normalize_dtype,
     scale_error,
 )
-from aclcheck.reference import spread_plan
+from aclcheck.ops.adaptive.windows import spread_plan
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 
 #: Values --accumulate accepts besides a dtype name.
 ACCUMULATE_CHOICES: tuple[str, ...] = ("float32", "input", "float16", "bfloat16")
@@ -214,7 +214,7 @@ def budget(
 
     The comparison computes the same thing chunk by chunk.
     """
-    from aclcheck.reference import backward
+    from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
     g = np.asarray(golden, dtype=np.float64)
     in_hw = (int(g.shape[-2]), int(g.shape[-1]))

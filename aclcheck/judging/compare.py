@@ -32,7 +32,7 @@ from aclcheck.judging.standards import (
     StandardResult,
     get_standard,
 )
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 #: Elements per sub-chunk: the hot loop's arrays (a dozen float64 temporaries) stay in
 #: cache-sized pieces.

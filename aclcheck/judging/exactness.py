@@ -39,7 +39,8 @@ from aclcheck.dtypes import (
     ulp,
 )
 from aclcheck.judging.budget import BudgetModel, budget_model
-from aclcheck.reference import SpreadPlan, backward, spread_plan
+from aclcheck.ops.adaptive.windows import pow2_positions, spread_plan
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 
 @dataclass(frozen=True)
@@ -72,15 +73,6 @@ class ExactPlan:
         return np.where(q >= self.acc.smallest_subnormal, bound, 0.0)
 
 
-def _pow2_rows(plan: SpreadPlan) -> np.ndarray:
-    """Input positions whose covering windows all have power-of-two sizes."""
-    sizes = np.append(plan.sizes, 1)  # the pad slot (out_size) counts as fine
-    pow2 = (sizes > 0) & ((sizes & (sizes - 1)) == 0)
-    if plan.index.size == 0:
-        return np.zeros(plan.in_size, dtype=bool)
-    return np.all(pow2[plan.index], axis=0)
-
-
 def exact_plan(model: BudgetModel, out_hw: tuple[int, int],
                in_hw: tuple[int, int]) -> ExactPlan | None:
     """The plan of one case, or None when no element can be proven exact (FLOAT32
@@ -89,7 +81,7 @@ def exact_plan(model: BudgetModel, out_hw: tuple[int, int],
         return None
     ph = spread_plan(int(out_hw[0]), int(in_hw[0]))
     pw = spread_plan(int(out_hw[1]), int(in_hw[1]))
-    rows, cols = _pow2_rows(ph), _pow2_rows(pw)
+    rows, cols = pow2_positions(ph), pow2_positions(pw)
     if not rows.any() or not cols.any():
         return None
     area = int(ph.sizes.max()) * int(pw.sizes.max())

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck import contract
-from aclcheck.cases import Case, expected_output
-from aclcheck.contract import PARAM_NULLPTR, SUCCESS, status_name
-from aclcheck.impls.base import Implementation, Outcome, ReturnedValue
+from aclcheck.cases import Case, CaseData, Check
+from aclcheck.cases.acl import PARAM_NULLPTR, SUCCESS, status_name
+from aclcheck.cases.call import Capabilities, Outcome, ReturnedValue
 from aclcheck.judging.compare import Comparison, Context, compare
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.ops import operator_of
 
 
 @dataclass(frozen=True)
@@ -25,21 +25,6 @@ class JudgeOptions:
     standards: tuple[str, ...] = ("aclcheck",)
     overrides: object | None = None
     accumulate: str | None = None
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What the judge needs to know about the adapter (picklable, unlike adapters)."""
-
-    name: str
-    has_status_codes: bool
-    models_products: bool
-    dtypes: tuple[str, ...] | None = None  # None: any
-
-    @classmethod
-    def of(cls, impl: Implementation) -> Capabilities:
-        dtypes = tuple(impl.dtypes) if impl.dtypes is not None else None
-        return cls(impl.name, impl.has_status_codes, impl.models_products, dtypes)
 
 
 def _base(case: Case, verdict: Verdict, message: str, **kw: object) -> CaseVerdict:
@@ -55,11 +40,10 @@ def unsupported_probe(case: Case, caps: Capabilities) -> str | None:
     reason). Dtypes the product lacks are what a dtype probe tests: never a reason."""
     if caps.dtypes is None or case.expectation.success:
         return None
-    product = contract.PRODUCTS.get(case.product)
+    product = operator_of(case).products.get(case.product)
     if product is None:
         return None
-    used = {case.grad_dtype or case.dtype, case.self_dtype or case.dtype,
-            case.out_dtype or case.dtype}
+    used = {case.tensor_desc(r.name).dtype for r in case.ROLES}
     missing = sorted(d for d in used if d in product.dtypes and d not in caps.dtypes)
     if not missing:
         return None
@@ -78,14 +62,16 @@ def not_expressible(case: Case, caps: Capabilities) -> str | None:
     exp = case.expectation
     if exp.status == PARAM_NULLPTR or case.null:
         return f"{caps.name} cannot pass null pointers (product-level rule)"
-    if exp.rule == "4-dtype" and (case.grad_dtype or case.dtype) == (case.self_dtype
-                                                                        or case.dtype):
+    inputs = case.inputs()
+    if exp.check == Check.PRODUCT_DTYPE \
+            and len({case.tensor_desc(r.name).dtype for r in inputs}) == 1:
         return f"dtype {case.dtype} support is a product rule; {caps.name} models no product"
-    if any(v is not None for v in (case.out_shape, case.out_dtype, case.out_format)):
+    out = case.output().key
+    if any(getattr(case, f"{out}_{fact}") is not None for fact in ("shape", "dtype", "format")):
         return f"{caps.name} allocates its own out tensor"
-    if exp.rule == "5-format" or any(
-        v is not None for v in (case.grad_format, case.self_format)
-    ) or case.format not in ("ND", "NCHW", "NCL"):
+    if exp.check == Check.FORMAT or any(
+        getattr(case, f"{r.key}_format") is not None for r in inputs
+    ) or case.format not in operator_of(case).formats:
         return f"{caps.name} has no format argument"
     return None
 
@@ -135,7 +121,7 @@ def check_output(case: Case, output: object) -> str | None:
     other results arrive described (ReturnedValue), never as objects."""
     if output is None:
         return "returned None instead of an array"
-    want_dtype, want = expected_output(case)
+    want_dtype, want = case.expected_output()
     if isinstance(output, ReturnedValue):
         if output.shape is None:
             return f"returned {output.type_name}, not a numpy array"
@@ -153,9 +139,10 @@ def check_output(case: Case, output: object) -> str | None:
     return None
 
 
-def judge_success(case: Case, golden: np.ndarray | None, grad_values: np.ndarray | None,
-                  outcome: Outcome, caps: Capabilities, opts: JudgeOptions) -> CaseVerdict:
+def judge_success(data: CaseData, outcome: Outcome, caps: Capabilities,
+                  opts: JudgeOptions) -> CaseVerdict:
     """Verdict of a call the contract says must succeed."""
+    case, golden = data.case, data.golden
     common = {"time_s": outcome.time_s, "actual_status": outcome.status}
     if outcome.crashed:
         return _base(case, Verdict.ERROR, outcome.crashed, **common)
@@ -172,10 +159,11 @@ def judge_success(case: Case, golden: np.ndarray | None, grad_values: np.ndarray
     output: np.ndarray = outcome.output  # type: ignore[assignment]
     if not case.out_written:
         state = _unwritten_state(output)
-        return _base(case, Verdict.PASS, "empty gradOutput: out is documented as not written",
-                     notes=(f"out {state}",), **common)
+        return _base(case, Verdict.PASS, case.expectation.unwritten
+                     or "out is documented as not written", notes=(f"out {state}",), **common)
     if golden is None or golden.size == 0:
         return _base(case, Verdict.PASS, "empty tensor: nothing to compare", **common)
+    grad_values = data.values()["grad_output"]
     assert grad_values is not None
     ctx = Context(product=case.product, dtype=case.dtype, grad_output=grad_values,
                   in_hw=(int(case.self_shape[-2]), int(case.self_shape[-1])),
@@ -198,9 +186,10 @@ def judge_success(case: Case, golden: np.ndarray | None, grad_values: np.ndarray
                  standards=standards, notes=notes, **common)
 
 
-def judge(case: Case, golden: np.ndarray | None, grad_values: np.ndarray | None,
-          outcome: Outcome, caps: Capabilities, opts: JudgeOptions) -> CaseVerdict:
+def judge(data: CaseData, outcome: Outcome, caps: Capabilities,
+          opts: JudgeOptions) -> CaseVerdict:
     """The verdict of one case from what the implementation returned."""
+    case = data.case
     exp = case.expectation
     if outcome.skipped is not None and not outcome.crashed:
         return skipped(case, outcome.skipped)
@@ -211,7 +200,7 @@ def judge(case: Case, golden: np.ndarray | None, grad_values: np.ndarray | None,
         return judge_unspecified(case, outcome)
     if not exp.success:
         return judge_rejection(case, outcome, caps)
-    return judge_success(case, golden, grad_values, outcome, caps, opts)
+    return judge_success(data, outcome, caps, opts)
 
 
 def skipped(case: Case, reason: str) -> CaseVerdict:

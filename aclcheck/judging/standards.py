@@ -22,7 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from aclcheck import contract
+from aclcheck.cases.acl import PRODUCTS
 from aclcheck.configfile import read_document
 from aclcheck.dtypes import COMPUTE_DTYPES, FloatFormat, half_ulp, normalize_dtype
 from aclcheck.errors import UsageError
@@ -458,7 +458,7 @@ class Overrides:
     def products(self, standard: str) -> tuple[str, ...]:
         """Products with their own overrides for `standard`."""
         found = {p for (s, p, _d) in self.entries if s == standard and p is not None}
-        return tuple(p for p in contract.PRODUCTS if p in found)
+        return tuple(p for p in PRODUCTS if p in found)
 
 
 def _check_value(source: str, section: str, std: type[Standard], key: str,
@@ -502,12 +502,12 @@ def _parse_level(source: str, section: str, std: type[Standard], table: Mapping[
                                      "table holds parameters only)")
                 entries.setdefault((std.name, product, dtype), {})[pkey] = _check_value(
                     source, sub, std, pkey, pval)
-        elif isinstance(value, dict) and product is None and key in contract.PRODUCTS:
+        elif isinstance(value, dict) and product is None and key in PRODUCTS:
             _parse_level(source, f"{section}.{key}", std, value, key, entries)
         elif isinstance(value, dict):
             valid = "a dtype (" + ", ".join(DTYPES) + ")"
             if product is None:
-                valid += " or a product (" + ", ".join(contract.PRODUCTS) + ")"
+                valid += " or a product (" + ", ".join(PRODUCTS) + ")"
             raise UsageError(f"{source}: [{section}.{key}] unknown table; expected {valid}")
         else:
             entries.setdefault((std.name, product, None), {})[key] = _check_value(

@@ -9,6 +9,5 @@
     wire        the plain-data worker protocol
     zygote      the process workers are forked from
     hangs       when a call is declared hung
-    executors   process pools and Dask clients for --jobs / --executor
     integrity   what an in-process kernel must leave alone in aclcheck's process
 """

@@ -36,7 +36,8 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from aclcheck import interrupts
-from aclcheck.impls.base import CallInputs, Outcome, describe_exception, exit_refused, guarded_run
+from aclcheck.cases.call import Outcome
+from aclcheck.impls.base import CallInputs, describe_exception, exit_refused, guarded_run
 from aclcheck.running import wire
 from aclcheck.running.hangs import CallClock
 from aclcheck.running.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
@@ -70,8 +71,8 @@ def describe_exit(exitcode: int | None) -> str:
 
 
 def call_size(call: CallInputs) -> int:
-    """Elements a call moves (gradOutput + self): what 'comparable calls' compares."""
-    return sum(t.storage.size for t in (call.grad_output, call.self) if t is not None)
+    """Elements a call moves (its inputs): what 'comparable calls' compares."""
+    return sum(t.storage.size for t in call.inputs.values() if t is not None)
 
 
 def _one_line(text: object) -> str:

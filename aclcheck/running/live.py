@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from aclcheck.cases import Case, make_tensors
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.call import Capabilities
 from aclcheck.impls.base import Implementation
-from aclcheck.judging.judge import Capabilities
 from aclcheck.judging.verdicts import CaseVerdict
-from aclcheck.running.runner import CaseRunner, LoadedCase, RunOptions, run_case
+from aclcheck.ops.materialize import make_tensors
+from aclcheck.running.runner import CaseRunner, RunOptions, run_case
 from aclcheck.running.zygote import Zygote
 
 
-def load_in_memory(case: Case) -> LoadedCase:
+def load_in_memory(case: Case) -> CaseData:
     """A case's inputs and golden, made in memory (what a golden file would hold)."""
-    tensors = make_tensors(case)
-    return LoadedCase(case, tensors.grad_output, tensors.self, tensors.golden)
+    return make_tensors(case)
 
 
 class LiveJudge:

@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from aclcheck import interrupts
-from aclcheck.cases import Case
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.call import Capabilities
 from aclcheck.impls.base import Implementation
-from aclcheck.judging.judge import Capabilities
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.running.remote import RemoteImpl
 from aclcheck.running.runner import (
     CaseRunner,
     CaseSource,
-    LoadedCase,
     ProgressFn,
     RunOptions,
     run_case,
@@ -34,7 +33,7 @@ class WorkItem:
     worker never imports it either (None: it runs there, in-process)."""
 
     spec: str
-    loaded: LoadedCase
+    loaded: CaseData
     opts: RunOptions
     info: AdapterInfo | None = None
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
+from aclcheck.cases.call import Outcome
 from aclcheck.errors import ImplementationUnavailable, UnknownImplementation, UsageError
-from aclcheck.impls.base import CallInputs, ExitAttempt, Implementation, Outcome, exit_refused
+from aclcheck.impls.base import CallInputs, ExitAttempt, Implementation, exit_refused
 from aclcheck.impls.registry import create, spec_kind, static_fork_safe
 from aclcheck.running.integrity import compromised, exit_handlers
 from aclcheck.running.wire import AdapterInfo

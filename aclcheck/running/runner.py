@@ -14,14 +14,14 @@ from typing import Protocol
 import numpy as np
 
 from aclcheck import interrupts
-from aclcheck.cases import Case
-from aclcheck.contract import SUCCESS
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
 from aclcheck.errors import UsageError
-from aclcheck.impls.base import CallInputs, Implementation, Outcome, guarded_run
-from aclcheck.judging.judge import Capabilities, JudgeOptions, judge, not_expressible, skipped
+from aclcheck.impls.base import CallInputs, Implementation, guarded_run
+from aclcheck.judging.judge import JudgeOptions, judge, not_expressible, skipped
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
-from aclcheck.layouts import StridedTensor
+from aclcheck.ops.adaptive_avg_pool2d_backward.contract import SUCCESS
 from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.running.integrity import IntegrityGuard
 from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
@@ -29,20 +29,10 @@ from aclcheck.running.remote import RemoteImpl
 from aclcheck.running.zygote import Zygote
 
 
-@dataclass(frozen=True)
-class LoadedCase:
-    """One case's data as the runner needs it."""
-
-    case: Case
-    grad_output: StridedTensor | None
-    self: StridedTensor | None
-    golden: np.ndarray | None
-
-
 class CaseSource(Protocol):
-    """Anything that yields loaded cases (a golden file, or cases made in memory)."""
+    """Anything that yields a case's data (a golden file, or cases made in memory)."""
 
-    def load(self, case: Case) -> LoadedCase: ...
+    def load(self, case: Case) -> CaseData: ...
 
 
 @dataclass(frozen=True)
@@ -199,7 +189,7 @@ def _repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
     return worst
 
 
-def prepare(runner: CaseRunner, loaded: LoadedCase, caps: Capabilities
+def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
             ) -> CallInputs | CaseVerdict:
     """The call to make, or the SKIP verdict of a case the adapter cannot run."""
     case = loaded.case
@@ -209,16 +199,15 @@ def prepare(runner: CaseRunner, loaded: LoadedCase, caps: Capabilities
     cannot = not_expressible(case, caps)
     if cannot is not None:
         return skipped(case, cannot)
-    return CallInputs(case, loaded.grad_output, loaded.self)
+    return CallInputs(case, loaded.inputs)
 
 
-def conclude(runner: CaseRunner, loaded: LoadedCase, call: CallInputs, outcome: Outcome,
+def conclude(runner: CaseRunner, loaded: CaseData, call: CallInputs, outcome: Outcome,
              caps: Capabilities) -> CaseVerdict:
     """Judge what came back (repeating the call if asked), with notes (the caller adds
     the repro line: aclcheck.running.config.VerifyConfig.repro)."""
-    case, opts = loaded.case, runner.opts
-    grad_values = loaded.grad_output.view() if loaded.grad_output is not None else None
-    verdict = judge(case, loaded.golden, grad_values, outcome, caps, opts.judge)
+    opts = runner.opts
+    verdict = judge(loaded, outcome, caps, opts.judge)
     if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
         verdict = _judge_repeats(runner, call, outcome, verdict)
     if runner.deterministic_note:
@@ -229,7 +218,7 @@ def conclude(runner: CaseRunner, loaded: LoadedCase, call: CallInputs, outcome: 
     return verdict
 
 
-def run_case(runner: CaseRunner, loaded: LoadedCase, caps: Capabilities) -> CaseVerdict:
+def run_case(runner: CaseRunner, loaded: CaseData, caps: Capabilities) -> CaseVerdict:
     """Run, repeat if asked, and judge one case."""
     prepared = prepare(runner, loaded, caps)
     if isinstance(prepared, CaseVerdict):
@@ -311,7 +300,7 @@ def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
     """Isolated run with one call in flight: the parent loads the next case and judges
     the previous one while the worker computes. Same verdicts, same order."""
     worker = runner.isolated()
-    pending: tuple[LoadedCase, CallInputs] | None = None
+    pending: tuple[CaseData, CallInputs] | None = None
 
     def collect() -> Outcome:
         assert pending is not None

@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from aclcheck.cases import Case, expected_output
-from aclcheck.impls.base import Implementation, Outcome, ReturnedValue
+from aclcheck.cases import Case
+from aclcheck.cases.call import Outcome, ReturnedValue
+from aclcheck.impls.base import Implementation
 
 MAGIC = b"ACW1"
 _HEAD = struct.Struct("!4sB3xIIQ")
@@ -199,7 +200,7 @@ def encode_outcome(outcome: Outcome, case: Case, seconds: float
         meta["output"] = {"type": _clip(type(out).__name__, 200)}
         return meta, b""
     array = out.view(np.ndarray)
-    dtype, shape = expected_output(case)
+    dtype, shape = case.expected_output()
     meta["output"] = {"type": "ndarray", "dtype": _clip(str(array.dtype), 200),
                       "shape": [int(d) for d in array.shape[:MAX_DIMS]]}
     if array.dtype != dtype or tuple(array.shape) != shape:
@@ -282,7 +283,7 @@ def decode_outcome(head: Head, case: Case, elapsed: float) -> Answer:
             dtype_text = described.get("dtype")
             if not isinstance(dtype_text, str):
                 raise ProtocolError("answer field 'output.dtype' is not a text")
-            dtype, want = expected_output(case)
+            dtype, want = case.expected_output()
             if shape == want and dtype_text == str(dtype):
                 array = np.empty(want, dtype=dtype)
                 output = array

@@ -36,7 +36,6 @@ from aclcheck.store.codec import (
     FORMAT_RESULTS,
     REQUIRED_ROOT_ATTRS,
     SCHEMA_VERSION,
-    TENSOR_DATASETS,
     VOLATILE_ROOT_ATTRS,
     check_ids,
     chunk_shape,
@@ -45,7 +44,7 @@ from aclcheck.store.codec import (
     shape_text,
     text_attr,
 )
-from aclcheck.store.index import INDEX_COLUMNS, IndexEntry, index_entry
+from aclcheck.store.index import IndexEntry, index_columns, index_entry
 from aclcheck.store.reader import GoldenFile, open_golden
 from aclcheck.store.records import record_attrs, record_from_attrs
 from aclcheck.store.results import (
@@ -60,11 +59,11 @@ from aclcheck.store.writer import GoldenWriter, write_golden
 
 __all__ = [
     "CASE_ID_RE", "CHUNK_BYTES", "COMPRESSIONS", "EXPECT_ATTRS", "FORMAT_GOLDEN",
-    "FORMAT_RESULTS", "INDEX_COLUMNS", "REQUIRED_ROOT_ATTRS", "RESULT_INDEX_COLUMNS",
-    "SCHEMA_VERSION", "TENSOR_DATASETS", "VOLATILE_ROOT_ATTRS", "CheckReport", "GoldenFile",
+    "FORMAT_RESULTS", "REQUIRED_ROOT_ATTRS", "RESULT_INDEX_COLUMNS",
+    "SCHEMA_VERSION", "VOLATILE_ROOT_ATTRS", "CheckReport", "GoldenFile",
     "GoldenWriter", "IndexEntry", "OutputFileError", "ResultRow", "check_file",
     "check_golden", "check_ids", "check_output_path", "check_results", "chunk_shape",
-    "decode_array", "dtype_name", "encode_array", "index_entry", "iter_results",
+    "decode_array", "dtype_name", "encode_array", "index_columns", "index_entry", "iter_results",
     "open_golden", "parse_shape_text", "peek_format", "read_results", "record_attrs",
     "record_from_attrs", "results_meta", "run_meta", "shape_text", "storage_dtype",
     "text_attr", "write_golden", "write_results",

@@ -15,7 +15,6 @@ from aclcheck.store.codec import (
     EXPECT_ATTRS,
     FORMAT_GOLDEN,
     FORMAT_RESULTS,
-    TENSOR_DATASETS,
     plain_value,
 )
 from aclcheck.store.h5read import H5_ERRORS, damage, default_read_limit, open_h5
@@ -78,8 +77,8 @@ def _check_case(gf: GoldenFile, entry: IndexEntry, report: CheckReport) -> None:
     reading every dataset), plus the stored expectation and byte count."""
     cid = entry.id
     attrs = gf.attrs(cid)
-    missing = [k for k in ("id", "product", "dtype", "format", "self_shape", "grad_shape",
-                           "seed", "family") + EXPECT_ATTRS if k not in attrs]
+    required = tuple(f.name for f in gf.case_type.record_fields() if f.required)
+    missing = [k for k in required + EXPECT_ATTRS if k not in attrs]
     if missing:
         report.add(f"case {cid}: missing attribute {missing[0]!r}")
         return
@@ -91,8 +90,8 @@ def _check_case(gf: GoldenFile, entry: IndexEntry, report: CheckReport) -> None:
         report.add(f"case {cid}: /index expected_status {entry.expected_status} != "
                    f"attribute {attrs['expected_status']}")
     nbytes = 0
-    for name in TENSOR_DATASETS:
-        t = gf.tensor(cid, name)
+    for role in gf.case_type.inputs():
+        t = gf.tensor(cid, role.name)
         if t is not None:
             report.datasets += 1
             nbytes += t.storage.nbytes

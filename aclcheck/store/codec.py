@@ -33,7 +33,6 @@ COMPRESSIONS = ("none", "gzip")
 LIBVER = ("v110", "v110")
 #: Start the kernel's writeback after this many bytes (see AtomicH5.wrote).
 WRITEBACK_BYTES = 32 << 20
-TENSOR_DATASETS = ("grad_output", "self")
 CASE_ID_RE = re.compile(r"[A-Za-z0-9_.-]+")
 MAX_ID_LENGTH = 200
 #: Root attributes every file carries (both formats).

@@ -1,10 +1,11 @@
 """The .bin folder exchange: a golden suite as raw files a C/C++ harness can read without
 HDF5, and the harness's out.bin / status.txt files back into the results layout.
 
-    DIR/manifest.json                       what every file holds (docs/bin-exchange.md)
-    DIR/<case_id>/grad_output.bin, self.bin storage buffers as stored, little-endian
-    DIR/<case_id>/golden.bin                float64, C order, shape = self shape
-    DIR/<case_id>/out.bin, status.txt       written by the harness, read by `import`
+    DIR/manifest.json                   what every file holds (docs/bin-exchange.md)
+    DIR/<case_id>/<input role>.bin      storage buffers as stored, little-endian (2-D
+                                        pooling: grad_output.bin, self.bin)
+    DIR/<case_id>/golden.bin            float64, C order, the output's shape
+    DIR/<case_id>/out.bin, status.txt   written by the harness, read by `import`
 
 Raw means: elements in storage order, little-endian, bfloat16 as its 16-bit pattern, bool
 as one byte 0/1. The functions here only read and write files; the CLI is cli/exchange.py.
@@ -15,19 +16,20 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aclcheck import __version__, contract
+from aclcheck import __version__
 from aclcheck.cases import Case
+from aclcheck.cases.acl import ACL_FORMAT_ENUM, MAX_RANK, SUCCESS, status_name
+from aclcheck.cases.layouts import StridedTensor, contiguous_strides
 from aclcheck.configfile import read_document
 from aclcheck.dtypes import ACL_DTYPE_ENUM, decode_array, encode_array, storage_dtype
 from aclcheck.errors import InputFileError, OutputFileError, UsageError
-from aclcheck.layouts import StridedTensor, contiguous_strides
 from aclcheck.report.files import atomic_write
 from aclcheck.store import GoldenFile, ResultRow
 from aclcheck.store.codec import is_safe_id
@@ -84,41 +86,45 @@ def _tensor_spec(file: str, dtype: str, fmt: str, shape: Sequence[int],
     size = element_size(dtype)
     return {
         "file": file, "dtype": dtype, "acl_dtype": ACL_DTYPE_ENUM[dtype],
-        "element_size": size, "format": fmt, "acl_format": contract.ACL_FORMAT_ENUM[fmt],
+        "element_size": size, "format": fmt, "acl_format": ACL_FORMAT_ENUM[fmt],
         "shape": [int(d) for d in shape], "strides": [int(s) for s in strides],
         "offset": int(offset), "storage_size": int(storage_size),
         "bytes": int(storage_size) * size,
     }
 
 
-def case_entry(case: Case, grad: StridedTensor | None, self_: StridedTensor | None,
+def case_entry(case: Case, inputs: Mapping[str, StridedTensor | None],
                has_golden: bool) -> dict[str, Any]:
-    """The manifest entry of one case (what a harness needs to make the call)."""
+    """The manifest entry of one case (what a harness needs to make the call): one tensor
+    entry per role (input files `{role}.bin`, the output `out.bin`; None for a null
+    pointer) and the golden."""
     exp = case.expectation
     tensors: dict[str, Any] = {}
-    for name, t in (("grad_output", grad), ("self", self_)):
+    for name, t in inputs.items():
         if t is None:
             tensors[name] = None
             continue
         desc = case.tensor_desc(name)
         tensors[name] = _tensor_spec(f"{name}.bin", desc.dtype, desc.format, t.shape,
                                      t.strides, t.offset, t.storage.size)
-    if "out" in case.null:
-        tensors["out"] = None
+    out = case.output().name
+    if out in case.null:
+        tensors[out] = None
     else:
-        desc = case.tensor_desc("out")
+        desc = case.tensor_desc(out)
         shape = tuple(desc.shape)
-        tensors["out"] = _tensor_spec(OUT_FILE, desc.dtype, desc.format, shape,
-                                      contiguous_strides(shape), 0, math.prod(shape))
+        tensors[out] = _tensor_spec(OUT_FILE, desc.dtype, desc.format, shape,
+                                    contiguous_strides(shape), 0, math.prod(shape))
     golden = None
     if has_golden:
+        shape = case.expected_output()[1]
         golden = {"file": "golden.bin", "dtype": "float64", "element_size": 8,
-                  "shape": list(case.self_shape), "bytes": 8 * math.prod(case.self_shape)}
+                  "shape": list(shape), "bytes": 8 * math.prod(shape)}
     return {
         "id": case.id, "dir": case.id, "product": case.product, "family": case.family,
         "dtype": case.dtype, "format": case.format, "layout": case.layout,
         "distribution": case.distribution, "null": list(case.null),
-        "expected_status": exp.status, "expected_status_name": contract.status_name(exp.status),
+        "expected_status": exp.status, "expected_status_name": status_name(exp.status),
         "expected_rule": exp.rule, "expected_reason": exp.reason,
         "out_written": case.out_written, "tensors": tensors, "golden": golden,
     }
@@ -164,13 +170,12 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
     entries = []
     for case_id in ids:
         case = gf.case(case_id)
-        grad, self_ = gf.inputs(case_id)
-        golden = gf.golden(case_id)
-        entry = case_entry(case, grad, self_, golden is not None)
+        data = gf.data(case_id)
+        golden = data.golden
+        entry = case_entry(case, data.inputs, golden is not None)
         case_dir = _fresh_dir(_case_dir(root, entry["dir"]))
-        payloads = [(entry["tensors"]["grad_output"], grad),
-                    (entry["tensors"]["self"], self_)]
-        for spec, tensor in payloads:
+        for name, tensor in data.inputs.items():
+            spec = entry["tensors"][name]
             if spec is not None and tensor is not None:
                 stats.bytes += _write(case_dir / spec["file"], raw_bytes(tensor.storage))
                 stats.files += 1
@@ -184,7 +189,7 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
         "format": FORMAT, "schema_version": SCHEMA_VERSION, "tool_version": __version__,
         "golden": str(gf.path), "suite": str(gf.meta.get("suite", "")),
         "byte_order": "little", "result_files": {"out": OUT_FILE, "status": STATUS_FILE},
-        "enums": {"acl_dtype": ACL_DTYPE_ENUM, "acl_format": contract.ACL_FORMAT_ENUM},
+        "enums": {"acl_dtype": ACL_DTYPE_ENUM, "acl_format": ACL_FORMAT_ENUM},
         "case_count": len(entries), "cases": entries,
     }
     text = json.dumps(manifest, indent=1)
@@ -275,7 +280,7 @@ def _check_entry(path: Path, k: int, entry: Any) -> None:
     if not isinstance(out, dict):
         raise _bad(path, f"{where} ({entry['id']}): 'tensors.out' is not an object")
     shape = out.get("shape")
-    if (not isinstance(shape, list) or len(shape) > contract.MAX_RANK
+    if (not isinstance(shape, list) or len(shape) > MAX_RANK
             or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM
                        for d in shape)):
         raise _bad(path, f"{where} ({entry['id']}): tensors.out.shape must be a list of "
@@ -372,7 +377,7 @@ def import_folder(folder: str | Path) -> ImportResult:
             continue
         status, message = read_status(status_path) if has_status else (0, "")
         output = None
-        if status == contract.SUCCESS and has_out and out_spec is not None:
+        if status == SUCCESS and has_out and out_spec is not None:
             output = read_out(out_path, out_spec)
         result.rows.append(ResultRow(entry["id"], status, output, 0.0, message))
     return result

@@ -9,13 +9,14 @@ from typing import Any
 import h5py
 import numpy as np
 
-from aclcheck.cases import Case, CaseTensors
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.layouts import StridedTensor, layout_geometry
+from aclcheck.cases.operator import Operator
 from aclcheck.dtypes import decode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.layouts import StridedTensor, layout_geometry
+from aclcheck.ops import default_operator
 from aclcheck.store.codec import (
     FORMAT_GOLDEN,
-    TENSOR_DATASETS,
     index_dtype_problem,
     is_safe_id,
     plain_value,
@@ -29,7 +30,7 @@ from aclcheck.store.h5read import (
     read_checked,
     read_dataset,
 )
-from aclcheck.store.index import INDEX_COLUMNS, IndexEntry, entries_from_array, index_mismatches
+from aclcheck.store.index import IndexEntry, entries_from_array, index_columns, index_mismatches
 from aclcheck.store.records import record_from_attrs, record_problem
 
 
@@ -62,7 +63,7 @@ def tensor_from(p: Path, ds: object, what: str, case: Case, name: str,
     shape, strides = tuple(shape), tuple(strides)
     if shape != tuple(desc.shape):
         raise InputFileError(f"{p}: {what}: shape {shape} != record {tuple(desc.shape)}")
-    geometry = layout_geometry(shape, case.layout)
+    geometry = layout_geometry(shape, case.layout, case.SPATIAL_RANK)
     if (strides, offset, stored_size) != geometry:
         raise InputFileError(f"{p}: {what}: strides {strides}, offset {offset}, storage "
                              f"{stored_size} != layout {case.layout!r}: {geometry[0]}, "
@@ -96,6 +97,9 @@ class GoldenFile:
         self.path = Path(path)
         self.read_limit = default_read_limit() if read_limit is None else read_limit
         self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN)
+        #: the operator whose cases the file holds
+        self.op: Operator = default_operator()
+        self.case_type: type[Case] = self.op.case_type
         try:
             with damage(self.path, "/index"):
                 self._load_index()
@@ -120,14 +124,15 @@ class GoldenFile:
         ds = check_layout(p, index, "/index", self.read_limit)
         if ds.ndim != 1:
             raise InputFileError(f"{p}: /index must be a 1-D table, has shape {ds.shape}")
-        problem = index_dtype_problem(ds.dtype, INDEX_COLUMNS)
+        problem = index_dtype_problem(ds.dtype, index_columns(self.case_type))
         if problem:
             raise InputFileError(f"{p}: /index {problem}")
         if ds.shape[0] != self.meta["case_count"]:
             raise InputFileError(f"{p}: /index has {ds.shape[0]} rows, "
                                  f"case_count says {self.meta['case_count']}")
         try:
-            self.index: list[IndexEntry] = entries_from_array(read_dataset(p, ds, "/index"))
+            self.index: list[IndexEntry] = entries_from_array(read_dataset(p, ds, "/index"),
+                                                              self.case_type)
         except (ValueError, UnicodeDecodeError, OverflowError) as exc:
             raise InputFileError(f"{p}: /index: bad row ({exc})") from None
         seen: set[str] = set()
@@ -190,7 +195,7 @@ class GoldenFile:
         bad = f"{self.path}: case {case_id}: bad case record"
         attrs = self.attrs(case_id)
         try:
-            case = Case.from_record(record_from_attrs(attrs))
+            case = self.case_type.from_record(record_from_attrs(attrs, self.case_type))
             problem = record_problem(case) or _stored_flags_problem(attrs, self.entry(case_id))
         except (TypeError, ValueError, KeyError, OverflowError) as exc:
             raise InputFileError(f"{bad} ({exc})") from None
@@ -206,7 +211,7 @@ class GoldenFile:
         return member(self.path, self._group(case_id), name, f"case {case_id}: dataset {name}")
 
     def tensor(self, case_id: str, name: str) -> StridedTensor | None:
-        """grad_output or self as laid out in memory (None for a null pointer)."""
+        """One input tensor (by role) as laid out in memory (None for a null pointer)."""
         case = self.case(case_id)
         ds = self._dataset(case_id, name)
         if name in case.null:
@@ -219,9 +224,9 @@ class GoldenFile:
         return tensor_from(self.path, ds, f"case {case_id}: dataset {name}", case, name,
                            self.read_limit)
 
-    def inputs(self, case_id: str) -> tuple[StridedTensor | None, StridedTensor | None]:
-        """(grad_output, self) reconstructed from storage + shape/strides/offset."""
-        return self.tensor(case_id, "grad_output"), self.tensor(case_id, "self")
+    def inputs(self, case_id: str) -> tuple[StridedTensor | None, ...]:
+        """The input tensors in role order, from storage + shape/strides/offset."""
+        return tuple(self.tensor(case_id, r.name) for r in self.case_type.inputs())
 
     def golden(self, case_id: str) -> np.ndarray | None:
         """The float64 golden, shaped like self (None for calls that must be rejected).
@@ -241,19 +246,24 @@ class GoldenFile:
         if stored != np.float64 or label != "float64":
             raise InputFileError(f"{self.path}: {what}: stored as {stored} (dtype attribute "
                                  f"{label!r}), expected float64")
-        if shape != tuple(case.self_shape):
-            raise InputFileError(f"{self.path}: {what}: shape {shape} != self shape "
-                                 f"{tuple(case.self_shape)}")
+        out = case.output()
+        want = case.tensor_desc(out.shape_of or out.name).shape
+        if shape != tuple(want):
+            raise InputFileError(f"{self.path}: {what}: shape {shape} != "
+                                 f"{case.role(out.shape_of or out.name).api} shape "
+                                 f"{tuple(want)}")
         return read_checked(self.path, ds, what, self.read_limit)
 
-    def tensors(self, case_id: str) -> CaseTensors:
-        grad, self_ = self.inputs(case_id)
-        return CaseTensors(grad, self_, self.golden(case_id))
+    def data(self, case_id: str) -> CaseData:
+        """The case's record, input tensors by role and golden."""
+        case = self.case(case_id)
+        inputs = {r.name: self.tensor(case_id, r.name) for r in self.case_type.inputs()}
+        return CaseData(case, inputs, self.golden(case_id))
 
     def compression(self) -> str:
         """'gzip' or 'none': the filter of the first chunked dataset (for `merge`)."""
         for entry in self.index:
-            for name in TENSOR_DATASETS + ("golden",):
+            for name in [r.name for r in self.case_type.inputs()] + ["golden"]:
                 ds = self._dataset(entry.id, name)
                 with damage(self.path, f"case {entry.id}: dataset {name}"):
                     if isinstance(ds, h5py.Dataset) and ds.chunks is not None:

@@ -9,6 +9,7 @@ failure loses nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -17,12 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aclcheck import contract
-from aclcheck.cases import DISTRIBUTIONS, Case, derive_seed, make_id
+from aclcheck.cases import Case, derive_seed
+from aclcheck.cases.acl import MAX_RANK, normalize_format
+from aclcheck.cases.layouts import LAYOUTS
+from aclcheck.cases.operator import Operator
+from aclcheck.cases.record import SHAPE
 from aclcheck.configfile import Entry, read_document, top_level
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import AclcheckError, SuiteError, UsageError
-from aclcheck.layouts import LAYOUTS
+from aclcheck.ops import DEFAULT, operator
 from aclcheck.report.files import atomic_write
 from aclcheck.report.safe_text import printable
 from aclcheck.store.codec import is_safe_id
@@ -30,37 +34,39 @@ from aclcheck.store.records import MAX_DIM
 
 # -- reading ------------------------------------------------------------------------------
 
-_TUPLE_KEYS = ("self_shape", "grad_shape", "out_shape")
-_DTYPE_KEYS = ("dtype", "grad_dtype", "self_dtype", "out_dtype")
-_FORMAT_KEYS = ("format", "grad_format", "self_format", "out_format")
-CASE_FILE_KEYS = frozenset(
-    {"id", "family", "product", "distribution", "seed", "layout", "null"}
-    | set(_TUPLE_KEYS) | set(_DTYPE_KEYS) | set(_FORMAT_KEYS)
-)
-REQUIRED_KEYS = ("product", "dtype", "format", "self_shape", "grad_shape")
+def case_file_keys(case_type: type[Case]) -> frozenset[str]:
+    """The keys a case file takes: every field of the operator's record."""
+    return frozenset(f.name for f in case_type.record_fields())
 
 
-def _entry_to_case(value: Any, number: int, suite_seed: int, source: str) -> Case:
+def _entry_to_case(value: Any, number: int, suite_seed: int, source: str,
+                   op: Operator) -> Case:
     # JSON null = key absent, so Case.to_record() dumps load back as case files
     if isinstance(value, dict):
         value = {key: v for key, v in value.items() if v is not None}
-    entry = Entry.of(value, source, number, CASE_FILE_KEYS, REQUIRED_KEYS, SuiteError)
-    kw: dict[str, Any] = {"product": entry.text("product", choices=tuple(contract.PRODUCTS))}
-    for keys, normalize in ((_DTYPE_KEYS, normalize_dtype),
-                            (_FORMAT_KEYS, contract.normalize_format)):
-        for key in keys:
+    fields = op.case_type.record_fields()
+    defaults = {f.name: f.default for f in dataclasses.fields(op.case_type)}
+    shapes = [f.name for f in fields if f.kind == SHAPE]
+    required = ("product", "dtype", "format",
+                *(f.name for f in fields if f.kind == SHAPE and f.required))
+    entry = Entry.of(value, source, number, case_file_keys(op.case_type), required, SuiteError)
+    kw: dict[str, Any] = {"product": entry.text("product", choices=tuple(op.products))}
+    for fact, normalize in (("dtype", normalize_dtype), ("format", normalize_format)):
+        for key in [fact] + [f.name for f in fields if f.role and f.name.endswith(fact)]:
             if key in entry:
                 text = entry.text(key)
                 try:
                     kw[key] = normalize(text)
                 except ValueError as exc:
                     raise entry.error(key, str(exc)) from None
-    for key in _TUPLE_KEYS:
+    for key in shapes:
         if key in entry:
-            kw[key] = entry.dims(key, contract.MAX_RANK, MAX_DIM)
-    dist = entry.text("distribution", "normal", choices=DISTRIBUTIONS)
-    layout = entry.text("layout", "contiguous", choices=LAYOUTS)
-    null = entry.text_list("null", [], choices=contract.TENSOR_NAMES, single_ok=True)
+            kw[key] = entry.dims(key, MAX_RANK, MAX_DIM)
+    kw["distribution"] = entry.text("distribution", defaults["distribution"],
+                                    choices=op.case_type.DISTRIBUTIONS)
+    kw["layout"] = entry.text("layout", defaults["layout"], choices=LAYOUTS)
+    kw["null"] = entry.text_list("null", [], choices=[r.name for r in op.roles],
+                                 single_ok=True)
     seed = entry.integer("seed", None, lo=0, hi=2**63 - 1) if "seed" in entry \
         else derive_seed(suite_seed, "file", number - 1)
     family = entry.text("family", "file")
@@ -69,15 +75,17 @@ def _entry_to_case(value: Any, number: int, suite_seed: int, source: str) -> Cas
         if not is_safe_id(cid):
             raise entry.error("id", "id must be a non-empty plain name without '/', '\\' or "
                               f"spaces (letters, digits, '_', '.', '-'): {cid!r}")
-    else:
-        cid = make_id(kw["product"], kw["dtype"], kw["format"], f"case{number - 1}",
-                      kw["self_shape"], kw["grad_shape"], dist, layout)
-    return Case(id=cid, family=family, seed=int(seed), distribution=dist, layout=layout,
-                null=null, **kw)
+    case = op.case_type(id="", family=family, seed=int(seed), **kw)  # type: ignore[call-arg]
+    if "id" in entry:
+        return case.replace(id=cid)
+    return op.space.renamed(case, f"case{number - 1}")
 
 
-def parse_case_entries(entries: Any, source: str, suite_seed: int = 0) -> list[Case]:
-    """Cases from decoded case-file content (a list, or a mapping with a `cases` list)."""
+def parse_case_entries(entries: Any, source: str, suite_seed: int = 0,
+                       op: str = DEFAULT) -> list[Case]:
+    """Cases of operator `op` from decoded case-file content (a list, or a mapping with a
+    `cases` list). A case file names no operator: the command that reads it does."""
+    operator_ = operator(op)
     if isinstance(entries, dict):
         entries = top_level(entries, source, ("cases", "suite", "seed"),
                             "valid: cases, suite, seed", SuiteError).get("cases")
@@ -86,7 +94,7 @@ def parse_case_entries(entries: Any, source: str, suite_seed: int = 0) -> list[C
     cases: list[Case] = []
     seen: dict[str, int] = {}
     for number, value in enumerate(entries, 1):
-        case = _entry_to_case(value, number, suite_seed, source)
+        case = _entry_to_case(value, number, suite_seed, source, operator_)
         if case.id in seen:
             raise SuiteError.at(source, f"duplicate id {case.id!r} (first in entry "
                                 f"{seen[case.id]})", number, "id")
@@ -105,8 +113,10 @@ class CaseFile:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def load_case_file(path: str | Path, suite_seed: int | None = None) -> CaseFile:
-    """Read a TOML (`[[cases]]` tables) or JSON (list, or object with `cases`) case file."""
+def load_case_file(path: str | Path, suite_seed: int | None = None,
+                   op: str = DEFAULT) -> CaseFile:
+    """Read a TOML (`[[cases]]` tables) or JSON (list, or object with `cases`) case file
+    of operator `op`."""
     p = Path(path)
     data = read_document(p, "case file", error=SuiteError)
     name = data.get("suite") if isinstance(data, dict) else None
@@ -118,22 +128,16 @@ def load_case_file(path: str | Path, suite_seed: int | None = None) -> CaseFile:
         raise SuiteError(f"seed must be >= 0, got {seed}")
     if name is not None and not isinstance(name, str):
         raise SuiteError(f"{p}: top-level 'suite' must be a string")
-    return CaseFile(parse_case_entries(data, str(p), seed), name, seed)
+    return CaseFile(parse_case_entries(data, str(p), seed, op), name, seed)
 
 
 # -- writing ------------------------------------------------------------------------------
 
-#: Keys in writing order; optional ones are left out when unset.
-ORDER = ("id", "family", "product", "dtype", "format", "self_shape", "grad_shape",
-         "distribution", "layout", "seed", "out_shape", "grad_dtype", "self_dtype", "out_dtype",
-         "grad_format", "self_format", "out_format", "null")
-
-
 def entry(case: Case) -> dict[str, Any]:
-    """The case-file entry of a case (unset overrides left out)."""
+    """The case-file entry of a case, in the record's file order (unset overrides left
+    out)."""
     rec = case.to_record()
-    out = {k: rec[k] for k in ORDER if k in CASE_FILE_KEYS and rec.get(k) not in (None, [])}
-    return out
+    return {k: rec[k] for k in case.FILE_ORDER if rec.get(k) not in (None, [])}
 
 
 def _value(value: Any) -> str:
@@ -166,8 +170,9 @@ def toml_file(cases: Sequence[Case], suite: str, comments: Sequence[str] = ()) -
     return "".join(parts)
 
 
-def check_appendable(path: str | Path) -> None:
-    """Refuse --append targets before any work: not TOML, unreadable, or unwritable."""
+def check_appendable(path: str | Path, op: str = DEFAULT) -> None:
+    """Refuse --append targets before any work: not TOML, unreadable (as a case file of
+    operator `op`), or unwritable."""
     p = Path(path)
     if p.suffix.lower() != ".toml":
         raise UsageError(f"{p}: --append writes TOML case files (*.toml)")
@@ -176,7 +181,7 @@ def check_appendable(path: str | Path) -> None:
         raise UsageError(f"{p}: folder {folder} does not exist")
     if p.exists():
         try:
-            load_case_file(p)
+            load_case_file(p, op=op)
         except SuiteError as exc:
             raise UsageError(f"--append: {exc}") from None
         if not p.is_file() or not _writable(p):
@@ -190,14 +195,16 @@ def _writable(p: Path) -> bool:
     return os.access(p, os.W_OK)
 
 
-def write_case_file(path: str | Path, text: str, mode: int | None = None) -> None:
-    """Write a case file atomically: a temporary file, read back as a case file, then
-    renamed into place; a failure (a full disk, text that would not parse) leaves the
-    old file as it was. `mode`: the new file's mode (default 0666 less the umask)."""
+def write_case_file(path: str | Path, text: str, mode: int | None = None,
+                    op: str = DEFAULT) -> None:
+    """Write a case file atomically: a temporary file, read back as a case file (of
+    operator `op`), then renamed into place; a failure (a full disk, text that would not
+    parse) leaves the old file as it was. `mode`: the new file's mode (default 0666 less
+    the umask)."""
 
     def parses(tmp: Path) -> None:
         try:
-            load_case_file(tmp)
+            load_case_file(tmp, op=op)
         except SuiteError as exc:
             raise AclcheckError(f"{path}: the case file would not read back ({exc}); "
                                 "left unchanged") from None
@@ -213,7 +220,9 @@ def append(path: str | Path, case: Case, comment: str = "", mode: int | None = N
     written."""
     p = Path(path)
     target = Path(os.path.realpath(p)) if p.is_symlink() else p
-    existing = {c.id for c in load_case_file(target).cases} if target.exists() else set()
+    op = case.OPERATOR
+    existing = {c.id for c in load_case_file(target, op=op).cases} if target.exists() \
+        else set()
     written, n = case, 2
     while written.id in existing:
         written = case.replace(id=f"{case.id}-{n}")
@@ -222,5 +231,5 @@ def append(path: str | Path, case: Case, comment: str = "", mode: int | None = N
     sep = "" if not old or old.endswith("\n\n") else ("\n" if old.endswith("\n") else "\n\n")
     if target.exists():
         mode = stat.S_IMODE(target.stat().st_mode)
-    write_case_file(target, old + sep + toml_entry(written, comment), mode)
+    write_case_file(target, old + sep + toml_entry(written, comment), mode, op)
     return written

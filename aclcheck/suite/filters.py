@@ -5,8 +5,9 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 
-from aclcheck import contract
+from aclcheck.cases.acl import PRODUCTS, normalize_format
 from aclcheck.dtypes import normalize_dtype
+from aclcheck.errors import SuiteError
 from aclcheck.store import IndexEntry
 
 
@@ -21,9 +22,10 @@ def select(entries: Sequence[IndexEntry], *, products: Sequence[str] = (),
     Unknown names are a SuiteError.
     """
     for p in products:
-        contract.product(p)
+        if p not in PRODUCTS:
+            raise SuiteError(f"unknown product {p!r}; valid: {', '.join(PRODUCTS)}")
     dts = {normalize_dtype(d) for d in dtypes}
-    fmts = {contract.normalize_format(f) for f in formats}
+    fmts = {normalize_format(f) for f in formats}
     wanted = {f for f in families if not f.startswith("!")}
     excluded = {f[1:] for f in families if f.startswith("!")}
     return [e for e in entries

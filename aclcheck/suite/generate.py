@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from aclcheck import contract, interrupts
+from aclcheck import interrupts
 from aclcheck.arrays import ResultBuffers
-from aclcheck.cases import Case, CaseTensors, make_tensors
-from aclcheck.dtypes import NUMPY_DTYPES, normalize_dtype
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.acl import normalize_format
+from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import SuiteError
-from aclcheck.layouts import layout_geometry
-from aclcheck.running.executors import ProcessPool
+from aclcheck.executors import ProcessPool
+from aclcheck.ops import DEFAULT, operator, operator_of
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
 from aclcheck.store.h5read import memory_bytes
 from aclcheck.suite.casefile import load_case_file
@@ -59,6 +59,7 @@ def plan_suite(
     shard_spec: str | None = None,
     suite_name: str | None = None,
     max_case_bytes: int | None = None,
+    op: str = DEFAULT,
 ) -> Plan:
     """Build the case list from CLI-style selections (empty = all applicable).
 
@@ -68,7 +69,7 @@ def plan_suite(
     memory), before anything is allocated.
     """
     norm_dtypes = tuple(normalize_dtype(d) for d in dtypes)
-    norm_formats = tuple(contract.normalize_format(f) for f in formats)
+    norm_formats = tuple(normalize_format(f) for f in formats)
     selection: dict[str, Any] = {
         "products": list(products), "dtypes": list(norm_dtypes), "formats": list(norm_formats),
     }
@@ -78,9 +79,9 @@ def plan_suite(
                              "replace the families)")
         if count is not None:
             raise SuiteError("--count does not apply with --cases-file")
-        cf = load_case_file(cases_file, seed)
+        cf = load_case_file(cases_file, seed, op)
         for p in products:
-            contract.product(p)
+            operator(op).product(p)
         cases = [c for c in cf.cases
                  if (not products or c.product in products)
                  and (not norm_dtypes or c.dtype in norm_dtypes)
@@ -89,7 +90,7 @@ def plan_suite(
         selection.update(cases_file=str(cases_file), seed=cf.seed)
     else:
         sel_kwargs: dict[str, Any] = {"count": 1 if count is None else count,
-                                      "seed": 0 if seed is None else seed}
+                                      "seed": 0 if seed is None else seed, "op": op}
         if products:
             sel_kwargs["products"] = tuple(products)
         if norm_dtypes:
@@ -123,25 +124,10 @@ def default_max_case_bytes() -> int:
     return max(1 << 30, memory_bytes() // 4)
 
 
-def case_bytes(case: Case) -> int:
-    """Memory one case's arrays need while generated: the input storage buffers as laid
-    out, the float64 golden, and a float64 copy of gradOutput for the reference."""
-    total = 0
-    for name in ("grad_output", "self"):
-        if name in case.null:
-            continue
-        desc = case.tensor_desc(name)
-        storage = layout_geometry(tuple(desc.shape), case.layout)[2]
-        total += storage * np.dtype(NUMPY_DTYPES[desc.dtype]).itemsize
-    if case.positive:
-        total += 8 * (math.prod(case.self_shape) + math.prod(case.grad_shape))
-    return total
-
-
 def check_case_sizes(cases: Sequence[Case], limit: int) -> None:
     """SuiteError naming the first case whose arrays need more than `limit` bytes."""
     for case in cases:
-        need = case_bytes(case)
+        need = operator_of(case).case_bytes(case)
         if need > limit:
             raise SuiteError(f"case {case.id}: its arrays need {need / 1e6:.0f} MB, over the "
                              f"limit of {limit / 1e6:.0f} MB (--max-case-mb)")
@@ -151,7 +137,7 @@ def check_case_sizes(cases: Sequence[Case], limit: int) -> None:
 # -- materialising ------------------------------------------------------------------------
 
 
-def _batch_tensors(cases: list[Case]) -> list[CaseTensors]:
+def _batch_tensors(cases: list[Case]) -> list[CaseData]:
     """Worker entry point (top level, so it pickles)."""
     return [make_tensors(c) for c in cases]
 
@@ -171,7 +157,7 @@ def batches(cases: Sequence[Case]) -> Iterator[list[Case]]:
         yield batch
 
 
-def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, CaseTensors]]:
+def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, CaseData]]:
     """(case, tensors) in suite order; with jobs > 1 computed in a process pool, at most
     2 * jobs batches in flight."""
     if jobs <= 1:
@@ -181,7 +167,7 @@ def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, C
             yield case, make_tensors(case, buffers=buffers)
         return
     with ProcessPool(jobs) as pool:
-        pending: deque[tuple[list[Case], Future[list[CaseTensors]]]] = deque()
+        pending: deque[tuple[list[Case], Future[list[CaseData]]]] = deque()
         try:
             for batch in batches(cases):
                 pending.append((batch, pool.submit(_batch_tensors, batch)))
@@ -195,8 +181,8 @@ def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, C
 
 
 def _drain_one(
-    pending: deque[tuple[list[Case], Future[list[CaseTensors]]]],
-) -> Iterator[tuple[Case, CaseTensors]]:
+    pending: deque[tuple[list[Case], Future[list[CaseData]]]],
+) -> Iterator[tuple[Case, CaseData]]:
     interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
     batch, fut = pending.popleft()
     yield from zip(batch, fut.result(), strict=True)

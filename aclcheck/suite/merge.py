@@ -146,7 +146,7 @@ def merge_golden(inputs: list[str | Path], output: str | Path, *, force: bool = 
                         **{k: v for k, v in meta.items() if k != "suite"})
         with GoldenWriter(output, meta, force=force, compress=compress) as writer:
             for gf, cid in order:
-                writer.add(gf.case(cid), gf.tensors(cid))
+                writer.add(gf.case(cid), gf.data(cid))
         return len(order)
     finally:
         for gf in files:

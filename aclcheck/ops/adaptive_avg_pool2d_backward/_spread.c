@@ -1,7 +1,7 @@
-/* Compiled kernel of the float64 reference backward (aclcheck.reference).
+/* Compiled kernel of the float64 reference backward (the operator's reference.py).
  *
  * One function, backward_block, computes the same fixed-order arithmetic as the numpy
- * path of aclcheck.reference, bit for bit:
+ * path of the operator's reference.py, bit for bit:
  *
  *   terms: t[i, j] = g[i, j] / (kh[i] * kw[j]), one correctly rounded division per term
  *   (the window area is an exact float64 integer); then, along one axis and then the
@@ -703,7 +703,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "aclcheck._spread",
+    PyModuleDef_HEAD_INIT, "aclcheck.ops.adaptive_avg_pool2d_backward._spread",
     "Compiled kernel of the float64 reference backward (bit-identical to numpy).", -1,
     methods,
 };

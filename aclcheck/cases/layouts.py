@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: contiguous: row-major; channels_last: C innermost (NHWC / HWC in memory);
-#: strided: every other element of a padded buffer, with a storage offset;
-#: transposed: H and W swapped in memory (column-major planes).
+#: contiguous: row-major; channels_last: C (the axis before the spatial ones) innermost
+#: (NHWC / HWC in memory for 2-D pooling); strided: every other element of a padded
+#: buffer, with a storage offset; transposed: the last two axes swapped in memory
+#: (column-major planes).
 LAYOUTS: tuple[str, ...] = ("contiguous", "channels_last", "strided", "transposed")
 LAYOUT_TAGS: dict[str, str] = {
     "contiguous": "",
@@ -59,18 +60,21 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def layout_geometry(shape: tuple[int, ...], layout: str) -> tuple[tuple[int, ...], int, int]:
-    """(element strides, storage offset, storage size) of `layout` for `shape`."""
+def layout_geometry(shape: tuple[int, ...], layout: str, spatial_rank: int = 2
+                    ) -> tuple[tuple[int, ...], int, int]:
+    """(element strides, storage offset, storage size) of `layout` for `shape`, whose
+    last `spatial_rank` axes are spatial (the one before them is C)."""
     rank = len(shape)
     numel = math.prod(shape)
     if layout == "contiguous" or rank < 2:
         return contiguous_strides(shape), 0, numel
-    if layout == "channels_last" and rank >= 3:
+    if layout == "channels_last" and rank > spatial_rank:
         # Leading dims before C stay outer; C becomes innermost: (..., C, H, W) -> (..., H, W, C)
-        c, h, w = (max(d, 1) for d in shape[-3:])
-        inner = (1, w * c, c)
-        outer = contiguous_strides(shape[:-3]) if rank > 3 else ()
-        outer = tuple(s * c * h * w for s in outer)
+        c = max(shape[-spatial_rank - 1], 1)
+        spatial = shape[-spatial_rank:]
+        inner = (1, *(s * c for s in contiguous_strides(spatial)))
+        plane = c * math.prod(max(d, 1) for d in spatial)
+        outer = tuple(s * plane for s in contiguous_strides(shape[:-spatial_rank - 1]))
         return outer + inner, 0, numel
     if layout == "transposed":
         h, w = (max(d, 1) for d in shape[-2:])
@@ -85,7 +89,7 @@ def layout_geometry(shape: tuple[int, ...], layout: str) -> tuple[tuple[int, ...
             span = span * (shape[d] + 1)
         size = STRIDED_OFFSET + span if numel else 0
         return tuple(strides), STRIDED_OFFSET if numel else 0, size
-    if layout == "channels_last":  # rank 2: nothing to permute
+    if layout == "channels_last":  # no C axis: nothing to permute
         return contiguous_strides(shape), 0, numel
     raise ValueError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
 
@@ -100,10 +104,10 @@ def gap_fill(dtype: np.dtype) -> object:
     return np.nan
 
 
-def place(values: np.ndarray, layout: str) -> StridedTensor:
+def place(values: np.ndarray, layout: str, spatial_rank: int = 2) -> StridedTensor:
     """Lay out logical `values` in a fresh storage buffer according to `layout`."""
     shape = tuple(values.shape)
-    strides, offset, size = layout_geometry(shape, layout)
+    strides, offset, size = layout_geometry(shape, layout, spatial_rank)
     if strides == contiguous_strides(shape) and offset == 0:
         storage = np.ascontiguousarray(values).reshape(-1).copy()
         return StridedTensor(storage, shape, strides, 0)

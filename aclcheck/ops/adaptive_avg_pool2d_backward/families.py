@@ -12,13 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck import contract
-from aclcheck.cases import Case, derive_seed, make_id
+from aclcheck.cases import derive_seed
+from aclcheck.cases.acl import ALL_FORMATS
+from aclcheck.cases.values import SPECIAL_DISTS
 from aclcheck.dtypes import ALL_DTYPES
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case, make_id
 
 RANDOM_DISTS = ("normal", "uniform", "small", "outliers")
 ALIGN_SIZES = (15, 16, 17, 255, 256, 257)
-SPECIAL_DISTS = ("special", "inf-fill", "nan-fill", "subnormal", "near-max")
 LAYOUT_CYCLE = ("channels_last", "strided", "transposed")
 
 
@@ -225,8 +227,8 @@ def _rotation(product: str, dtype: str, fmt: str) -> int:
     """
     p = list(contract.PRODUCTS).index(product) if product in contract.PRODUCTS else 0
     d = ALL_DTYPES.index(dtype) if dtype in ALL_DTYPES else 0
-    f = contract.ALL_FORMATS.index(fmt) if fmt in contract.ALL_FORMATS else 0
-    return f + len(contract.ALL_FORMATS) * (d + len(ALL_DTYPES) * p)
+    f = ALL_FORMATS.index(fmt) if fmt in ALL_FORMATS else 0
+    return f + len(ALL_FORMATS) * (d + len(ALL_DTYPES) * p)
 
 
 def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,

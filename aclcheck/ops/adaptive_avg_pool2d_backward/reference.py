@@ -8,9 +8,9 @@ kernels differ in FMA use and summation order) and IEEE special values propagate
 (no 0 * inf from a dense pooling matrix). Work is chunked over the leading dims, so memory
 stays at the result plus a few chunk-sized temporaries.
 
-The optional compiled kernel `aclcheck._spread` (built by setup.py where a C compiler
-exists) runs the same fixed-order arithmetic, bit for bit, 2-7x faster; without it, or
-with ACLCHECK_PURE_NUMPY=1, the numpy path runs. ACLCHECK_THREADS=n caps the kernel's
+The optional compiled kernel `_spread` beside this module (built by setup.py where a C
+compiler exists) runs the same fixed-order arithmetic, bit for bit, 2-7x faster; without
+it, or with ACLCHECK_PURE_NUMPY=1, the numpy path runs. ACLCHECK_THREADS=n caps the kernel's
 plane-parallel threads (no result bit depends on it).
 
 Callers that compute result after result pass `out=` (an array they own) or take it from a
@@ -22,16 +22,24 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from aclcheck.arrays import plane_blocks
-from aclcheck.contract import window_bounds
+from aclcheck.cases.layouts import layout_geometry
+from aclcheck.dtypes import NUMPY_DTYPES
+from aclcheck.ops.adaptive.windows import (
+    SpreadPlan,
+    Workspace,
+    spread_axis,
+    spread_plan,
+    window_areas,
+)
 
 try:  # the optional compiled kernel (setup.py); numpy below is the fallback
-    from aclcheck import _spread as _native
+    from aclcheck.ops.adaptive_avg_pool2d_backward import _spread as _native
 except ImportError:  # pragma: no cover - depends on the build
     _native = None
 
@@ -86,126 +94,6 @@ def native_threads() -> int:
     return max(1, min(cpus, 8))
 
 
-@dataclass(frozen=True)
-class SpreadPlan:
-    """How windows along one axis map onto input positions.
-
-    `index[r, p]` is the r-th window covering input position p, or `out_size` (a padding
-    slot holding -0.0) when p is covered by fewer than r + 1 windows.
-    """
-
-    out_size: int
-    in_size: int
-    sizes: np.ndarray  # window sizes, int64 (out_size,)
-    counts: np.ndarray  # windows covering each input position, int64 (in_size,)
-    index: np.ndarray  # int64 (K, in_size)
-
-    @property
-    def depth(self) -> int:
-        """K: the largest number of windows covering one input position."""
-        return int(self.index.shape[0])
-
-    @property
-    def uniform(self) -> bool:
-        """Windows tile the input exactly with equal sizes (in % out == 0)."""
-        return self.out_size > 0 and self.in_size % self.out_size == 0
-
-
-@lru_cache(maxsize=256)
-def spread_plan(out_size: int, in_size: int) -> SpreadPlan:
-    """The SpreadPlan of one spatial axis (cached: plans are small and reused per chunk)."""
-    start, end = window_bounds(out_size, in_size)
-    positions = np.arange(in_size, dtype=np.int64)
-    lo = np.searchsorted(end, positions, side="right")
-    hi = np.searchsorted(start, positions, side="right")
-    counts = (hi - lo).astype(np.int64)
-    depth = int(counts.max()) if in_size and out_size else 0
-    r = np.arange(depth, dtype=np.int64)[:, None]
-    index = np.where(r < counts[None, :], lo[None, :] + r, out_size)
-    sizes = end - start
-    for arr in (start, end, sizes, counts, index):
-        arr.setflags(write=False)  # plans are cached and shared: never mutate them
-    return SpreadPlan(out_size, in_size, sizes, counts, index)
-
-
-def term_counts(out_hw: tuple[int, int], in_hw: tuple[int, int]) -> np.ndarray:
-    """k[h, w]: the number of gradOutput terms reaching each input element (int64)."""
-    ph = spread_plan(int(out_hw[0]), int(in_hw[0]))
-    pw = spread_plan(int(out_hw[1]), int(in_hw[1]))
-    return np.multiply.outer(ph.counts, pw.counts)
-
-
-class _Workspace:
-    """Reusable float64 scratch buffers, one per name.
-
-    Every chunk of one backward call takes its temporaries from here instead of fresh
-    allocations: a fresh large array is mmap-ed and page-faulted on first touch, which
-    cost 3-5x the arithmetic for planes larger than a chunk (16 planes of 2048 x 2048:
-    1.2-1.7 s -> 0.35 s).
-    """
-
-    def __init__(self) -> None:
-        self._buffers: dict[str, np.ndarray] = {}
-
-    def get(self, name: str, shape: tuple[int, ...] | list[int]) -> np.ndarray:
-        n = math.prod(shape)
-        buf = self._buffers.get(name)
-        if buf is None or buf.size < n:
-            buf = self._buffers[name] = np.empty(n, dtype=np.float64)
-        return buf[:n].reshape(shape)
-
-
-def _spread_axis(x: np.ndarray, plan: SpreadPlan, axis: int, out: np.ndarray | None,
-                 ws: _Workspace, tag: str) -> np.ndarray:
-    """Spread window values onto positions along `axis`.
-
-    out[p] = ((x[index[0, p]] + x[index[1, p]]) + ...) in window order, where a padding
-    slot holds -0.0 (the identity of IEEE addition). Temporaries come from `ws`, under
-    names prefixed with `tag`; `out` (when None) too.
-    """
-    target_shape = list(x.shape)
-    target_shape[axis] = plan.in_size
-    if out is None:
-        out = ws.get(tag + "out", target_shape)
-    if plan.depth == 0:
-        out.fill(0.0)
-        return out
-    if plan.uniform:
-        k = plan.in_size // plan.out_size
-        view_shape = list(x.shape)
-        view_shape[axis : axis + 1] = [plan.out_size, k]
-        out.reshape(view_shape)[...] = np.expand_dims(x, axis + 1)
-        return out
-    # mode="clip" (indices are always in range): with the default "raise", numpy buffers
-    # `out` in a temporary copy, doubling the cost of every gather.
-    if plan.depth == 1:
-        np.take(x, plan.index[0], axis=axis, out=out, mode="clip")
-        return out
-    pad_shape = list(x.shape)
-    pad_shape[axis] = plan.out_size + 1
-    padded = ws.get(tag + "padded", pad_shape)
-    where: list[slice] = [slice(None)] * x.ndim
-    where[axis] = slice(0, plan.out_size)
-    padded[tuple(where)] = x
-    where[axis] = slice(plan.out_size, plan.out_size + 1)
-    padded[tuple(where)] = -0.0
-    np.take(padded, plan.index[0], axis=axis, out=out, mode="clip")
-    tmp = ws.get(tag + "tmp", out.shape)
-    for r in range(1, plan.depth):
-        np.take(padded, plan.index[r], axis=axis, out=tmp, mode="clip")
-        out += tmp
-    return out
-
-
-def window_areas(ph: SpreadPlan, pw: SpreadPlan) -> np.ndarray:
-    """kh * kw of every gradOutput position (Ho, Wo), float64.
-
-    Exact: each window size is at most H or W, so an area is at most H * W elements of one
-    plane, far below 2^53 for any plane that fits in memory.
-    """
-    return np.multiply.outer(ph.sizes.astype(np.float64), pw.sizes.astype(np.float64))
-
-
 def _w_first(ph: SpreadPlan, pw: SpreadPlan, rows: int, out_size: int) -> bool:
     """Spread along W first (else H first): the cheaper order by the numpy path's costs.
 
@@ -219,14 +107,14 @@ def _w_first(ph: SpreadPlan, pw: SpreadPlan, rows: int, out_size: int) -> bool:
 
 
 def _backward_block(terms: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, out: np.ndarray,
-                    ws: _Workspace) -> None:
+                    ws: Workspace) -> None:
     """Spread one (rows, Ho, Wo) float64 block of terms g / (kh * kw) into `out`."""
     if _w_first(ph, pw, terms.shape[0], out.size):
-        mid = _spread_axis(terms, pw, 2, None, ws, "w")
-        _spread_axis(mid, ph, 1, out, ws, "h")
+        mid = spread_axis(terms, pw, 2, None, ws, "w")
+        spread_axis(mid, ph, 1, out, ws, "h")
     else:
-        mid = _spread_axis(terms, ph, 1, None, ws, "h")
-        _spread_axis(mid, pw, 2, out, ws, "w")
+        mid = spread_axis(terms, ph, 1, None, ws, "h")
+        spread_axis(mid, pw, 2, out, ws, "w")
 
 
 def _backward_block_native(g: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, out: np.ndarray,
@@ -291,7 +179,7 @@ def backward(
         return out
     plane = max(h * w, ho * wo, h * wo, ho * w, 1)
     with np.errstate(invalid="ignore", over="ignore"):
-        ws = _Workspace()
+        ws = Workspace()
         for idx in plane_blocks(lead, max(1, chunk_elems // plane)):
             _backward_into(g[idx], out[idx], ph, pw, absolute, ws, threads)
     return out
@@ -299,7 +187,7 @@ def backward(
 
 def _backward_into(
     g: np.ndarray, out: np.ndarray, ph: SpreadPlan, pw: SpreadPlan, absolute: bool,
-    ws: _Workspace, threads: int = 0,
+    ws: Workspace, threads: int = 0,
 ) -> None:
     """One chunk: convert to float64 (|g| if absolute) and spread into `out` (a view).
 
@@ -317,3 +205,24 @@ def _backward_into(
     else:
         np.divide(block, window_areas(ph, pw), out=block)
         _backward_block(block, ph, pw, target, ws)
+
+
+def golden(case: Any, inputs: Mapping[str, np.ndarray], out: np.ndarray | None = None
+           ) -> np.ndarray:
+    """The float64 golden of a case from its logical input values (into `out`)."""
+    return backward(inputs["grad_output"], tuple(case.self_shape[-2:]), out=out)
+
+
+def case_bytes(case: Any) -> int:
+    """Memory one case's arrays need while generated: the input storage buffers as laid
+    out, the float64 golden, and a float64 copy of gradOutput for the reference."""
+    total = 0
+    for name in ("grad_output", "self"):
+        if name in case.null:
+            continue
+        desc = case.tensor_desc(name)
+        storage = layout_geometry(tuple(desc.shape), case.layout)[2]
+        total += storage * np.dtype(NUMPY_DTYPES[desc.dtype]).itemsize
+    if case.positive:
+        total += 8 * (math.prod(case.self_shape) + math.prod(case.grad_shape))
+    return total
