@@ -136,6 +136,24 @@ def float_format(name: str) -> FloatFormat:
     return FLOAT_FORMATS[name]
 
 
+#: What an accumulation choice may name besides a dtype: "input" is the input dtype.
+ACCUMULATE_CHOICES: tuple[str, ...] = ("float32", "input", "float16", "bfloat16")
+
+
+def accumulation_format(choice: str, dtype: str) -> FloatFormat:
+    """The format an accumulation choice names for inputs of `dtype`: "input" (the input
+    dtype) or a compute dtype name or alias (fp16, bf16, ...); ValueError otherwise."""
+    key = str(choice).strip().lower()
+    if key == "input":
+        return float_format(dtype)
+    try:
+        return float_format(normalize_dtype(key))
+    except (ValueError, KeyError):
+        raise ValueError(
+            f"unknown accumulation {choice!r}; valid: {', '.join(ACCUMULATE_CHOICES)}"
+        ) from None
+
+
 def round_to(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """Round float64/float32 values to `fmt` with round-to-nearest-even.
 
@@ -256,6 +274,19 @@ def quantum_exponent(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     res = _CTZ[low] + np.maximum(field, 1) - (bias + mant_bits)
     bad = (low == 0) | (field == (1 << exp_bits) - 1)
     return np.where(bad, _QUANTUM_NONE, res)
+
+
+def plane_quanta(values: np.ndarray, planes: int, fmt: FloatFormat) -> np.ndarray:
+    """Per plane of `values` (any shape whose leading dims hold `planes` planes): the
+    smallest quantum() of its values (inf for an all-zero plane; 0 for every plane when
+    there are no values). Values of a 16-bit `fmt` are read from their bits."""
+    values = np.asarray(values)
+    if planes == 0 or values.size == 0:
+        return np.zeros(planes)
+    if values.dtype == fmt.np_dtype and fmt.bits_dtype.itemsize == 2:
+        e = quantum_exponent(values, fmt).reshape(planes, -1).min(axis=1)
+        return np.where(e < 1 << 19, np.ldexp(1.0, np.minimum(e, 1100)), np.inf)
+    return quantum(values.astype(np.float64)).reshape(planes, -1).min(axis=1)
 
 
 #: Trailing zeros of the powers of two up to 2**16 (index: the power), for quantum bits.

@@ -24,8 +24,8 @@ from unittest import mock
 import numpy as np
 
 from aclcheck.dtypes import NUMPY_DTYPES
-from aclcheck.judging.compare import Context, compare
 from aclcheck.judging.standards import STANDARDS
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 
@@ -75,7 +75,8 @@ def peak_bytes(fn) -> int:
 def exactness_off() -> Iterator[None]:
     """compare() without the exactness analysis (no element proven exact): the baseline
     of the analysis' cost."""
-    with mock.patch("aclcheck.judging.compare.exact_plan", lambda *args: None):
+    with mock.patch("aclcheck.ops.adaptive_avg_pool2d_backward.numerics.exact_plan",
+                    lambda *args: None):
         yield
 
 

@@ -21,10 +21,11 @@ from aclcheck.dtypes import (
     scale_error,
 )
 from aclcheck.judging import compare as compare_mod
-from aclcheck.judging.budget import budget, budget_model, product_path
-from aclcheck.judging.compare import Context, compare, discriminating
+from aclcheck.judging.compare import discriminating
 from aclcheck.judging.findings import WORST_COUNT
 from aclcheck.judging.standards import STANDARDS, parse_overrides
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import budget, budget_model, product_path
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from tests import kernels
 

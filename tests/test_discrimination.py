@@ -28,10 +28,11 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import float_format, half_ulp
-from aclcheck.judging.budget import resolve_accumulate
-from aclcheck.judging.compare import Comparison, Context, compare
+from aclcheck.judging.compare import Comparison
 from aclcheck.judging.standards import DEFAULT_C, PUBLISHED, STANDARDS
 from aclcheck.ops.adaptive.windows import term_counts
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import resolve_accumulate
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from aclcheck.ops.materialize import make_inputs, make_tensors

@@ -10,7 +10,6 @@ import pytest
 from rich.console import Console
 
 from aclcheck.judging import evidence
-from aclcheck.judging.compare import Context, compare
 from aclcheck.judging.evidence import (
     HIST_LOG2_EDGES,
     JSON_INF,
@@ -19,6 +18,7 @@ from aclcheck.judging.evidence import (
     EvidenceBuilder,
 )
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.report.errormap import error_map, shrink_map

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from aclcheck.cases.acl import PRODUCTS
+from aclcheck.cases.model import CaseModel, NumericPath
 from aclcheck.cases.record import Call, Case, Expectation, Role
 from aclcheck.errors import SuiteError
 
@@ -121,6 +122,9 @@ class Operator:
     space: CaseSpace  # dims, smaller calls, random valid calls (shrink, hunt)
     # -- its reference and numeric paths
     golden: Callable[[Case, Mapping[str, np.ndarray], np.ndarray | None], np.ndarray]
+    model: Callable[[Case, str | None], CaseModel]  # what judging reads, once per case
+    #: (product, dtype, accumulate) -> its windowed and its global path (`tolerances`)
+    paths: Callable[[str, str, str | None], tuple[NumericPath, NumericPath]]
     case_bytes: Callable[[Case], int]  # memory to materialise a case (generate's limit)
     # -- its glue and how it is shown
     glue: Glue

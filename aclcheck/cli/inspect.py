@@ -18,6 +18,7 @@ from aclcheck.cases.acl import UNSPECIFIED
 from aclcheck.cli.common import handle_errors, selection_options, stdout_console
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
 from aclcheck.judging.exactness import exact_ties
+from aclcheck.ops import operator_of
 from aclcheck.store import (
     FORMAT_RESULTS,
     CheckReport,
@@ -75,11 +76,13 @@ def case_ties(gf: GoldenFile, case_id: str) -> int | None:
 
 
 def case_exact_ties(data: CaseData) -> tuple[int, int]:
-    """(elements proven exact, of which exact ties) of a case with a golden."""
+    """(elements proven exact, of which exact ties) of a case with a golden, on its
+    product's own path."""
     assert data.golden is not None
-    grad = data.values()["grad_output"]
-    assert grad is not None
-    return exact_ties(data.case.product, data.case.dtype, grad, data.golden)
+    numbers = operator_of(data.case).model(data.case, None).numbers
+    if numbers is None:
+        return 0, 0
+    return exact_ties(numbers, data.values(), data.golden)
 
 
 def _ties_text(gf: GoldenFile, e: IndexEntry) -> str:

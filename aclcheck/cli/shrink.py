@@ -15,9 +15,9 @@ from rich.console import Console
 from aclcheck.cases import Case
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.verify import open_adapter
+from aclcheck.dtypes import ACCUMULATE_CHOICES
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
 from aclcheck.impls.callable_impl import source_file
-from aclcheck.judging.budget import ACCUMULATE_CHOICES
 from aclcheck.judging.gate import UNJUDGED
 from aclcheck.ops import operator_of
 from aclcheck.report.files import file_mode

@@ -15,7 +15,6 @@ from rich.table import Table
 
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.errors import UsageError
-from aclcheck.judging.budget import product_path, resolve_accumulate
 from aclcheck.judging.standards import (
     DEFAULT_STANDARD,
     DTYPES,
@@ -49,13 +48,12 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None) -> Table:
     for col in ("product", "dtype", "accumulates in", "c", "atol", "windows", "1x1 path"):
         # names and formats are never cut: the table grows (and wraps the free text)
         table.add_column(col, no_wrap=col in ("product", "dtype", "c", "atol"))
-    for prod in default_operator().products.values():
+    op = default_operator()
+    for prod in op.products.values():
         for dtype in prod.dtypes:
             params = std.params_for(dtype, prod.id, overrides)
-            acc_choice = str(params["accumulate"]) or None
-            acc = resolve_accumulate(prod.id, dtype, acc_choice)
-            general = product_path(prod.id, dtype, (2, 2), (3, 3), acc_choice)
-            global_ = product_path(prod.id, dtype, (1, 1), (3, 3), acc_choice)
+            general, global_ = op.paths(prod.id, dtype, str(params["accumulate"]) or None)
+            acc = general.accumulate
             windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}")
             one = f"fill 1/(H*W) in {global_.scale_format.name}"
             table.add_row(prod.id, dtype, _u_text(acc.name, acc.unit_roundoff),

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from aclcheck.cases import CaseData
 from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
+from aclcheck.dtypes import ACCUMULATE_CHOICES
 from aclcheck.errors import (
     EXIT_CODES_HELP,
     EXIT_INTERNAL,
@@ -30,7 +31,6 @@ from aclcheck.impls.aclnn_impl import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.impls.callable_impl import source_file
 from aclcheck.judging import xfail
-from aclcheck.judging.budget import ACCUMULATE_CHOICES
 from aclcheck.judging.gate import Finding, Kind, catch_all, decide
 from aclcheck.judging.standards import DEFAULT_STANDARD, STANDARDS
 from aclcheck.judging.verdicts import CaseVerdict

@@ -2,27 +2,30 @@
 
 Everything is computed in float64 from the raw outputs, chunk by chunk over the leading
 dims (and over rows of very large planes), so memory stays at a few chunk-sized
-temporaries plus one plane-block of m (the backward of |gradOutput|) whatever the case
-size. Special values follow one rule for every standard: NaN and +-inf must match the
-golden; a finite golden beyond the dtype's overflow threshold must come out as inf of
-its sign (either is fine within the budget of the threshold); where the terms' summed
-magnitude can overflow the accumulator, inf or NaN is accepted. A special value that
-breaks the rule counts as an element with infinite error under every standard.
+temporaries plus one plane-block of m (the operator's backward of its inputs' magnitudes,
+from the case's NumericModel) whatever the case size. Special values follow one rule for
+every standard: NaN and +-inf must match the golden; a finite golden beyond the dtype's
+overflow threshold must come out as inf of its sign (either is fine within the budget of
+the threshold); where the terms' summed magnitude can overflow the accumulator, inf or
+NaN is accepted. A special value that breaks the rule counts as an element with infinite
+error under every standard.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 from aclcheck.arrays import plane_blocks
-from aclcheck.dtypes import BFLOAT16, FloatFormat, float_format, max_ulp_distance
-from aclcheck.judging.budget import BudgetModel, budget_model
+from aclcheck.cases.model import ExactPlan, NumericModel
+from aclcheck.dtypes import BFLOAT16, FloatFormat, max_ulp_distance
+from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.evidence import Evidence, EvidenceBuilder
-from aclcheck.judging.exactness import BlockBounds, Prover, exact_plan
+from aclcheck.judging.exactness import BlockBounds, Prover
 from aclcheck.judging.findings import Hints, Worst, WorstTally, Zones
 from aclcheck.judging.pieces import Piece
 from aclcheck.judging.standards import (
@@ -32,7 +35,6 @@ from aclcheck.judging.standards import (
     StandardResult,
     get_standard,
 )
-from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 #: Elements per sub-chunk: the hot loop's arrays (a dozen float64 temporaries) stay in
 #: cache-sized pieces.
@@ -45,17 +47,6 @@ _TINY = np.finfo(np.float64).tiny
 
 
 # -- public records -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the comparison needs to know about the case."""
-
-    product: str
-    dtype: str  # output dtype name: float16 / float32 / bfloat16
-    grad_output: np.ndarray  # logical gradOutput values (any layout): m and the 1x1 path
-    in_hw: tuple[int, int]
-    accumulate: str | None = None  # "float32" / "input" / a dtype name (--accumulate)
 
 
 @dataclass(frozen=True)
@@ -74,6 +65,7 @@ class Comparison:
     notes: tuple[str, ...] = ()
     hints: tuple[str, ...] = field(default=())
     evidence: Evidence | None = None  # where the errors sit (failing comparisons only)
+    index_names: tuple[str, ...] = ()  # names of a worst element's index entries
 
     @property
     def gating(self) -> StandardResult:
@@ -99,7 +91,8 @@ class Comparison:
                 ratio = w.error / w.budget if w.budget > 0 else math.inf
                 ratio_text = f" ({ratio:.3g}x)" if math.isfinite(ratio) else ""
                 lines.append(
-                    f"  {_index_text(w.index)}: {w.golden:.9g}, {w.actual:.9g}, "
+                    f"  {_index_text(w.index, self.index_names)}: {w.golden:.9g}, "
+                    f"{w.actual:.9g}, "
                     f"{w.error:.3g}, {w.budget:.3g}{ratio_text}"
                 )
         lines.extend(f"hint: {h}" for h in self.hints)
@@ -107,9 +100,8 @@ class Comparison:
         return "\n".join(lines)
 
 
-def _index_text(index: tuple[int, ...]) -> str:
-    names = ("n", "c", "h", "w") if len(index) == 4 else ("c", "h", "w")
-    if len(index) in (3, 4):
+def _index_text(index: tuple[int, ...], names: tuple[str, ...]) -> str:
+    if names and len(names) == len(index):
         return "[" + ", ".join(f"{k}={v}" for k, v in zip(names, index, strict=True)) + "]"
     return str(list(index))
 
@@ -217,19 +209,22 @@ def _metrics(t: _Totals, n: int, ratio: float, mismatches: int) -> dict[str, flo
 
 
 def compare(
+    numbers: NumericModel,
+    inputs: Mapping[str, np.ndarray],
     golden: np.ndarray,
     actual: np.ndarray,
-    ctx: Context,
     standards: Sequence[str] = (DEFAULT_STANDARD,),
     overrides: Overrides | None = None,
 ) -> Comparison:
-    """Metrics and verdicts of `actual` against the float64 `golden` (same shape).
+    """Metrics and verdicts of `actual` against the float64 `golden` (same shape), for a
+    case whose numbers the operator describes (`numbers`; `inputs`: the case's logical
+    input values by role, for the magnitudes and quanta its numerics compute).
 
     standards: names of the standards to judge by; the first one gates `passed` and picks
-    the worst elements. A failing comparison carries its evidence (aclcheck.judging.evidence: a
-    downsampled error/allowed map, failing planes, a histogram) for the reports.
-    Raises ValueError for an unknown standard name or a shape mismatch (the caller checks
-    shapes first).
+    the worst elements. A failing comparison carries its evidence (aclcheck.judging.
+    evidence: a downsampled error/allowed map, failing planes, a histogram) for the
+    reports. Raises ValueError for an unknown standard name or a shape mismatch (the
+    caller checks shapes first).
     """
     names = list(dict.fromkeys(standards)) or [DEFAULT_STANDARD]
     for name in names:
@@ -240,84 +235,81 @@ def compare(
         raise ValueError(f"shape mismatch: golden {golden.shape}, actual {actual.shape}")
     if golden.size == 0:
         return _empty(names)
-    run = _Run(golden, ctx, names, overrides)
+    run = _Run(golden, numbers, names, overrides)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        run.all_blocks(golden, actual, np.asarray(ctx.grad_output))
+        run.all_blocks(golden, actual, inputs)
     return run.outcome()
-
-
-def case_model(ctx: Context, in_hw: tuple[int, int],
-               overrides: Overrides | None = None) -> BudgetModel:
-    """The budget model of a case: the product's path and the budget numbers (c, atol,
-    accumulation) with overrides and --accumulate applied. Every standard's special-value
-    rule reads it (the accumulator's overflow), so it is built whatever the standards."""
-    params = get_standard(DEFAULT_STANDARD).params_for(ctx.dtype, ctx.product, overrides)
-    accumulate = ctx.accumulate or (str(params["accumulate"]) or None)
-    grad_shape = np.shape(ctx.grad_output)
-    out_hw = (int(grad_shape[-2]), int(grad_shape[-1]))
-    return budget_model(ctx.product, ctx.dtype, out_hw, in_hw, c=float(params["c"]),
-                        accumulate=accumulate, atol=float(params["atol"]))
 
 
 class _Run:
     """State of one comparison: the standards' tallies, running metrics, worst elements,
     hints, and the per-piece inputs they share (budget terms, proven-exact elements)."""
 
-    def __init__(self, golden: np.ndarray, ctx: Context, names: list[str],
+    def __init__(self, golden: np.ndarray, numbers: NumericModel, names: list[str],
                  overrides: Overrides | None) -> None:
         self.shape = golden.shape
         self.h, self.w = int(self.shape[-2]), int(self.shape[-1])
-        self.fmt = float_format(ctx.dtype)
-        self.model = case_model(ctx, (self.h, self.w), overrides)
+        self.numbers = numbers
+        self.fmt = numbers.fmt
+        dtype, product = numbers.fmt.name, numbers.product
+        params = get_standard(DEFAULT_STANDARD).params_for(dtype, product, overrides)
+        self.model = BudgetModel.of(numbers, float(params["c"]), float(params["atol"]))
         self.rules: list[Standard] = [
-            get_standard(name)(get_standard(name).params_for(ctx.dtype, ctx.product,
-                                                             overrides), self.fmt, self.model)
+            get_standard(name)(get_standard(name).params_for(dtype, product, overrides),
+                               self.fmt, self.model)
             for name in names
         ]
         self.gate = self.rules[0]
         self.totals = _Totals()
         self.worst = WorstTally()
-        self.hints = Hints(self.model)
+        self.lead = tuple(int(s) for s in self.shape[:-2])
+        self.hints = Hints(self.model, numbers.plane_axes, self.lead)
         self.evidence = EvidenceBuilder(self.shape, names[0])
         self.zones = Zones()
         self.track_path = self.model.path.scale_note is not None
-        grad_shape = np.shape(ctx.grad_output)
-        self.exact = exact_plan(self.model, (int(grad_shape[-2]), int(grad_shape[-1])),
-                                (self.h, self.w))
+        self.exact = numbers.exact
+        self.planes_alike = numbers.terms.plane_factors(self.lead) is None
         full = (slice(None), slice(None))
-        self.full_coefs = self.coefs(*full) if self.h * self.w <= CHUNK_ELEMS else None
+        self.full_coefs = (self.coefs(*full) if self.h * self.w <= CHUNK_ELEMS
+                           and self.planes_alike else None)
 
-    def coefs(self, rows: slice, cols: slice) -> tuple[np.ndarray, np.ndarray,
-                                                        np.ndarray | None]:
+    def coefs(self, rows: slice, cols: slice, planes: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """coef, floor and (when the path note is tracked) coef without eps_scale."""
         model = self.model
-        base = model.coef(rows, cols, with_scale=False) if self.track_path else None
-        return model.coef(rows, cols), model.floor(rows, cols), base
+        base = (model.coef(rows, cols, with_scale=False, planes=planes) if self.track_path
+                else None)
+        return model.coef(rows, cols, planes=planes), model.floor(rows, cols, planes=planes), base
 
-    def all_blocks(self, golden: np.ndarray, actual: np.ndarray, grad: np.ndarray) -> None:
-        lead = tuple(int(s) for s in self.shape[:-2])
+    def all_blocks(self, golden: np.ndarray, actual: np.ndarray,
+                   inputs: Mapping[str, np.ndarray]) -> None:
+        lead, terms, exact = self.lead, self.numbers.terms, self.exact
         h, w = self.h, self.w
         plane = h * w
         for idx in plane_blocks(lead, max(1, BLOCK_ELEMS // plane)):
             g3 = np.asarray(golden[idx], dtype=np.float64).reshape(-1, h, w)
             a3 = actual[idx].reshape(-1, h, w)  # a view, or a copy of one small block
-            m3 = backward(grad[idx], (h, w), absolute=True).reshape(-1, h, w)
-            bounds = None
-            if self.exact is not None:
-                bounds = BlockBounds(self.exact, grad[idx].reshape(-1, *grad.shape[-2:]))
+            m3 = self.numbers.numerics.magnitudes(inputs, idx).reshape(-1, h, w)
+            factors = None if self.planes_alike else terms.plane_factors(lead, idx)
+            proof = None
+            if exact is not None:
+                proof = _BlockProof(exact, BlockBounds(exact, partial(
+                    self.numbers.numerics.quanta, inputs, idx)), lead, idx)
             base = _flat_start(idx, self.shape)
             for ps, rs, cs in _chunks(g3.shape[0], h, w):
                 start = base + ps.start * plane + (rs.start or 0) * w + (cs.start or 0)
                 self.chunk(g3[ps, rs, cs], a3[ps, rs, cs], m3[ps, rs, cs], rs, cs, start,
-                           None if bounds is None else (bounds, ps.start))
+                           None if proof is None else (proof, ps.start),
+                           None if factors is None else factors[ps])
 
     def piece(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice,
-              cols: slice, bounds: tuple[BlockBounds, int] | None) -> Piece:
+              cols: slice, proof: tuple[_BlockProof, int] | None,
+              planes: np.ndarray | None) -> Piece:
         """The Piece of one chunk: values, budget terms, special values, exact elements."""
         fmt = self.fmt
         full = rows == slice(None) and cols == slice(None)
         coef, floor, coef0 = self.full_coefs if full and self.full_coefs else self.coefs(
-            rows, cols)
+            rows, cols, planes)
         g = np.ascontiguousarray(g3).reshape(-1)
         a = _load(a3).reshape(-1)
         extra3 = np.multiply(m3, coef)
@@ -333,13 +325,14 @@ class _Run:
             extra0 += floor
             extra0 = extra0.reshape(-1)
             ch.extra0 = extra0 if ch.mask is None else np.where(ch.mask, extra0, 0.0)
-        if self.exact is not None and bounds is not None:
-            ch.exact = Prover(self.exact, m3, bounds[0], bounds[1], rows, cols)
+        if proof is not None:
+            ch.exact = proof[0].prover(m3, proof[1], rows, cols)
         return ch
 
     def chunk(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice, cols: slice,
-              start: int, bounds: tuple[BlockBounds, int] | None = None) -> None:
-        ch = self.piece(g3, a3, m3, rows, cols, bounds)
+              start: int, proof: tuple[_BlockProof, int] | None = None,
+              planes: np.ndarray | None = None) -> None:
+        ch = self.piece(g3, a3, m3, rows, cols, proof, planes)
         self.totals.update(ch, self.fmt)
         budget = ch.budget
         ratio = np.divide(ch.err, budget)
@@ -383,7 +376,23 @@ class _Run:
             notes=tuple(notes),
             hints=hints,
             evidence=None if results[0].passed else self.evidence.result(),
+            index_names=self.numbers.index_names,
         )
+
+
+class _BlockProof:
+    """The exactness proof's parts of one block of planes, shared by its pieces."""
+
+    def __init__(self, plan: ExactPlan, bounds: BlockBounds, lead: tuple[int, ...],
+                 block: tuple[slice, ...]) -> None:
+        self.plan, self.bounds = plan, bounds
+        self.plane_ok = plan.ok.plane_factors(lead, block)
+        self.plane_single = (plan.single.plane_factors(lead, block)
+                             if plan.single is not None else None)
+
+    def prover(self, m3: np.ndarray, first_plane: int, rows: slice, cols: slice) -> Prover:
+        return Prover(self.plan, m3, self.bounds, first_plane, rows, cols, self.plane_ok,
+                      self.plane_single)
 
 
 def _chunks(planes: int, h: int, w: int) -> Iterator[tuple[slice, slice, slice]]:

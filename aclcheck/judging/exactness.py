@@ -2,7 +2,7 @@
 
 A per-element budget cannot see how a kernel breaks ties: at an exact tie both
 neighbours are half an ULP away. Where the reference can prove that the product's path
-(docs/contract.md section 6, as budget.ProductPath describes it) computes an element exactly
+(docs/contract.md section 6, as a NumericPath describes it) computes an element exactly
 before the final conversion to the output dtype, the only correct output is the
 round-to-nearest-even value of the golden, ties to even. The proof, per element x:
 
@@ -10,9 +10,9 @@ round-to-nearest-even value of the golden, ties to even. The proof, per element 
   in every format the path rounds it to (and the golden's g/(kh*kw) is the path's term);
 - every term and every partial sum is representable in the accumulation format, in any
   order: all terms are integer multiples of one power of two q (q = the smallest of
-  the plane's gradOutput quanta, the largest power of two dividing each value, divided
-  by the largest window area), q is at
-  least the accumulation format's smallest subnormal, and m[x] (the sum of the terms'
+  the quanta of the plane's input values, the largest power of two dividing each value,
+  divided by the largest window area), q is at least the accumulation format's smallest
+  subnormal, and m[x] (the sum of the terms'
   magnitudes) is below 2**precision_acc * q and the format's max;
 - or x has one term and the path's term rounding is itself the rounding to the output
   dtype (the 1x1 fill path, and the matmul path whose terms are rounded to the input
@@ -20,102 +20,50 @@ round-to-nearest-even value of the golden, ties to even. The proof, per element 
 
 FLOAT32 outputs are not judged here: no product converts a wider accumulator to FLOAT32,
 so no tie can be exact before a final conversion. An override that widens the budget
-turns the check off (the standard says so in a note).
+turns the check off (the standard says so in a note). The case-level plan (ExactPlan) is
+the operator's, in the case's NumericModel; this module applies it to the data.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.dtypes import (
-    FLOAT32,
-    FloatFormat,
-    correctly_rounded,
-    quantum,
-    quantum_exponent,
-    ulp,
-)
-from aclcheck.judging.budget import BudgetModel, budget_model
-from aclcheck.ops.adaptive.windows import pow2_positions, spread_plan
-from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.cases.model import AxisTables, ExactPlan, NumericModel
+from aclcheck.dtypes import FloatFormat, correctly_rounded, ulp
 
 
-@dataclass(frozen=True)
-class ExactPlan:
-    """The case-level part of the proof: which rows and columns have only power-of-two
-    windows, the largest such area, and the formats involved."""
-
-    out: FloatFormat  # output (= input) format
-    acc: FloatFormat  # accumulation format
-    ok: np.ndarray  # bool (H, W): every window reaching the element has a pow2 area
-    single: np.ndarray | None  # bool (H, W): ok and one term, on a path whose term
-    # rounding is the final rounding (None: not such a path)
-    max_area: int
-
-    def plane_bounds(self, grad: np.ndarray) -> np.ndarray:
-        """Per plane of a gradOutput block (..., Ho, Wo): the bound 2**p_acc * q below which
-        m proves an element exact (0 where no element of the plane can be proven)."""
-        grad = np.asarray(grad)
-        planes = math.prod(grad.shape[:-2])
-        if planes == 0 or grad.size == 0:
-            return np.zeros(planes)
-        if grad.dtype == self.out.np_dtype and self.out.bits_dtype.itemsize == 2:
-            e = quantum_exponent(grad, self.out).reshape(planes, -1).min(axis=1)
-            q = np.where(e < 1 << 19, np.ldexp(1.0, np.minimum(e, 1100)), np.inf)
-        else:
-            q = quantum(grad.astype(np.float64)).reshape(planes, -1).min(axis=1)
-        q = q / self.max_area  # inf: an all-zero plane
-        bound = np.ldexp(np.minimum(q, self.acc.max_value), self.acc.precision)
-        bound = np.minimum(bound, self.acc.max_value)
-        return np.where(q >= self.acc.smallest_subnormal, bound, 0.0)
-
-
-def exact_plan(model: BudgetModel, out_hw: tuple[int, int],
-               in_hw: tuple[int, int]) -> ExactPlan | None:
-    """The plan of one case, or None when no element can be proven exact (FLOAT32
-    output, or no row or no column with power-of-two windows only)."""
-    if model.fmt is FLOAT32:
-        return None
-    ph = spread_plan(int(out_hw[0]), int(in_hw[0]))
-    pw = spread_plan(int(out_hw[1]), int(in_hw[1]))
-    rows, cols = pow2_positions(ph), pow2_positions(pw)
-    if not rows.any() or not cols.any():
-        return None
-    area = int(ph.sizes.max()) * int(pw.sizes.max())
-    scale = model.path.scale_format
-    if area <= 0 or 1.0 / area < scale.smallest_subnormal:
-        return None
-    ok = np.multiply.outer(rows, cols)
-    single = None
-    if model.path.name == "global-1x1" or model.path.accumulate is model.fmt:
-        single = ok & (model.k() == 1)
-    return ExactPlan(model.fmt, model.path.accumulate, ok, single, area)
-
-
-def proven_mask(plan: ExactPlan, m3: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+def proven_mask(plan: ExactPlan, m3: np.ndarray, bounds: np.ndarray,
+                lead: tuple[int, ...] = ()) -> np.ndarray:
     """bool (P, H, W): the elements of whole planes proven exact, m3 the sums of
-    magnitudes, bounds (P,) the planes' bounds (the comparison asks Prover instead)."""
+    magnitudes, bounds (P,) the planes' bounds, `lead` the sizes of the leading axes
+    (the comparison asks Prover instead)."""
     mask = np.less(m3, bounds[:, None, None])
-    mask &= plan.ok
+    mask &= _table(plan.ok, lead)
     if plan.single is not None:
-        mask |= plan.single
+        mask |= _table(plan.single, lead)
     return mask
 
 
-class BlockBounds:
-    """The plane bounds of a block of gradOutput planes, computed on first use (once
-    per block, shared by its pieces)."""
+def _table(table: AxisTables, lead: tuple[int, ...]) -> np.ndarray:
+    factors = table.plane_factors(lead)
+    grid = table.grid()
+    return grid if factors is None else np.multiply.outer(factors, grid)
 
-    def __init__(self, plan: ExactPlan, grad3: np.ndarray) -> None:
-        self.plan, self.grad3 = plan, grad3
+
+class BlockBounds:
+    """The plane bounds of a block of output planes, computed on first use (once per
+    block, shared by its pieces) from the quanta of the inputs reaching them."""
+
+    def __init__(self, plan: ExactPlan, quanta: Callable[[], np.ndarray]) -> None:
+        self.plan, self.quanta = plan, quanta
         self._bounds: np.ndarray | None = None
 
     def get(self) -> np.ndarray:
         if self._bounds is None:
-            self._bounds = self.plan.plane_bounds(self.grad3)
+            self._bounds = self.plan.plane_bounds(self.quanta())
         return self._bounds
 
 
@@ -131,14 +79,23 @@ class Prover:
     first_plane: int  # index of the piece's first plane in its block
     rows: slice
     cols: slice
+    #: per plane of the block, the leading axes' part of ok / single (None: all true)
+    plane_ok: np.ndarray | None = None
+    plane_single: np.ndarray | None = None
 
     def proven(self, flat: np.ndarray) -> np.ndarray:
         """Which of the piece's elements at C-order indices `flat` are proven exact."""
         p, r, c = np.unravel_index(flat, self.m3.shape)
-        res = self.plan.ok[self.rows, self.cols][r, c]
-        res &= self.m3[p, r, c] < self.block.get()[p + self.first_plane]
+        plane = p + self.first_plane
+        res = self.plan.ok.grid(self.rows, self.cols)[r, c]
+        if self.plane_ok is not None:
+            res &= self.plane_ok[plane]
+        res &= self.m3[p, r, c] < self.block.get()[plane]
         if self.plan.single is not None:
-            res |= self.plan.single[self.rows, self.cols][r, c]
+            single = self.plan.single.grid(self.rows, self.cols)[r, c]
+            if self.plane_single is not None:
+                single &= self.plane_single[plane]
+            res |= single
         return res
 
 
@@ -240,20 +197,18 @@ class ExactTally:
                 "before converting?")
 
 
-def exact_ties(product: str, dtype: str, grad: np.ndarray, golden: np.ndarray,
-               accumulate: str | None = None) -> tuple[int, int]:
+def exact_ties(numbers: NumericModel, inputs: Mapping[str, np.ndarray],
+               golden: np.ndarray) -> tuple[int, int]:
     """(elements proven exact, of which exact ties) of one case on its product's path,
     for `aclcheck inspect` and the suite's docs (whole arrays: small cases)."""
-    if dtype not in ("float16", "bfloat16") or golden.size == 0 or grad.size == 0:
+    plan = numbers.exact
+    if plan is None or golden.size == 0 or any(np.size(v) == 0 for v in inputs.values()):
         return 0, 0
     g = np.asarray(golden, dtype=np.float64)
-    in_hw = (int(g.shape[-2]), int(g.shape[-1]))
-    out_hw = (int(grad.shape[-2]), int(grad.shape[-1]))
-    plan = exact_plan(budget_model(product, dtype, out_hw, in_hw, c=0.0,
-                                   accumulate=accumulate), out_hw, in_hw)
-    if plan is None:
-        return 0, 0
-    m3 = backward(np.asarray(grad), in_hw, absolute=True).reshape(-1, *in_hw)
-    flat = g.reshape(-1)[proven_mask(plan, m3, plan.plane_bounds(np.asarray(grad))).reshape(-1)]
+    h, w = g.shape[-2:]
+    planes = g.size // (h * w)
+    m3 = numbers.numerics.magnitudes(inputs, ()).reshape(planes, h, w)
+    bounds = plan.plane_bounds(numbers.numerics.quanta(inputs, ()))
+    flat = g.reshape(-1)[proven_mask(plan, m3, bounds, g.shape[:-2]).reshape(-1)]
     flat = flat[np.isfinite(flat)]
     return int(flat.size), int(np.count_nonzero(is_tie(flat, plan.out)))

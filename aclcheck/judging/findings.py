@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aclcheck.cases.model import Axis
 from aclcheck.dtypes import FloatFormat
 from aclcheck.judging.budget import BudgetModel
 
@@ -67,11 +68,17 @@ class WorstTally:
 
 
 class Hints:
-    """Where failures sit (rows, columns, overlap) to point at the likely bug."""
+    """Where failures sit (rows, columns of a plane, overlap) to point at the likely bug.
+    `axes`: the plane's row and column axes (their names and words in the hints);
+    `lead`: the sizes of the output's leading axes."""
 
-    def __init__(self, model: BudgetModel) -> None:
-        self.h, self.w = len(model.counts_h), len(model.counts_w)
-        self.counts_h, self.counts_w = model.counts_h, model.counts_w
+    def __init__(self, model: BudgetModel, axes: tuple[Axis, Axis],
+                 lead: tuple[int, ...] = ()) -> None:
+        self.axes = axes
+        self.counts_h, self.counts_w = model.terms.vectors[-2], model.terms.vectors[-1]
+        self.h, self.w = len(self.counts_h), len(self.counts_w)
+        self.planes = model.terms.plane_factors(lead)  # None: every plane alike
+        self.max_terms = model.terms.max()
         self.rows = np.zeros(self.h, dtype=np.int64)
         self.cols = np.zeros(self.w, dtype=np.int64)
         self.total = 0
@@ -87,21 +94,27 @@ class Hints:
         self.rows += np.bincount(rows, minlength=self.h)
         self.cols += np.bincount(cols, minlength=self.w)
         self.total += idx.size
-        self.multi += int(np.count_nonzero(self.counts_h[rows] * self.counts_w[cols] > 1))
+        k = self.counts_h[rows] * self.counts_w[cols]
+        if self.planes is not None:
+            k = k * self.planes[(idx + base) // (self.h * self.w)]
+        self.multi += int(np.count_nonzero(k > 1))
 
     def lines(self, balance: float, mere: float) -> tuple[str, ...]:
         if not self.total:
             return ()
         out = []
+        row, col = self.axes
         if self.h > 1 and self.rows[-1] == self.total:
-            out.append(f"every failing element is in the last row (h={self.h - 1}): "
-                       "dropped tail row or off-by-one end index?")
+            out.append(f"every failing element is in the last {row.word} "
+                       f"({row.name}={self.h - 1}): dropped tail {row.word} or off-by-one "
+                       "end index?")
         elif self.w > 1 and self.cols[-1] == self.total:
-            out.append(f"every failing element is in the last column (w={self.w - 1}): "
-                       "dropped tail column or off-by-one end index?")
+            out.append(f"every failing element is in the last {col.word} "
+                       f"({col.name}={self.w - 1}): dropped tail {col.word} or off-by-one "
+                       "end index?")
         elif self.h > 1 and self.w > 1 and self.rows[-1] + self.cols[-1] >= self.total:
-            out.append("failures sit in the last row and column: tail handling?")
-        if self.multi == self.total and (self.counts_h.max() * self.counts_w.max()) > 1:
+            out.append(f"failures sit in the last {row.word} and {col.word}: tail handling?")
+        if self.multi == self.total and self.max_terms > 1:
             out.append("failures only where windows overlap (k > 1): window bounds or "
                        "accumulation?")
         if mere > 0 and abs(balance) > 0.5 * mere:

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.judging.xfail import XfailEntry
-from aclcheck.ops.adaptive_avg_pool2d_backward.contract import SUCCESS, UNSPECIFIED
 
 #: verdicts that say nothing about the kernel
 UNJUDGED = frozenset({Verdict.SKIP, Verdict.MISTRUSTED})

@@ -1,6 +1,7 @@
-"""From (case, golden, outcome) to a verdict: the rules of conformance in one place.
+"""From (case model, data, outcome) to a verdict: the rules of conformance in one place.
 
-Pure: no I/O, no adapters called. The runner feeds it; reports render what it returns.
+Pure: no I/O, no adapters called, no operator asked (the case model carries what the
+operator knows). The runner feeds it; reports render what it returns.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.cases import Case, CaseData, Check
-from aclcheck.cases.acl import PARAM_NULLPTR, SUCCESS, status_name
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.acl import SUCCESS, status_name
 from aclcheck.cases.call import Capabilities, Outcome, ReturnedValue
-from aclcheck.judging.compare import Comparison, Context, compare
+from aclcheck.cases.model import CaseModel
+from aclcheck.judging.compare import Comparison, compare
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
-from aclcheck.ops import operator_of
 
 
 @dataclass(frozen=True)
@@ -31,49 +32,6 @@ def _base(case: Case, verdict: Verdict, message: str, **kw: object) -> CaseVerdi
     return CaseVerdict(case_id=case.id, verdict=verdict, message=message, product=case.product,
                        dtype=case.dtype, format=case.format, family=case.family,
                        expected_status=case.expected_status, **kw)  # type: ignore[arg-type]
-
-
-def unsupported_probe(case: Case, caps: Capabilities) -> str | None:
-    """Why an invalid-call probe proves nothing on this adapter, if so: it uses a dtype
-    the product supports but the adapter declares it does not, so a rejection would be
-    the adapter refusing the dtype, not the broken rule (a right answer for the wrong
-    reason). Dtypes the product lacks are what a dtype probe tests: never a reason."""
-    if caps.dtypes is None or case.expectation.success:
-        return None
-    product = operator_of(case).products.get(case.product)
-    if product is None:
-        return None
-    used = {case.tensor_desc(r.name).dtype for r in case.ROLES}
-    missing = sorted(d for d in used if d in product.dtypes and d not in caps.dtypes)
-    if not missing:
-        return None
-    return (f"{caps.name} does not support dtype {', '.join(missing)}: a rejection would "
-            f"not test the rule ({case.expectation.reason})")
-
-
-def not_expressible(case: Case, caps: Capabilities) -> str | None:
-    """Why this adapter cannot express the call (or the call would prove nothing on it),
-    if so: reported as SKIP with that reason."""
-    probe = unsupported_probe(case, caps)
-    if probe is not None:
-        return probe
-    if caps.models_products:
-        return None
-    exp = case.expectation
-    if exp.status == PARAM_NULLPTR or case.null:
-        return f"{caps.name} cannot pass null pointers (product-level rule)"
-    inputs = case.inputs()
-    if exp.check == Check.PRODUCT_DTYPE \
-            and len({case.tensor_desc(r.name).dtype for r in inputs}) == 1:
-        return f"dtype {case.dtype} support is a product rule; {caps.name} models no product"
-    out = case.output().key
-    if any(getattr(case, f"{out}_{fact}") is not None for fact in ("shape", "dtype", "format")):
-        return f"{caps.name} allocates its own out tensor"
-    if exp.check == Check.FORMAT or any(
-        getattr(case, f"{r.key}_format") is not None for r in inputs
-    ) or case.format not in operator_of(case).formats:
-        return f"{caps.name} has no format argument"
-    return None
 
 
 def judge_rejection(case: Case, outcome: Outcome, caps: Capabilities) -> CaseVerdict:
@@ -139,7 +97,7 @@ def check_output(case: Case, output: object) -> str | None:
     return None
 
 
-def judge_success(data: CaseData, outcome: Outcome, caps: Capabilities,
+def judge_success(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capabilities,
                   opts: JudgeOptions) -> CaseVerdict:
     """Verdict of a call the contract says must succeed."""
     case, golden = data.case, data.golden
@@ -159,16 +117,12 @@ def judge_success(data: CaseData, outcome: Outcome, caps: Capabilities,
     output: np.ndarray = outcome.output  # type: ignore[assignment]
     if not case.out_written:
         state = _unwritten_state(output)
-        return _base(case, Verdict.PASS, case.expectation.unwritten
+        return _base(case, Verdict.PASS, model.expectation.unwritten
                      or "out is documented as not written", notes=(f"out {state}",), **common)
     if golden is None or golden.size == 0:
         return _base(case, Verdict.PASS, "empty tensor: nothing to compare", **common)
-    grad_values = data.values()["grad_output"]
-    assert grad_values is not None
-    ctx = Context(product=case.product, dtype=case.dtype, grad_output=grad_values,
-                  in_hw=(int(case.self_shape[-2]), int(case.self_shape[-1])),
-                  accumulate=opts.accumulate)
-    result: Comparison = compare(golden, output, ctx, opts.standards,
+    assert model.numbers is not None  # a valid call of a float dtype
+    result: Comparison = compare(model.numbers, data.values(), golden, output, opts.standards,
                                  opts.overrides)  # type: ignore[arg-type]
     standards = {s.name: s.passed for s in result.standards}
     notes = tuple(result.notes) + tuple(outcome.notes)
@@ -186,11 +140,12 @@ def judge_success(data: CaseData, outcome: Outcome, caps: Capabilities,
                  standards=standards, notes=notes, **common)
 
 
-def judge(data: CaseData, outcome: Outcome, caps: Capabilities,
+def judge(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capabilities,
           opts: JudgeOptions) -> CaseVerdict:
-    """The verdict of one case from what the implementation returned."""
+    """The verdict of one case (its model built once by its operator, its data) from
+    what the implementation returned."""
     case = data.case
-    exp = case.expectation
+    exp = model.expectation
     if outcome.skipped is not None and not outcome.crashed:
         return skipped(case, outcome.skipped)
     if outcome.crashed and exp.unspecified:  # a crash is never an acceptable answer
@@ -200,7 +155,7 @@ def judge(data: CaseData, outcome: Outcome, caps: Capabilities,
         return judge_unspecified(case, outcome)
     if not exp.success:
         return judge_rejection(case, outcome, caps)
-    return judge_success(data, outcome, caps, opts)
+    return judge_success(model, data, outcome, caps, opts)
 
 
 def skipped(case: Case, reason: str) -> CaseVerdict:

@@ -24,9 +24,15 @@ import numpy as np
 
 from aclcheck.cases.acl import PRODUCTS
 from aclcheck.configfile import read_document
-from aclcheck.dtypes import COMPUTE_DTYPES, FloatFormat, half_ulp, normalize_dtype
+from aclcheck.dtypes import (
+    ACCUMULATE_CHOICES,
+    COMPUTE_DTYPES,
+    FloatFormat,
+    half_ulp,
+    normalize_dtype,
+)
 from aclcheck.errors import UsageError
-from aclcheck.judging.budget import ACCUMULATE_CHOICES, BudgetModel
+from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.exactness import ExactTally
 from aclcheck.judging.pieces import Piece
 
@@ -420,6 +426,17 @@ _STRING_PARAMS: dict[str, tuple[str, ...]] = {
     "accumulate": ("",) + ACCUMULATE_CHOICES,
     "mode": ("rtol-equal", "allclose"),
 }
+
+
+def accumulation(product: str, dtype: str, cli_accumulate: str | None,
+                 overrides: Overrides | None) -> str | None:
+    """The accumulation the error budget of a case assumes: --accumulate, else the
+    aclcheck standard's `accumulate` parameter (overrides applied), else None (the
+    product's own)."""
+    if cli_accumulate or dtype not in Aclcheck.table:  # no budget for other dtypes
+        return cli_accumulate
+    params = Aclcheck.params_for(dtype, product, overrides)
+    return str(params["accumulate"]) or None
 
 
 def get_standard(name: str) -> type[Standard]:

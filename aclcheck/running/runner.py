@@ -15,13 +15,17 @@ import numpy as np
 
 from aclcheck import interrupts
 from aclcheck.cases import Case, CaseData
+from aclcheck.cases.acl import SUCCESS
 from aclcheck.cases.call import Capabilities, Outcome
+from aclcheck.cases.model import CaseModel
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
 from aclcheck.errors import UsageError
 from aclcheck.impls.base import CallInputs, Implementation, guarded_run
-from aclcheck.judging.judge import JudgeOptions, judge, not_expressible, skipped
+from aclcheck.judging.expressible import not_expressible
+from aclcheck.judging.judge import JudgeOptions, judge, skipped
+from aclcheck.judging.standards import accumulation
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
-from aclcheck.ops.adaptive_avg_pool2d_backward.contract import SUCCESS
+from aclcheck.ops import operator_of
 from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.running.integrity import IntegrityGuard
 from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
@@ -189,27 +193,39 @@ def _repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
     return worst
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A case ready to run: its model (built once, by its operator), its data, the call."""
+
+    model: CaseModel
+    data: CaseData
+    call: CallInputs
+
+
 def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
-            ) -> CallInputs | CaseVerdict:
+            ) -> Prepared | CaseVerdict:
     """The call to make, or the SKIP verdict of a case the adapter cannot run."""
     case = loaded.case
     reason = runner.impl.supports(case)
     if reason is not True:
         return skipped(case, str(reason))
-    cannot = not_expressible(case, caps)
+    opts = runner.opts.judge
+    model = operator_of(case).model(case, accumulation(case.product, case.dtype,
+                                                       opts.accumulate, opts.overrides))
+    cannot = not_expressible(model, caps)
     if cannot is not None:
         return skipped(case, cannot)
-    return CallInputs(case, loaded.inputs)
+    return Prepared(model, loaded, CallInputs(case, loaded.inputs))
 
 
-def conclude(runner: CaseRunner, loaded: CaseData, call: CallInputs, outcome: Outcome,
+def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
              caps: Capabilities) -> CaseVerdict:
     """Judge what came back (repeating the call if asked), with notes (the caller adds
     the repro line: aclcheck.running.config.VerifyConfig.repro)."""
     opts = runner.opts
-    verdict = judge(loaded, outcome, caps, opts.judge)
+    verdict = judge(prepared.model, prepared.data, outcome, caps, opts.judge)
     if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
-        verdict = _judge_repeats(runner, call, outcome, verdict)
+        verdict = _judge_repeats(runner, prepared.call, outcome, verdict)
     if runner.deterministic_note:
         verdict = _with_note(verdict, runner.deterministic_note)
     if outcome.log:  # the worker's output during this call (e.g. glibc's abort message)
@@ -223,7 +239,7 @@ def run_case(runner: CaseRunner, loaded: CaseData, caps: Capabilities) -> CaseVe
     prepared = prepare(runner, loaded, caps)
     if isinstance(prepared, CaseVerdict):
         return prepared
-    return conclude(runner, loaded, prepared, runner.call(prepared), caps)
+    return conclude(runner, prepared, runner.call(prepared.call), caps)
 
 
 def _judge_repeats(runner: CaseRunner, call: CallInputs, first: Outcome,
@@ -300,12 +316,12 @@ def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
     """Isolated run with one call in flight: the parent loads the next case and judges
     the previous one while the worker computes. Same verdicts, same order."""
     worker = runner.isolated()
-    pending: tuple[CaseData, CallInputs] | None = None
+    pending: Prepared | None = None
 
     def collect() -> Outcome:
         assert pending is not None
         outcome = worker.collect()
-        runner.after_isolated(pending[1], outcome)
+        runner.after_isolated(pending.call, outcome)
         return outcome
 
     for case in cases:
@@ -313,16 +329,16 @@ def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
         prepared = prepare(runner, loaded, caps)
         if isinstance(prepared, CaseVerdict):
             if pending is not None:
-                yield conclude(runner, *pending, collect(), caps)
+                yield conclude(runner, pending, collect(), caps)
                 pending = None
             yield prepared
             continue
         if pending is None:
-            worker.submit(prepared)
+            worker.submit(prepared.call)
         else:
             outcome = collect()
-            worker.submit(prepared)  # the worker starts on this one...
-            yield conclude(runner, *pending, outcome, caps)  # ...while we judge
-        pending = (loaded, prepared)
+            worker.submit(prepared.call)  # the worker starts on this one...
+            yield conclude(runner, pending, outcome, caps)  # ...while we judge
+        pending = prepared
     if pending is not None:
-        yield conclude(runner, *pending, collect(), caps)
+        yield conclude(runner, pending, collect(), caps)

@@ -12,16 +12,11 @@
 from __future__ import annotations
 
 from aclcheck.cases.operator import Display, Operator
-from aclcheck.ops.adaptive_avg_pool2d_backward import contract, families, reference
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract, families, numerics, reference
 from aclcheck.ops.adaptive_avg_pool2d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.space import SPACE
 from aclcheck.ops.adaptive_avg_pool2d_backward.values import tensor_values
-
-
-def axis_names(rank: int) -> tuple[str, ...]:
-    """Names of an output's axes (NCHW or CHW), () for other ranks."""
-    return {4: ("n", "c", "h", "w"), 3: ("c", "h", "w")}.get(rank, ())
 
 
 def shapes_text(case: Case) -> str:
@@ -48,10 +43,12 @@ OPERATOR = Operator(
     values=tensor_values,
     space=SPACE,
     golden=reference.golden,
+    model=numerics.model,
+    paths=numerics.paths,
     case_bytes=reference.case_bytes,
     glue=GLUE,
     display=Display(
-        axis_names=axis_names, map_axes=("H", "W"), shapes_text=shapes_text,
+        axis_names=numerics.axis_names, map_axes=("H", "W"), shapes_text=shapes_text,
         magnitude_source="|gradOutput|",
         products_note="All three tensors share dtype and format. Null pointer: 161001; other "
                       "invalid calls: 161002 (order: null, rank, N/C, dtype, format). NHWC, "
