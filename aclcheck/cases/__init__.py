@@ -1,10 +1,9 @@
 """The vocabulary every stage shares: what a call is (its tensors by role, the record of a
-case, what the contract expects), what comes back from one, memory layouts, the aclnn
-ABI, and what an operator is (types only; the operators are aclcheck.ops).
+case, what the contract expects), what comes back from one, memory layouts and the aclnn
+ABI. Types and small pure helpers only; the operators are aclcheck.ops.
 
     record     Role, TensorDesc, Call, Check, Expectation, Case, CaseData, derive_seed
     call       CallInputs, Outcome, ReturnedValue, Capabilities
-    operator   Operator and its parts (ProductRules, Glue, Display, CaseSpace)
     layouts    StridedTensor and the memory layouts
     acl        status codes, aclFormat names, hardware products
     values     value draws every operator's inputs use

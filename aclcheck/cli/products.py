@@ -7,9 +7,9 @@ from rich.table import Table
 from rich.text import Text
 
 from aclcheck.cases.acl import PARAM_INVALID
-from aclcheck.cases.operator import Operator
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.ops import default_operator
+from aclcheck.ops.operator import Operator
 
 
 def capability_table(op: Operator) -> Table:

@@ -1,6 +1,8 @@
 """Judging: from a case, its golden and what an implementation returned to a verdict.
 
-    judge       the rules of conformance: (case, golden, outcome) -> CaseVerdict
+    model       what judging knows of a case, built once by its operator (CaseModel)
+    judge       the rules of conformance: (case model, data, outcome) -> CaseVerdict
+    expressible why an adapter cannot express a call (SKIP before it runs)
     compare     the chunked comparison of one output under several standards
     pieces      one chunk of a comparison: the quantities every standard reads
     budget      the per-element error budget of aclcheck's own standard

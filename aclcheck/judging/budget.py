@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.cases.model import AxisTables, NumericModel, NumericPath
 from aclcheck.dtypes import FloatFormat, half_ulp
+from aclcheck.judging.model import AxisTables, NumericModel, NumericPath
 
 
 @dataclass(frozen=True)

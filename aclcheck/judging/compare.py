@@ -21,12 +21,12 @@ from functools import partial
 import numpy as np
 
 from aclcheck.arrays import plane_blocks
-from aclcheck.cases.model import ExactPlan, NumericModel
 from aclcheck.dtypes import BFLOAT16, FloatFormat, max_ulp_distance
 from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.evidence import Evidence, EvidenceBuilder
 from aclcheck.judging.exactness import BlockBounds, Prover
 from aclcheck.judging.findings import Hints, Worst, WorstTally, Zones
+from aclcheck.judging.model import ExactPlan, NumericModel
 from aclcheck.judging.pieces import Piece
 from aclcheck.judging.standards import (
     DEFAULT_STANDARD,

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.cases.model import AxisTables, ExactPlan, NumericModel
 from aclcheck.dtypes import FloatFormat, correctly_rounded, ulp
+from aclcheck.judging.model import AxisTables, ExactPlan, NumericModel
 
 
 def proven_mask(plan: ExactPlan, m3: np.ndarray, bounds: np.ndarray,

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.cases.model import Axis
 from aclcheck.dtypes import FloatFormat
 from aclcheck.judging.budget import BudgetModel
+from aclcheck.judging.model import Axis
 
 #: Worst elements kept.
 WORST_COUNT = 5

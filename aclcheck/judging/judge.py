@@ -14,8 +14,8 @@ import numpy as np
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import SUCCESS, status_name
 from aclcheck.cases.call import Capabilities, Outcome, ReturnedValue
-from aclcheck.cases.model import CaseModel
 from aclcheck.judging.compare import Comparison, compare
+from aclcheck.judging.model import CaseModel
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
 

@@ -1,5 +1,6 @@
 """The operators aclcheck checks, one folder each, and the one place that names them.
 
+    operator                         what an operator is: the Operator record of hooks
     adaptive/                        what the adaptive-pooling operators share: window
                                      bounds and tables, their case space
     adaptive_avg_pool2d_backward/    aclnnAdaptiveAvgPool2dBackward
@@ -12,9 +13,9 @@ docs/adding-an-operator.md says what a new folder provides.
 from __future__ import annotations
 
 from aclcheck.cases import Case
-from aclcheck.cases.operator import Operator
 from aclcheck.errors import SuiteError
 from aclcheck.ops import adaptive_avg_pool2d_backward
+from aclcheck.ops.operator import Operator
 
 #: Every operator by name, the default first.
 OPERATORS: dict[str, Operator] = {

@@ -11,10 +11,10 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.layouts import StridedTensor, layout_geometry
-from aclcheck.cases.operator import Operator
 from aclcheck.dtypes import decode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.ops import default_operator
+from aclcheck.ops.operator import Operator
 from aclcheck.store.codec import (
     FORMAT_GOLDEN,
     index_dtype_problem,

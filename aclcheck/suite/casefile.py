@@ -21,12 +21,12 @@ from typing import Any
 from aclcheck.cases import Case, derive_seed
 from aclcheck.cases.acl import MAX_RANK, normalize_format
 from aclcheck.cases.layouts import LAYOUTS
-from aclcheck.cases.operator import Operator
 from aclcheck.cases.record import SHAPE
 from aclcheck.configfile import Entry, read_document, top_level
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import AclcheckError, SuiteError, UsageError
 from aclcheck.ops import DEFAULT, operator
+from aclcheck.ops.operator import Operator
 from aclcheck.report.files import atomic_write
 from aclcheck.report.safe_text import printable
 from aclcheck.store.codec import is_safe_id

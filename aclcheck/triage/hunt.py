@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.cases.operator import CaseSpace
 from aclcheck.judging.gate import UNJUDGED
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.ops.operator import CaseSpace
 
 Judge = Callable[[Case], CaseVerdict]
 #: progress(tries, failures found, last case)

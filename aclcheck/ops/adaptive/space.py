@@ -21,7 +21,7 @@ import numpy as np
 
 from aclcheck.cases import Case
 from aclcheck.cases.layouts import LAYOUTS
-from aclcheck.cases.operator import ProductRules
+from aclcheck.ops.operator import ProductRules
 
 #: Window kinds of one axis (output size from the input size), drawn uniformly.
 WINDOW_KINDS: tuple[str, ...] = ("divisible", "nondivisible", "upsampling", "global",

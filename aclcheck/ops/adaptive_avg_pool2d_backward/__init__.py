@@ -11,12 +11,12 @@
 
 from __future__ import annotations
 
-from aclcheck.cases.operator import Display, Operator
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract, families, numerics, reference
 from aclcheck.ops.adaptive_avg_pool2d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.space import SPACE
 from aclcheck.ops.adaptive_avg_pool2d_backward.values import tensor_values
+from aclcheck.ops.operator import Display, Operator
 
 
 def shapes_text(case: Case) -> str:

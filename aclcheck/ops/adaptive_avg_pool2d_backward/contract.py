@@ -27,9 +27,9 @@ from aclcheck.cases.acl import (
     normalize_format,
     status_name,
 )
-from aclcheck.cases.operator import ProductRules
 from aclcheck.dtypes import ACL_DTYPE_ENUM, ALL_DTYPES, COMPUTE_DTYPES, normalize_dtype
 from aclcheck.errors import AclcheckError, SuiteError
+from aclcheck.ops.operator import ProductRules
 
 __all__ = [  # this operator's contract, and the ABI names its document defines
     "ACL_DTYPE_ENUM", "ACL_FORMAT_ENUM", "ALL_DTYPES", "ALL_FORMATS", "ASSIST_LIMIT", "Call",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from aclcheck.cases.operator import AclnnSignature, Glue
+from aclcheck.ops.operator import AclnnSignature, Glue
 
 
 def output_size(grad_shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -12,15 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.cases.model import (
-    Axis,
-    AxisTables,
-    Block,
-    CaseModel,
-    ExactPlan,
-    NumericModel,
-    NumericPath,
-)
 from aclcheck.dtypes import (
     FLOAT32,
     FLOAT_FORMATS,
@@ -32,6 +23,15 @@ from aclcheck.dtypes import (
 )
 from aclcheck.judging.budget import BudgetModel, element_budget
 from aclcheck.judging.exactness import exact_ties as exact_ties_of
+from aclcheck.judging.model import (
+    Axis,
+    AxisTables,
+    Block,
+    CaseModel,
+    ExactPlan,
+    NumericModel,
+    NumericPath,
+)
 from aclcheck.ops.adaptive.windows import SpreadPlan, pow2_positions, spread_plan
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
@@ -176,7 +176,7 @@ def numeric_model(product: str, dtype: str, grad_shape: tuple[int, ...],
 
 
 def model(case: Case, accumulate: str | None = None) -> CaseModel:
-    """The per-case model judging reads (see aclcheck.cases.model)."""
+    """The per-case model judging reads (see aclcheck.judging.model)."""
     exp = case.expectation
     numbers = None
     if exp.success:

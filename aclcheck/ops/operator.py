@@ -1,8 +1,8 @@
 """What an operator is to aclcheck: one record of everything specific to it, assembled
 in its folder under aclcheck/ops/ (docs/adding-an-operator.md says what each field holds,
-in the order a newcomer writes them). Types only: the operators themselves live in
-aclcheck.ops, and generic code reaches one through aclcheck.ops.operator(name) or
-aclcheck.ops.operator_of(case).
+in the order a newcomer writes them). Generic code reaches an operator through
+aclcheck.ops.operator(name) or aclcheck.ops.operator_of(case); judging never does (it
+reads the operator's CaseModel).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from aclcheck.cases.acl import PRODUCTS
-from aclcheck.cases.model import CaseModel, NumericPath
 from aclcheck.cases.record import Call, Case, Expectation, Role
 from aclcheck.errors import SuiteError
+from aclcheck.judging.model import CaseModel, NumericPath
 
 
 @dataclass(frozen=True)

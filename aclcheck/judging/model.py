@@ -5,7 +5,8 @@ its `numbers` (a `NumericModel`) is what the comparison needs to judge an output
 the product's numeric path, the number of terms reaching each output element, which
 elements the path computes exactly, and the operator's kernels on the case's inputs
 (`Numerics`: the magnitudes m the error budget scales with, the inputs' quanta). Judging
-reads these; it never asks the operator again, and never imports it.
+reads these; it never asks the operator again, and never imports it. The operator
+(aclcheck.ops) stands above judging and builds them.
 """
 
 from __future__ import annotations
