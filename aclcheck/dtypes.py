@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from aclcheck.errors import SuiteError
+from aclcheck.options import ACCUMULATE_CHOICES
 
 # -- names ---------------------------------------------------------------------------------
 
@@ -134,10 +135,6 @@ FLOAT_FORMATS: dict[str, FloatFormat] = {f.name: f for f in (FLOAT16, FLOAT32, B
 def float_format(name: str) -> FloatFormat:
     """The FloatFormat of a canonical compute dtype name (KeyError if not a compute dtype)."""
     return FLOAT_FORMATS[name]
-
-
-#: What an accumulation choice may name besides a dtype: "input" is the input dtype.
-ACCUMULATE_CHOICES: tuple[str, ...] = ("float32", "input", "float16", "bfloat16")
 
 
 def accumulation_format(choice: str, dtype: str) -> FloatFormat:

@@ -39,6 +39,12 @@ class AclcheckError(Exception):
     field: str | None = None
     message: str = ""
 
+    def __init__(self, *args: object, option: str | None = None) -> None:
+        super().__init__(*args)
+        #: the command-line option whose value is wrong ("--standard"), where one is:
+        #: an entry point that spells its options otherwise names it its own way
+        self.option = option
+
     @classmethod
     def at(cls, source: str, message: str, entry: int | None = None,
            field: str | None = None) -> Self:

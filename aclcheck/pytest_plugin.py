@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from aclcheck import options as o
+from aclcheck.options import Kind, Option
+
 if TYPE_CHECKING:
     from aclcheck.cases.call import Capabilities
     from aclcheck.impls.base import Implementation
@@ -78,30 +81,37 @@ def failure_text(v: CaseVerdict) -> str:
 # -- options and activation ------------------------------------------------------------------
 
 
+def plugin_options() -> tuple[Option, ...]:
+    """The options of `aclcheck verify` the plugin takes, as `--aclcheck-*`."""
+    return tuple(opt for opt in (*o.IMPLEMENTATION, *o.JUDGEMENT, *o.RUNNING)
+                 if o.PLUGIN in opt.commands)
+
+
+def _dest(opt: Option) -> str:
+    return "aclcheck_" + opt.flag.removeprefix("--").replace("-", "_")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("aclcheck", "aclcheck conformance gate (one test per case)")
     group.addoption("--aclcheck-golden", metavar="FILE", default=None,
                     help="Golden file whose cases become test items (enables the plugin).")
-    group.addoption("--aclcheck-impl", metavar="NAME", default="reference",
-                    help="Implementation: reference, torch, torch:cpu|cuda|npu, "
-                         "module:function, or a plugin name (default: reference).")
-    group.addoption("--aclcheck-standard", metavar="NAME", action="append", default=None,
-                    help="Tolerance standard (repeatable: the first gates, the others "
-                         "are shown beside it; default: aclcheck).")
-    group.addoption("--aclcheck-tolerances", metavar="FILE", default=None,
-                    help="TOML file overriding standard parameters per dtype / product.")
-    group.addoption("--aclcheck-xfail", metavar="FILE", default=None,
-                    help="Known-failure list (TOML): listed failures are reported as xfailed.")
-    group.addoption("--aclcheck-strict-xfail", action="store_true", default=False,
-                    help="A listed case that passes fails (XPASS(strict)).")
-    group.addoption("--aclcheck-isolate", action="store_true", default=None,
-                    help="Run the implementation in a worker process: crashes and hangs "
-                         "fail one case, not the run (default for fork-safe adapters).")
-    group.addoption("--aclcheck-no-isolate", dest="aclcheck_isolate", action="store_false",
-                    help="Run the implementation in the pytest process (debuggers).")
-    group.addoption("--aclcheck-timeout", metavar="S", type=float, default=60.0,
-                    help="Hard cap in seconds per call in the isolated worker (default: 60; "
-                         "hangs are detected sooner).")
+    for opt in plugin_options():  # one declaration each, shared with `aclcheck verify`
+        flag, dest = "--aclcheck-" + opt.flag.removeprefix("--"), _dest(opt)
+        default = "" if opt.default in (None, False, ()) else f" (default: {opt.default:g})" \
+            if isinstance(opt.default, float) else f" (default: {opt.default})"
+        if opt.kind == Kind.FLAG:
+            group.addoption(flag, dest=dest, action="store_true", default=False, help=opt.help)
+        elif opt.kind == Kind.SWITCH:
+            group.addoption(flag, dest=dest, action="store_true", default=None, help=opt.help)
+            group.addoption("--aclcheck-no-" + opt.flag.removeprefix("--"), dest=dest,
+                            action="store_false", help=f"The opposite of {flag}.")
+        else:
+            metavar = opt.metavar or ("S" if opt.kind == Kind.FLOAT else "FILE")
+            group.addoption(flag, dest=dest, metavar=metavar,
+                            action="append" if opt.multiple else "store",
+                            type=float if opt.kind == Kind.FLOAT else None,
+                            default=None if opt.multiple else opt.default,
+                            help=opt.help + default)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -135,13 +145,13 @@ class GoldenGate:
         try:
             self._setup(config, golden)
         except AclcheckError as exc:  # the plugin's one mapping of aclcheck's errors
-            raise pytest.UsageError(str(exc)) from None
+            named = f"--aclcheck-{exc.option.removeprefix('--')}: " if exc.option else ""
+            raise pytest.UsageError(named + str(exc)) from None
 
     def _setup(self, config: pytest.Config, golden: str) -> None:
         from aclcheck.cases.call import Capabilities
         from aclcheck.errors import AclcheckError, UsageError
         from aclcheck.judging import xfail
-        from aclcheck.judging.standards import STANDARDS
         from aclcheck.running.config import VerifyConfig
         from aclcheck.running.remote import open_impl
         from aclcheck.store import open_golden
@@ -162,21 +172,15 @@ class GoldenGate:
         self.seen: dict[str, tuple[str, Any]] = {}
         self.lines: list[tuple[str, bool]] = []  # the gate's lines (failing or a warning)
         #: the same configuration `aclcheck verify` uses: run options and repro lines
-        self.verify_config = VerifyConfig(
-            golden=golden, impl=config.getoption("aclcheck_impl"),
-            standards=tuple(config.getoption("aclcheck_standard") or ()),
-            tolerances=config.getoption("aclcheck_tolerances"),
-            xfail=config.getoption("aclcheck_xfail"),
-            strict_xfail=config.getoption("aclcheck_strict_xfail"),
-            isolate=config.getoption("aclcheck_isolate"),
-            timeout=config.getoption("aclcheck_timeout"))
+        values: dict[str, Any] = {}
+        for opt in plugin_options():
+            value = config.getoption(_dest(opt))
+            values[str(opt.field)] = tuple(value or ()) if opt.multiple else value
+        self.verify_config = VerifyConfig(golden=golden, **values)
         self.spec: str = self.verify_config.impl
         self.strict: bool = self.verify_config.strict_xfail
         self.standards = self.verify_config.standard_names
-        for name in self.standards:
-            if name not in STANDARDS:
-                raise UsageError(f"--aclcheck-standard: unknown standard {name!r}; "
-                                 f"valid: {', '.join(STANDARDS)}")
+        self.verify_config.check()
         self.opts: RunOptions = self.verify_config.run_options()
         xfail_path = self.verify_config.xfail
         self.xfails: XfailList | None = xfail.load(xfail_path) if xfail_path else None

@@ -18,8 +18,9 @@ from click.testing import CliRunner
 from aclcheck.cases.layouts import layout_geometry
 from aclcheck.cli import cli
 from aclcheck.impls import ImplementationUnavailable, available, create
-from aclcheck.impls.aclnn_abi import ENV_LIB_DIR, find_libraries
-from aclcheck.impls.aclnn_impl import AclnnImpl, configure_environment, product_for_soc
+from aclcheck.impls.aclnn_abi import find_libraries
+from aclcheck.impls.aclnn_impl import AclnnImpl, product_for_soc
+from aclcheck.impls.aclnn_options import ENV_LIB_DIR, configure_environment
 from aclcheck.impls.base import CallInputs
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 from aclcheck.store import GoldenFile, open_golden

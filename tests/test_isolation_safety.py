@@ -16,12 +16,12 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.cli.verify import GoldenSource
 from aclcheck.impls.base import CallInputs, guarded_run
 from aclcheck.impls.registry import create
 from aclcheck.running import isolation
 from aclcheck.running.hangs import CallClock
 from aclcheck.running.runner import CaseRunner, RunOptions, iter_verdicts
+from aclcheck.running.session import GoldenSource
 from aclcheck.store import open_golden
 
 TESTS = Path(__file__).parent

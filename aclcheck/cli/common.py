@@ -1,4 +1,5 @@
-"""Helpers shared by the commands: consoles and the error-to-exit-code wrapper."""
+"""Helpers shared by the commands: consoles and the error-to-exit-code wrapper (the one
+place aclcheck's errors become exit codes and messages)."""
 
 from __future__ import annotations
 
@@ -65,24 +66,3 @@ def handle_errors(fn: F) -> F:
             sys.exit(EXIT_INTERNAL)
 
     return wrapper  # type: ignore[return-value]
-
-
-def selection_options(fn: F) -> F:
-    """The case filters every command over a golden file shares (see selection.select)."""
-    options = (
-        click.option("--product", multiple=True, metavar="NAME",
-                     help="Only this product (repeatable)."),
-        click.option("--dtype", multiple=True, metavar="NAME",
-                     help="Only this dtype (repeatable)."),
-        click.option("--format", "format_", multiple=True, metavar="NAME",
-                     help="Only this format (repeatable)."),
-        click.option("--family", multiple=True, metavar="NAME",
-                     help="Only this family (repeatable); '!NAME' leaves a family out "
-                          "(--family '!invalid')."),
-        click.option("--id", "id_pattern", multiple=True, metavar="GLOB",
-                     callback=lambda ctx, param, value: value or None,
-                     help="Only case ids matching this glob pattern (repeatable: any)."),
-    )
-    for option in reversed(options):
-        fn = option(fn)
-    return fn

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
+from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
+from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_CODES_HELP, UsageError
 from aclcheck.store import check_output_path, open_golden, run_meta, write_results
 from aclcheck.store.exchange import export_cases, import_folder, import_inputs

@@ -9,11 +9,10 @@ import click
 import numpy as np
 
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
+from aclcheck.cli.options import live_options
 from aclcheck.cli.shrink import (
     describe,
-    live_inputs,
-    live_options,
-    live_setup,
+    live_config,
     progress_printer,
     repro_commands,
     say,
@@ -23,7 +22,7 @@ from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteE
 from aclcheck.ops import default_operator
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
-from aclcheck.running.live import LiveJudge
+from aclcheck.running.live import LiveJudge, live_setup
 from aclcheck.store import check_output_path, run_meta
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite import casefile as casewriter
@@ -73,7 +72,7 @@ def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
               help=f"Folder for the found cases: {CASES_NAME} and {GOLDEN_NAME}.")
 @click.option("--force", is_flag=True, help="Overwrite the folder's files.")
 @handle_errors
-def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
+def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
          accumulate: str | None, isolate: bool | None, timeout: float, max_time: float,
          product: tuple[str, ...], dtype: tuple[str, ...], seed: int, failures: int,
          shrink_time: float, output: str, force: bool) -> None:
@@ -91,13 +90,13 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
     folder = Path(output)
     _check_out(folder, force)
     case_path, golden_path = folder / CASES_NAME, folder / GOLDEN_NAME
-    check_apart(live_inputs(impl, tolerances), [Role("-o", case_path), Role("-o", golden_path)])
+    config = live_config(impl, standards, tolerances, accumulate, isolate, timeout)
+    check_apart(config.file_roles()[0], [Role("-o", case_path), Role("-o", golden_path)])
     where, mode = Path(os.path.abspath(folder)), file_mode()  # before any kernel code
     op = default_operator()
     products = _names(product, str, tuple(op.products), "product") or list(op.products)
     dtypes = _names(dtype, normalize_dtype, op.dtypes, "dtype")
-    opened, config, opts = live_setup(impl, standard, tolerances, accumulate, isolate,
-                                      timeout)
+    opened, opts = live_setup(config)
     adapter = opened.impl
     out, err = stdout_console(), stderr_console()
     found = []

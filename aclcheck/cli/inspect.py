@@ -15,7 +15,8 @@ from rich.table import Table
 
 from aclcheck.cases import CaseData
 from aclcheck.cases.acl import UNSPECIFIED
-from aclcheck.cli.common import handle_errors, selection_options, stdout_console
+from aclcheck.cli.common import handle_errors, stdout_console
+from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
 from aclcheck.judging.exactness import exact_ties
 from aclcheck.ops import operator_of

@@ -16,12 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aclcheck.errors import ImplementationUnavailable
-
-#: Environment variables the adapter reads (the CLI sets them, so an isolated worker
-#: process inherits them).
-ENV_LIB_DIR = "ACLCHECK_ACLNN_LIB_DIR"  # os.pathsep-separated folders; replaces the search
-ENV_DEVICE = "ACLCHECK_ACLNN_DEVICE"
-ENV_PRODUCT = "ACLCHECK_ACLNN_PRODUCT"
+from aclcheck.impls.aclnn_options import ENV_LIB_DIR
 
 #: (role, candidate file names in order of preference), loaded in this order.
 LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (

@@ -21,23 +21,22 @@ import ctypes
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.cases.acl import ACL_FORMAT_ENUM, PRODUCTS, SUCCESS, status_name
+from aclcheck.cases.acl import ACL_FORMAT_ENUM, SUCCESS, status_name
 from aclcheck.cases.call import Outcome
 from aclcheck.cases.layouts import contiguous_strides, gap_fill
 from aclcheck.dtypes import ACL_DTYPE_ENUM, NUMPY_DTYPES
 from aclcheck.errors import (
-    AclcheckError,
     ImplementationUnavailable,
     UnknownImplementation,
-    UsageError,
 )
 from aclcheck.impls import aclnn_abi as abi
+from aclcheck.impls.aclnn_options import ENV_DEVICE, ENV_PRODUCT, product_rules
 from aclcheck.impls.base import CallInputs, Implementation
 from aclcheck.ops import default_operator, operator_of
 
@@ -52,12 +51,6 @@ SOC_PRODUCTS: tuple[tuple[str, str], ...] = (
 
 class _RuntimeFailure(Exception):
     """A runtime call (not the operator) failed during a case."""
-
-
-def product_rules(name: str, error: type[AclcheckError]) -> None:
-    """`error` unless `name` is a hardware product (listing the valid ones)."""
-    if name not in PRODUCTS:
-        raise error(f"unknown product {name!r}; valid: {', '.join(PRODUCTS)}")
 
 
 def product_for_soc(soc: str) -> str | None:
@@ -291,39 +284,10 @@ class AclnnImpl(Implementation):
 def from_environment(env: Mapping[str, str] | None = None) -> AclnnImpl:
     """The adapter as `--impl aclnn` builds it: options from ACLCHECK_ACLNN_* variables."""
     env = os.environ if env is None else env
-    device_text = env.get(abi.ENV_DEVICE, "").strip() or "0"
+    device_text = env.get(ENV_DEVICE, "").strip() or "0"
     try:
         device = int(device_text)
     except ValueError:
-        raise UnknownImplementation(f"{abi.ENV_DEVICE}={device_text!r} is not a device "
+        raise UnknownImplementation(f"{ENV_DEVICE}={device_text!r} is not a device "
                                     "number") from None
-    return AclnnImpl(None, device, env.get(abi.ENV_PRODUCT) or None, env)
-
-
-def configure_environment(lib_dirs: Sequence[str] = (), device: int | None = None,
-                          products: Sequence[str] = ()) -> Callable[[], None]:
-    """Put the CLI's aclnn options into the environment (inherited by isolated workers);
-    returns the function that restores the previous values.
-
-    A single --product names the device's product (more than one: the SoC decides).
-    """
-    wanted: dict[str, str] = {}
-    if lib_dirs:
-        wanted[abi.ENV_LIB_DIR] = os.pathsep.join(str(d) for d in lib_dirs)
-    if device is not None:
-        wanted[abi.ENV_DEVICE] = str(device)
-    if len(products) == 1:
-        product_rules(products[0], UsageError)
-        wanted[abi.ENV_PRODUCT] = products[0]
-    saved = {key: os.environ.get(key) for key in wanted}
-    os.environ.update(wanted)
-
-    def restore() -> None:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-    return restore
-
+    return AclnnImpl(None, device, env.get(ENV_PRODUCT) or None, env)

@@ -25,7 +25,6 @@ import numpy as np
 from aclcheck.cases.acl import PRODUCTS
 from aclcheck.configfile import read_document
 from aclcheck.dtypes import (
-    ACCUMULATE_CHOICES,
     COMPUTE_DTYPES,
     FloatFormat,
     half_ulp,
@@ -35,6 +34,7 @@ from aclcheck.errors import UsageError
 from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.exactness import ExactTally
 from aclcheck.judging.pieces import Piece
+from aclcheck.options import ACCUMULATE_CHOICES, DEFAULT_STANDARD
 
 ParamValue = float | str
 Params = Mapping[str, ParamValue]
@@ -125,7 +125,7 @@ class Standard:
 
 
 class Aclcheck(Standard):
-    name = "aclcheck"
+    name = DEFAULT_STANDARD
     title = "aclcheck per-element error budget (default)"
     source = "aclcheck (docs/tolerances.md); product paths from docs/contract.md section 6"
     rule = ("every element within ulp_out(|g|+E)/2 + E, E = ((c*k + r)*u_acc + eps_scale)*m "
@@ -419,7 +419,6 @@ STANDARDS: dict[str, type[Standard]] = {
     cls.name: cls
     for cls in (Aclcheck, CannMixed, CannMere, Msopst, TorchNpu, MsprobeUlp, AssertClose)
 }
-DEFAULT_STANDARD = Aclcheck.name
 PUBLISHED: tuple[str, ...] = tuple(n for n in STANDARDS if n != DEFAULT_STANDARD)
 
 _STRING_PARAMS: dict[str, tuple[str, ...]] = {

@@ -16,12 +16,13 @@ from aclcheck.cases import Case
 from aclcheck.errors import SuiteError
 from aclcheck.ops import adaptive_avg_pool2d_backward
 from aclcheck.ops.operator import Operator
+from aclcheck.options import DEFAULT_OPERATOR
 
 #: Every operator by name, the default first.
 OPERATORS: dict[str, Operator] = {
     op.name: op for op in (adaptive_avg_pool2d_backward.OPERATOR,)
 }
-DEFAULT = "adaptive_avg_pool2d_backward"
+DEFAULT = DEFAULT_OPERATOR
 
 
 def operator(name: str) -> Operator:

@@ -1,37 +1,41 @@
 """The configuration of one `aclcheck verify` run, as plain data.
 
-One frozen dataclass holds every option of a run. The CLI builds it from its grouped
-options, the pytest plugin from its own, a script or another command directly:
+One frozen dataclass holds every option of a run. The CLI builds it from its options,
+the pytest plugin from its own, a script or another command directly:
 
     cfg = VerifyConfig(golden="suite.h5", impl="torch", isolate=True, timeout=10)
+    cfg.check()                # usage errors before anything is loaded or run
     cfg.run_options()          # what aclcheck.running.runner needs
     cfg.repro("a2-fp32-...")   # the command that reruns one case with the same verdict
 
-Every field says in its metadata whether it can change a case's verdict (`repro`). The
-repro line is generated from exactly those fields, so an option added here cannot be left
-out of it; tests/test_verify_cli.py checks that every option of `aclcheck verify` is a
-field of this class. Nothing here imports click or rich.
+Every field comes from its option's declaration (aclcheck.options; the aclnn adapter's
+in aclcheck.impls.aclnn_options): default, flag, and whether it can change a case's
+verdict (`repro`). The repro line is generated from exactly those fields, so an option
+added here cannot be left out of it; tests/test_verify_config.py checks that every option
+of `aclcheck verify` is a field of this class. Nothing here imports click or rich.
 """
 
 from __future__ import annotations
 
 import glob
 import shlex
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any
+
+from aclcheck import options as o
+from aclcheck.impls import aclnn_options as aclnn
+from aclcheck.options import ACLNN_ONLY, config_field, required_field
 
 if TYPE_CHECKING:
     from aclcheck.running.runner import RunOptions
+    from aclcheck.store.file_guard import Role
 
-#: metadata value of fields that change verdicts only for --impl aclnn (the product of
-#: the device: a single --product names it)
-ACLNN_ONLY = "aclnn"
+__all__ = ["ACLNN_ONLY", "VerifyConfig"]
 
-
-def _opt(default: Any, flag: str | None, repro: bool | str, doc: str) -> Any:
-    """A field with its CLI flag, whether the repro line carries it, and what it means
-    (default MISSING: a required field)."""
-    return field(default=default, metadata={"flag": flag, "repro": repro, "doc": doc})
+#: The options of `aclcheck verify`, in the order its help lists them.
+VERIFY: tuple[o.Option, ...] = (*o.IMPLEMENTATION, *aclnn.OPTIONS, *o.SELECTION,
+                                *o.JUDGEMENT, *(x for x in o.RUNNING if x.field),
+                                *o.REPORTING)
 
 
 @dataclass(frozen=True)
@@ -39,44 +43,39 @@ class VerifyConfig:
     """Every option of a verify run (see `aclcheck verify --help` for each flag)."""
 
     # -- what is judged
-    golden: str = _opt(MISSING, None, True, "golden file (positional)")
-    impl: str = _opt("reference", "--impl", True, "implementation spec")
-    results: str | None = _opt(None, "--results", True, "stored outputs instead of --impl")
-    aclnn_lib_dirs: tuple[str, ...] = _opt((), "--aclnn-lib-dir", True,
-                                           "aclnn library folders")
-    aclnn_device: int | None = _opt(None, "--aclnn-device", True, "aclnn device id")
+    golden: str = required_field("golden file (positional)")
+    impl: str = config_field(o.IMPL)
+    results: str | None = config_field(o.RESULTS)
+    aclnn_lib_dirs: tuple[str, ...] = config_field(aclnn.LIB_DIRS)
+    aclnn_device: int | None = config_field(aclnn.DEVICE)
     # -- which cases (selection filters; the repro names the case by --id instead)
-    products: tuple[str, ...] = _opt((), "--product", ACLNN_ONLY, "only these products")
-    dtypes: tuple[str, ...] = _opt((), "--dtype", False, "only these dtypes")
-    formats: tuple[str, ...] = _opt((), "--format", False, "only these formats")
-    families: tuple[str, ...] = _opt((), "--family", False,
-                                     "only these families ('!name' excludes one)")
-    ids: tuple[str, ...] = _opt((), "--id", False, "only ids matching one of these globs")
-    shard: str | None = _opt(None, "--shard", False, "K/N slice of the selection")
+    products: tuple[str, ...] = config_field(o.PRODUCTS)
+    dtypes: tuple[str, ...] = config_field(o.DTYPES)
+    formats: tuple[str, ...] = config_field(o.FORMATS)
+    families: tuple[str, ...] = config_field(o.FAMILIES)
+    ids: tuple[str, ...] = config_field(o.IDS)
+    shard: str | None = config_field(o.SHARD)
     # -- how numbers are judged
-    standards: tuple[str, ...] = _opt((), "--standard", True,
-                                      "standards, the first gates (empty: the default)")
-    tolerances: str | None = _opt(None, "--tolerances", True, "standard overrides (TOML)")
-    accumulate: str | None = _opt(None, "--accumulate", True, "assumed accumulation")
-    xfail: str | None = _opt(None, "--xfail", True, "known-failure list (TOML)")
-    strict_xfail: bool = _opt(False, "--strict-xfail", True, "XPASS fails the gate")
+    standards: tuple[str, ...] = config_field(o.STANDARDS)
+    tolerances: str | None = config_field(o.TOLERANCES)
+    accumulate: str | None = config_field(o.ACCUMULATE)
+    xfail: str | None = config_field(o.XFAIL)
+    strict_xfail: bool = config_field(o.STRICT_XFAIL)
     # -- how calls run
-    isolate: bool | None = _opt(None, "--isolate", True,
-                                "calls in a worker process (None: where fork-safe)")
-    timeout: float = _opt(60.0, "--timeout", True, "seconds per call in a worker")
-    memory_limit: int | None = _opt(None, "--memory-limit", True,
-                                    "worker address-space cap in MB")
-    repeat: int = _opt(1, "--repeat", True, "runs per case, compared bitwise")
-    deterministic: bool = _opt(False, "--deterministic", True, "deterministic mode")
-    jobs: int = _opt(1, "--jobs", False, "local worker processes")
-    executor: str | None = _opt(None, "--executor", False, "dask://HOST:PORT")
+    isolate: bool | None = config_field(o.ISOLATE)
+    timeout: float = config_field(o.TIMEOUT)
+    memory_limit: int | None = config_field(o.MEMORY_LIMIT)
+    repeat: int = config_field(o.REPEAT)
+    deterministic: bool = config_field(o.DETERMINISTIC)
+    jobs: int = config_field(o.JOBS)
+    executor: str | None = config_field(o.EXECUTOR)
     # -- what is reported
-    baseline: str | None = _opt(None, "--baseline", False, "previous JSON report")
-    verbose: bool = _opt(False, "--verbose", False, "show every case")
-    width: int | None = _opt(None, "--width", False, "console width in columns")
-    json_path: str | None = _opt(None, "--json", False, "JSON report path")
-    junit_path: str | None = _opt(None, "--junit", False, "JUnit XML path")
-    html_path: str | None = _opt(None, "--html", False, "HTML report path")
+    baseline: str | None = config_field(o.BASELINE)
+    verbose: bool = config_field(o.VERBOSE)
+    width: int | None = config_field(o.WIDTH)
+    json_path: str | None = config_field(o.JSON)
+    junit_path: str | None = config_field(o.JUNIT)
+    html_path: str | None = config_field(o.HTML)
 
     def __post_init__(self) -> None:
         # from Python, a single string where a tuple is expected means one value
@@ -99,14 +98,48 @@ class VerifyConfig:
     @property
     def standard_names(self) -> tuple[str, ...]:
         """The standards to judge by, the gating one first, without repeats."""
-        from aclcheck.judging.standards import DEFAULT_STANDARD
-
-        return tuple(dict.fromkeys(self.standards or (DEFAULT_STANDARD,)))
+        return tuple(dict.fromkeys(self.standards or (o.DEFAULT_STANDARD,)))
 
     def selection(self) -> dict[str, Any]:
         """Keyword arguments of aclcheck.suite.filters.select."""
         return {"products": self.products, "dtypes": self.dtypes, "formats": self.formats,
                 "families": self.families, "id_pattern": self.ids or None}
+
+    def check(self) -> None:
+        """Usage errors found before anything is loaded or run: unknown standards, a bad
+        shard, unwritable report paths, a report that would replace an input. The one
+        check of a run's options (the CLI, the pytest plugin and shrink/hunt call it)."""
+        from aclcheck.errors import SuiteError
+        from aclcheck.judging.standards import STANDARDS
+        from aclcheck.report.files import check_writable
+        from aclcheck.store.file_guard import check_apart
+        from aclcheck.suite import sharding
+
+        for name in self.standard_names:
+            if name not in STANDARDS:
+                raise SuiteError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}",
+                                 option=o.STANDARDS.flag)
+        if self.shard:
+            sharding.parse_shard(self.shard)
+        check_writable(self.outputs)
+        check_apart(*self.file_roles())
+
+    def file_roles(self) -> tuple[list[Role], list[Role]]:
+        """What the run reads and writes (aclcheck.store.file_guard)."""
+        from aclcheck.impls.callable_impl import source_file
+        from aclcheck.store.file_guard import Role
+
+        inputs = [Role("GOLDEN", self.golden)] if self.golden else []
+        for flag, path in (("--results", self.results), ("--tolerances", self.tolerances),
+                           ("--xfail", self.xfail), ("--baseline", self.baseline)):
+            if path:
+                inputs.append(Role(flag, path))
+        inputs += [Role("--aclnn-lib-dir", d, tree=True) for d in self.aclnn_lib_dirs]
+        if self.results is None and ":" in self.impl:
+            source = source_file(self.impl)
+            if source is not None:
+                inputs.append(Role("--impl", source))
+        return inputs, [Role(flag, path) for flag, path in self.outputs.items()]
 
     def run_options(self) -> RunOptions:
         """What the runner needs (reads the tolerance file, if any)."""

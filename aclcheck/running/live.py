@@ -11,10 +11,14 @@ from types import TracebackType
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities
+from aclcheck.errors import UsageError
 from aclcheck.impls.base import Implementation
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops.materialize import make_tensors
+from aclcheck.running.config import VerifyConfig
+from aclcheck.running.remote import OpenedImpl
 from aclcheck.running.runner import CaseRunner, RunOptions, run_case
+from aclcheck.running.session import open_adapter
 from aclcheck.running.zygote import Zygote
 
 
@@ -57,3 +61,17 @@ def can_rerun(impl: Implementation) -> str | None:
         return (f"{impl.name} holds stored outputs of fixed cases; shrink and hunt need an "
                 "implementation they can call (--impl)")
     return None
+
+
+def live_setup(config: VerifyConfig) -> tuple[OpenedImpl, RunOptions]:
+    """The adapter of a live command (refusing one that cannot rerun) and its run options,
+    once its configuration is checked (the tolerance file is read before any kernel code
+    runs)."""
+    config.check()
+    opts = config.run_options()
+    opened = open_adapter(config.impl, None, config.isolate)
+    why = can_rerun(opened.impl)
+    if why:
+        opened.close()
+        raise UsageError(why)
+    return opened, opts

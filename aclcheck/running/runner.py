@@ -26,6 +26,7 @@ from aclcheck.judging.model import CaseModel
 from aclcheck.judging.standards import accumulation
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
+from aclcheck.options import TIMEOUT_S
 from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.running.integrity import IntegrityGuard
 from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
@@ -46,7 +47,7 @@ class RunOptions:
     #: worker costs nothing), no for the others (False: in-process, for debuggers)
     isolate: bool | None = None
     #: hard cap on one call's seconds in a worker (hang detection adapts below it)
-    timeout: float = 60.0
+    timeout: float = TIMEOUT_S
     #: address-space cap of the isolated worker in bytes (None: no cap)
     memory_limit: int | None = None
     repeat: int = 1

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from aclcheck.cases import Case
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
+from aclcheck.options import MAX_TIME_S
 
 Judge = Callable[[Case], CaseVerdict]
 #: progress(tries, accepted, current smallest case)
@@ -70,7 +71,7 @@ class ShrinkResult:
         return self.first.failing
 
 
-def shrink(case: Case, judge: Judge, *, max_time: float = 60.0,
+def shrink(case: Case, judge: Judge, *, max_time: float = MAX_TIME_S,
            progress: Progress | None = None, first: CaseVerdict | None = None
            ) -> ShrinkResult:
     """The smallest case found that fails like `case` (see the module docstring).
