@@ -46,17 +46,17 @@ class AclcheckError(Exception):
         self.option = option
 
     @classmethod
-    def at(cls, source: str, message: str, entry: int | None = None,
+    def at(cls, source: object, message: str, entry: int | None = None,
            field: str | None = None) -> Self:
         """The error located in a file: 'SOURCE: entry N, field 'name': message' (entry
         and field when given), the one style of every file-content error."""
-        where = source
+        where = str(source)
         if entry is not None:
             where += f": entry {entry}"
         if field is not None:
             where += f", field {field!r}" if entry is not None else f": field {field!r}"
         exc = cls(f"{where}: {message}")
-        exc.source, exc.entry, exc.field, exc.message = source, entry, field, message
+        exc.source, exc.entry, exc.field, exc.message = str(source), entry, field, message
         return exc
 
 
@@ -100,6 +100,10 @@ class InputFileError(AclcheckError):
     is the file and `message` what is wrong with it (when raised through `at`)."""
 
     exit_code = EXIT_BAD_INPUT
+
+    def detail(self, path: object) -> str:
+        """What is wrong with the file `path` (the whole line when it is about another)."""
+        return self.message if self.source == str(path) else str(self)
 
 
 def message_of(exc: AclcheckError) -> str:

@@ -250,7 +250,7 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
         except InputFileError as exc:
             if not as_json:
                 raise
-            report = CheckReport(file, problems=[str(exc).removeprefix(f"{file}: ")])
+            report = CheckReport(file, problems=[exc.detail(file)])
         _emit_check(report, as_json)
         return
     if _is_results(file):

@@ -61,8 +61,8 @@ def diff(old: str, new: str, force: bool) -> None:
     if golden_old or golden_new:
         if not (golden_old and golden_new):
             other, kind = (new, old) if golden_old else (old, new)
-            raise InputFileError(f"{other}: not a golden file (to compare with golden file "
-                                 f"{kind})")
+            raise InputFileError.at(other, f"not a golden file (to compare with golden file "
+                                    f"{kind})")
         differences = diff_golden(old, new)
         console = stdout_console()
         for line in differences:

@@ -117,4 +117,5 @@ class TorchImpl(Implementation):
                      "non-deterministic kernel",)
         if raised is not None:
             return Outcome(raised=raised, time_s=seconds)
-        return Outcome(output=self._to_numpy(result), time_s=seconds, notes=notes)
+        return Outcome(output=self._to_numpy(result), time_s=seconds, notes=notes,
+                       deterministic_refused=bool(notes))

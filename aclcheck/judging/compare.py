@@ -25,7 +25,7 @@ from aclcheck.dtypes import BFLOAT16, FloatFormat, max_ulp_distance
 from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.evidence import Evidence, EvidenceBuilder
 from aclcheck.judging.exactness import BlockBounds, Prover
-from aclcheck.judging.findings import Hints, Worst, WorstTally, Zones
+from aclcheck.judging.findings import Hint, Hints, Worst, WorstTally, Zones
 from aclcheck.judging.model import ExactPlan, NumericModel
 from aclcheck.judging.pieces import Piece
 from aclcheck.judging.standards import (
@@ -63,7 +63,7 @@ class Comparison:
     standards: tuple[StandardResult, ...]
     worst: tuple[Worst, ...]
     notes: tuple[str, ...] = ()
-    hints: tuple[str, ...] = field(default=())
+    hints: tuple[Hint, ...] = field(default=())
     evidence: Evidence | None = None  # where the errors sit (failing comparisons only)
     index_names: tuple[str, ...] = ()  # names of a worst element's index entries
 
@@ -95,7 +95,7 @@ class Comparison:
                     f"{w.actual:.9g}, "
                     f"{w.error:.3g}, {w.budget:.3g}{ratio_text}"
                 )
-        lines.extend(f"hint: {h}" for h in self.hints)
+        lines.extend(f"hint: {h.text}" for h in self.hints)
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -367,7 +367,7 @@ class _Run:
         notes.extend(self.zones.notes(self.fmt, self.model))
         hints = results[0].hints
         if self.gate.explained < self.gate.fails:  # some failures the gate cannot explain
-            hints += self.hints.lines(float(metrics["error_balance"]), float(metrics["mere"]))
+            hints += self.hints.hints(float(metrics["error_balance"]), float(metrics["mere"]))
         return Comparison(
             passed=results[0].passed,
             metrics=metrics,

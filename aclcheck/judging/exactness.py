@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, correctly_rounded, ulp
+from aclcheck.judging.findings import Hint, HintCode
 from aclcheck.judging.model import AxisTables, ExactPlan, NumericModel
 
 
@@ -188,13 +189,15 @@ class ExactTally:
                 "value")
         return text
 
-    def hint(self) -> str:
+    def hint(self) -> Hint:
         if self.away and not (self.toward or self.off):
-            return ("the final conversion rounds ties away from zero (round-half-away); "
-                    "the contract asks round-to-nearest-even")
-        return ("the conversion to the output dtype is not round-to-nearest-even: "
-                "ties away from zero, truncation, rounding toward +inf, or a bias added "
-                "before converting?")
+            return Hint(HintCode.TIES_AWAY, (
+                "the final conversion rounds ties away from zero (round-half-away); the "
+                "contract asks round-to-nearest-even"))
+        return Hint(HintCode.NOT_RNE, (
+            "the conversion to the output dtype is not round-to-nearest-even: ties away "
+            "from zero, truncation, rounding toward +inf, or a bias added before "
+            "converting?"))
 
 
 def exact_ties(numbers: NumericModel, inputs: Mapping[str, np.ndarray],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
@@ -17,6 +18,34 @@ from aclcheck.judging.model import Axis
 
 #: Worst elements kept.
 WORST_COUNT = 5
+
+
+class HintCode(StrEnum):
+    """What a hint at the likely bug says, as generic code compares it (shrink keeps a
+    failure's codes; the text is for people)."""
+
+    LAST_ROW = "last-row"
+    LAST_COLUMN = "last-column"
+    LAST_ROW_AND_COLUMN = "last-row-and-column"
+    OVERLAP_ONLY = "overlap-only"
+    BIASED = "biased"
+    TIES_AWAY = "ties-away"
+    NOT_RNE = "not-rne"
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A hint at the likely bug: its code, and its text rendered once, where the numbers
+    are known. `code` is None for a hint read back from a report that holds only text."""
+
+    code: HintCode | None
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __contains__(self, part: str) -> bool:
+        return part in self.text
 
 
 @dataclass(frozen=True)
@@ -99,28 +128,31 @@ class Hints:
             k = k * self.planes[(idx + base) // (self.h * self.w)]
         self.multi += int(np.count_nonzero(k > 1))
 
-    def lines(self, balance: float, mere: float) -> tuple[str, ...]:
+    def hints(self, balance: float, mere: float) -> tuple[Hint, ...]:
         if not self.total:
             return ()
         out = []
         row, col = self.axes
         if self.h > 1 and self.rows[-1] == self.total:
-            out.append(f"every failing element is in the last {row.word} "
-                       f"({row.name}={self.h - 1}): dropped tail {row.word} or off-by-one "
-                       "end index?")
+            out.append(Hint(HintCode.LAST_ROW, (
+                f"every failing element is in the last {row.word} ({row.name}={self.h - 1}): "
+                f"dropped tail {row.word} or off-by-one end index?")))
         elif self.w > 1 and self.cols[-1] == self.total:
-            out.append(f"every failing element is in the last {col.word} "
-                       f"({col.name}={self.w - 1}): dropped tail {col.word} or off-by-one "
-                       "end index?")
+            out.append(Hint(HintCode.LAST_COLUMN, (
+                f"every failing element is in the last {col.word} ({col.name}={self.w - 1}): "
+                f"dropped tail {col.word} or off-by-one end index?")))
         elif self.h > 1 and self.w > 1 and self.rows[-1] + self.cols[-1] >= self.total:
-            out.append(f"failures sit in the last {row.word} and {col.word}: tail handling?")
+            out.append(Hint(HintCode.LAST_ROW_AND_COLUMN, (
+                f"failures sit in the last {row.word} and {col.word}: tail handling?")))
         if self.multi == self.total and self.max_terms > 1:
-            out.append("failures only where windows overlap (k > 1): window bounds or "
-                       "accumulation?")
+            out.append(Hint(HintCode.OVERLAP_ONLY, (
+                "failures only where windows overlap (k > 1): window bounds or "
+                "accumulation?")))
         if mere > 0 and abs(balance) > 0.5 * mere:
             sign = "above" if balance > 0 else "below"
-            out.append(f"errors are biased ({sign} the golden on average): wrong divisor "
-                       "or rounding mode?")
+            out.append(Hint(HintCode.BIASED, (
+                f"errors are biased ({sign} the golden on average): wrong divisor or "
+                "rounding mode?")))
         return tuple(out)
 
 

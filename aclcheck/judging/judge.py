@@ -16,7 +16,7 @@ from aclcheck.cases.acl import SUCCESS, status_name
 from aclcheck.cases.call import Capabilities, Outcome, ReturnedValue
 from aclcheck.judging.compare import Comparison, compare
 from aclcheck.judging.model import CaseModel
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.verdicts import CaseVerdict, Verdict, divergence_note
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,9 @@ def judge_unspecified(case: Case, outcome: Outcome) -> CaseVerdict:
         did = f"returned {outcome.status} {status_name(outcome.status)}"
     else:
         did = "accepted"
-    note = f"documentation divergence: {case.expectation.reason}; the implementation {did}"
-    return _base(case, Verdict.PASS, f"unspecified call, {did}", notes=(note,),
+    divergence = f"{case.expectation.reason}; the implementation {did}"
+    return _base(case, Verdict.PASS, f"unspecified call, {did}",
+                 notes=(divergence_note(divergence),), divergence=divergence,
                  actual_status=outcome.status, time_s=outcome.time_s)
 
 
@@ -131,7 +132,8 @@ def judge_success(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capa
         gate = result.standards[0] if result.standards else None
         headline = gate.detail if gate is not None and gate.detail else "out of tolerance"
         return _base(case, Verdict.FAIL, headline, detail=result.message(), metrics=metrics,
-                     standards=standards, notes=notes, evidence=result.evidence, **common)
+                     standards=standards, notes=notes, evidence=result.evidence,
+                     hints=result.hints, **common)
     if not np.any(golden):
         return _base(case, Verdict.MISTRUSTED, "golden is all zeros: the case cannot "
                      "discriminate", metrics=metrics, standards=standards, notes=notes,

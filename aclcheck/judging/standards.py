@@ -33,6 +33,7 @@ from aclcheck.dtypes import (
 from aclcheck.errors import UsageError
 from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.exactness import ExactTally
+from aclcheck.judging.findings import Hint
 from aclcheck.judging.pieces import Piece
 from aclcheck.options import ACCUMULATE_CHOICES, DEFAULT_STANDARD
 
@@ -58,7 +59,7 @@ class StandardResult:
     mismatch_ratio: float
     detail: str
     notes: tuple[str, ...] = ()
-    hints: tuple[str, ...] = ()
+    hints: tuple[Hint, ...] = ()
 
 
 def _same(params: Params) -> dict[str, Params]:
@@ -176,7 +177,7 @@ class Aclcheck(Standard):
                   f"(c={self.model.c:g}, accumulate {self.model.path.accumulate.name}, "
                   f"{self.model.path.name} path)")
         notes: list[str] = []
-        hints: list[str] = []
+        hints: list[Hint] = []
         if self.path_saved and self.model.path.scale_note:
             notes.append(f"{self.path_saved} element(s) {self.model.path.scale_note}")
         if self.widened and self.exact.possible:

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from aclcheck.judging.evidence import Evidence
+from aclcheck.judging.findings import Hint
 
 
 class Verdict(StrEnum):
@@ -70,6 +71,12 @@ class CaseVerdict:
     repro: str = ""
     index: int = -1  # position in the golden file's index (orders merged shard reports)
     evidence: Evidence | None = field(default=None, compare=False)  # where errors sit (FAIL)
+    #: hints at the likely bug (in `detail` as text too; codes None when read back from a
+    #: report, which holds only the text)
+    hints: tuple[Hint, ...] = field(default=(), compare=False)
+    #: what the documentation does not decide about this call and what the implementation
+    #: did (in `notes` too, as divergence_note(divergence))
+    divergence: str | None = field(default=None, compare=False)
 
     @property
     def failing(self) -> bool:
@@ -123,7 +130,45 @@ class CaseVerdict:
             repro=_text(data, "repro"),
             index=_integer(data.get("index", -1), "index", -1, 2**62),
             evidence=Evidence.from_json(data.get("evidence")),
+            **_legacy_signals(_text(data, "detail"), _notes(data.get("notes", []))),
         )
+
+
+# -- reading report format version 1 back --------------------------------------------------
+
+#: what a documentation divergence's note starts with
+DIVERGENCE = "documentation divergence: "
+
+
+def divergence_note(divergence: str) -> str:
+    """The note a divergence is reported with (the JSON report keeps it among the notes)."""
+    return DIVERGENCE + divergence
+
+
+def detail_parts(detail: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """(hints, worst-element lines, the rest) of a verdict's multi-line detail text.
+
+    The one reader of aclcheck's rendered text: a report (format version 1) holds only
+    the text, so reading one back and drawing its page start here. Nothing decides
+    anything on it; live verdicts carry their hints as values."""
+    hints, worst, rest = [], [], []
+    for line in detail.splitlines():
+        if line.startswith("hint: "):
+            hints.append(line.removeprefix("hint: "))
+        elif line.startswith("  [") or line.startswith("worst elements under"):
+            if line.startswith("  ["):
+                worst.append(line.strip())
+        elif not line.startswith("note: "):
+            rest.append(line)
+    return tuple(hints), tuple(worst), "\n".join(rest)
+
+
+def _legacy_signals(detail: str, notes: tuple[str, ...]) -> dict[str, Any]:
+    """The signals a version-1 report keeps only as text (see detail_parts)."""
+    divergence = next((n.removeprefix(DIVERGENCE) for n in notes if n.startswith(DIVERGENCE)),
+                      None)
+    return {"hints": tuple(Hint(None, h) for h in detail_parts(detail)[0]),
+            "divergence": divergence}
 
 
 # -- checks of report entries (CaseVerdict.from_json) ----------------------------------------

@@ -54,25 +54,25 @@ def read(path: str | Path) -> tuple[dict[str, Any], list[CaseVerdict]]:
     data = read_document(p, "report", syntax="json", max_bytes=MAX_REPORT_BYTES,
                          error=InputFileError)
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
-        raise InputFileError(f"{p}: not an aclcheck report (format key missing)")
+        raise InputFileError.at(p, "not an aclcheck report (format key missing)")
     version = data.get("version", 0)
     if isinstance(version, bool) or not isinstance(version, int):
-        raise InputFileError(f"{p}: report 'version' must be an integer, got {version!r}")
+        raise InputFileError.at(p, f"report 'version' must be an integer, got {version!r}")
     cases = data.get("cases", [])
     if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
-        raise InputFileError(f"{p}: report 'cases' must be a list of objects")
+        raise InputFileError.at(p, "report 'cases' must be a list of objects")
     if version > REPORT_VERSION:
-        raise InputFileError(f"{p}: report version {data.get('version')} is newer than this "
-                             f"aclcheck understands ({REPORT_VERSION})")
+        raise InputFileError.at(p, f"report version {data.get('version')} is newer than this "
+                                f"aclcheck understands ({REPORT_VERSION})")
     problem = _run_fields(data)
     if problem:
-        raise InputFileError(f"{p}: report {problem}")
+        raise InputFileError.at(p, f"report {problem}")
     verdicts = []
     for number, entry in enumerate(cases, 1):
         try:
             verdicts.append(CaseVerdict.from_json(entry))
         except (KeyError, ValueError, TypeError, OverflowError) as exc:
-            raise InputFileError(f"{p}: case {number}: {exc}") from None
+            raise InputFileError.at(p, f"case {number}: {exc}") from None
     return data, verdicts
 
 

@@ -261,8 +261,7 @@ def _judge_repeats(runner: CaseRunner, call: CallInputs, first: Outcome,
     if worst == 0:
         return _with_note(verdict, f"deterministic over {runner.opts.repeat} runs")
     note = f"run-to-run variation over {runner.opts.repeat} runs: max {worst} ULP"
-    refused = runner.deterministic_note or any("refuses deterministic" in n
-                                                 for n in first.notes)
+    refused = runner.deterministic_note or first.deterministic_refused
     if runner.opts.deterministic and not refused:
         return _replace(verdict, verdict=Verdict.NONDETERMINISTIC,
                         message=f"outputs differ between repeats with determinism on "

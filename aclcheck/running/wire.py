@@ -191,6 +191,7 @@ def encode_outcome(outcome: Outcome, case: Case, seconds: float
         "raised": None if outcome.raised is None else _clip(str(outcome.raised)),
         "crashed": None if outcome.crashed is None else _clip(str(outcome.crashed)),
         "notes": [_clip(str(n)) for n in tuple(outcome.notes)[:MAX_NOTES]],
+        "deterministic_refused": bool(outcome.deterministic_refused),
         "output": None,
     }
     out = outcome.output
@@ -267,8 +268,12 @@ def decode_outcome(head: Head, case: Case, elapsed: float) -> Answer:
     meta = head.meta
     time_s = _seconds(meta, "time_s", elapsed)
     seconds = _seconds(meta, "seconds", elapsed)
+    refused = meta.get("deterministic_refused", False)
+    if not isinstance(refused, bool):
+        raise ProtocolError("answer field 'deterministic_refused' is not true or false")
     fields = {"status": _status(meta), "time_s": time_s, "raised": _text(meta, "raised"),
-              "crashed": _text(meta, "crashed"), "notes": _notes(meta)}
+              "crashed": _text(meta, "crashed"), "notes": _notes(meta),
+              "deterministic_refused": refused}
     described = meta.get("output")
     output: object = None
     array = None

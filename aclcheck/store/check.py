@@ -68,7 +68,7 @@ def check_golden(path: str | Path) -> CheckReport:
                 with damage(p, f"case {entry.id}"):
                     _check_case(gf, entry, report)
             except InputFileError as exc:
-                report.add(str(exc).removeprefix(f"{p}: "))
+                report.add(exc.detail(p))
     return report
 
 
@@ -144,5 +144,5 @@ def check_results(path: str | Path) -> CheckReport:
                 report.datasets += 1
                 report.bytes_read += row.output.nbytes
     except InputFileError as exc:
-        report.add(str(exc).removeprefix(f"{p}: "))
+        report.add(exc.detail(p))
     return report

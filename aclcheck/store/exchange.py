@@ -160,8 +160,8 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
     ids = list(ids)
     for case_id in ids:  # before anything is written: each id becomes a folder name
         if not is_safe_id(case_id):
-            raise InputFileError(f"{gf.path}: case id {case_id!r} is not a plain name; "
-                                 "nothing exported")
+            raise InputFileError.at(gf.path, f"case id {case_id!r} is not a plain name; "
+                                    "nothing exported")
     check_apart([Role("GOLDEN", gf.path)],  # what the export writes or replaces
                 [Role("FOLDER", root / MANIFEST),
                  *(Role("FOLDER", root / case_id, tree=True) for case_id in ids)])
@@ -234,14 +234,14 @@ def _write(path: Path, data: bytes) -> int:
 
 
 def _bad(path: Path, what: str) -> InputFileError:
-    return InputFileError(f"{path}: {what}")
+    return InputFileError.at(path, f"{what}")
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
     """The validated manifest of an export folder (InputFileError naming the file)."""
     path = Path(folder) / MANIFEST
     if not Path(folder).is_dir():
-        raise InputFileError(f"{folder}: not a folder")
+        raise InputFileError.at(folder, "not a folder")
     if not path.exists():
         raise _bad(path, "missing (is this an `aclcheck export` folder?)")
     manifest = read_document(path, "exchange manifest", syntax="json", error=InputFileError)

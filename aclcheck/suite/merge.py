@@ -106,7 +106,7 @@ def _shard_of(gf: GoldenFile) -> _Shard:
     try:
         return sharding.split_selection(gf.meta.get("selection"))
     except UsageError as exc:
-        raise InputFileError(f"{gf.path}: root attribute 'selection': {exc}") from None
+        raise InputFileError.at(gf.path, f"root attribute 'selection': {exc}") from None
 
 
 def merge_golden(inputs: list[str | Path], output: str | Path, *, force: bool = False,

@@ -15,12 +15,12 @@ function in tests.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from aclcheck.cases import Case
+from aclcheck.judging.findings import HintCode
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import MAX_TIME_S
@@ -30,10 +30,9 @@ Judge = Callable[[Case], CaseVerdict]
 Progress = Callable[[int, int, Case], None]
 
 
-def hint_classes(verdict: CaseVerdict) -> frozenset[str]:
-    """The hints of a verdict's detail with their numbers blanked ("last row (h=#)")."""
-    return frozenset(re.sub(r"\d+", "#", line.removeprefix("hint: "))
-                     for line in verdict.detail.splitlines() if line.startswith("hint: "))
+def hint_classes(verdict: CaseVerdict) -> frozenset[HintCode | None]:
+    """The codes of a verdict's hints at the likely bug."""
+    return frozenset(h.code for h in verdict.hints)
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class Signature:
 
     verdict: Verdict
     rule: str
-    hints: frozenset[str]
+    hints: frozenset[HintCode | None]
 
     @classmethod
     def of(cls, case: Case, verdict: CaseVerdict) -> Signature:
