@@ -23,7 +23,8 @@ from aclcheck.dtypes import (
 from aclcheck.judging import compare as compare_mod
 from aclcheck.judging.compare import discriminating
 from aclcheck.judging.findings import WORST_COUNT
-from aclcheck.judging.standards import STANDARDS, parse_overrides
+from aclcheck.judging.overrides import parse_overrides
+from aclcheck.judging.standards import STANDARDS
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import budget, budget_model, product_path
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward

@@ -11,7 +11,7 @@ import pytest
 from aclcheck.configfile import MAX_DEPTH, Entry, nesting_depth, read_document
 from aclcheck.errors import ConfigError, SuiteError, UsageError
 from aclcheck.judging import xfail
-from aclcheck.judging.standards import load_overrides
+from aclcheck.judging.overrides import load_overrides
 from aclcheck.suite.casefile import load_case_file
 
 

@@ -29,7 +29,8 @@ import pytest
 
 from aclcheck.dtypes import float_format, half_ulp
 from aclcheck.judging.compare import Comparison
-from aclcheck.judging.standards import DEFAULT_C, PUBLISHED, STANDARDS
+from aclcheck.judging.default_standard import DEFAULT_C
+from aclcheck.judging.standards import PUBLISHED, STANDARDS
 from aclcheck.ops.adaptive.windows import term_counts
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import resolve_accumulate

@@ -1,7 +1,7 @@
 """`aclcheck tolerances`: the tolerance standards as tables (with overrides applied).
 
-The rendering of a standard lives here, in the CLI layer: standards.py holds the numbers
-and the rules, this module draws them.
+The rendering of a standard lives here, in the CLI layer: judging/standards.py and
+default_standard.py hold the numbers and the rules, this module draws them.
 """
 
 from __future__ import annotations
@@ -15,17 +15,11 @@ from rich.table import Table
 
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.errors import UsageError
-from aclcheck.judging.standards import (
-    DEFAULT_STANDARD,
-    DTYPES,
-    STANDARDS,
-    Overrides,
-    ParamValue,
-    Standard,
-    get_standard,
-    load_overrides,
-)
+from aclcheck.judging.overrides import Overrides, load_overrides
+from aclcheck.judging.rule import DTYPES, ParamValue, Standard
+from aclcheck.judging.standards import STANDARDS, get_standard
 from aclcheck.ops import default_operator
+from aclcheck.options import DEFAULT_STANDARD
 
 
 def _fmt_value(value: ParamValue) -> str:
@@ -59,11 +53,12 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None) -> Table:
             table.add_row(prod.id, dtype, _u_text(acc.name, acc.unit_roundoff),
                           _fmt_value(params["c"]), _fmt_value(params["atol"]), windows, one)
     table.caption = escape(
-        f"{std.rule}. r: roundings per term beyond the accumulation (fp32-atomic 1, "
-        "matmul 2, 1x1 0). Finite golden beyond the dtype's overflow threshold: inf "
-        "required (either near it); where the terms' magnitudes can overflow the "
-        "accumulator, inf/NaN are accepted. The exact-rounding check (FLOAT16/BFLOAT16) "
-        "is off for a product and dtype whose override raises c or atol."
+        f"{std.rule.format(magnitude_source=op.display.magnitude_source)}. r: roundings "
+        "per term beyond the accumulation (fp32-atomic 1, matmul 2, 1x1 0). Finite golden "
+        "beyond the dtype's overflow threshold: inf required (either near it); where the "
+        "terms' magnitudes can overflow the accumulator, inf/NaN are accepted. The "
+        "exact-rounding check (FLOAT16/BFLOAT16) is off for a product and dtype whose "
+        "override raises c or atol."
     )
     return table
 

@@ -21,20 +21,17 @@ from functools import partial
 import numpy as np
 
 from aclcheck.arrays import plane_blocks
-from aclcheck.dtypes import BFLOAT16, FloatFormat, max_ulp_distance
+from aclcheck.dtypes import FloatFormat, max_ulp_distance
 from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.evidence import Evidence, EvidenceBuilder
 from aclcheck.judging.exactness import BlockBounds, Prover
-from aclcheck.judging.findings import Hint, Hints, Worst, WorstTally, Zones
+from aclcheck.judging.findings import Hint, Hints, Worst, WorstTally, special_notes
 from aclcheck.judging.model import ExactPlan, NumericModel
-from aclcheck.judging.pieces import Piece
-from aclcheck.judging.standards import (
-    DEFAULT_STANDARD,
-    Overrides,
-    Standard,
-    StandardResult,
-    get_standard,
-)
+from aclcheck.judging.overrides import Overrides
+from aclcheck.judging.pieces import Piece, SpecialCounts, load, make_piece
+from aclcheck.judging.rule import Standard, StandardResult, Tally
+from aclcheck.judging.standards import get_standard
+from aclcheck.options import DEFAULT_STANDARD
 
 #: Elements per sub-chunk: the hot loop's arrays (a dozen float64 temporaries) stay in
 #: cache-sized pieces.
@@ -116,16 +113,6 @@ def discriminating(golden: np.ndarray) -> bool:
 # -- iteration ----------------------------------------------------------------------------
 
 
-def _load(src: np.ndarray) -> np.ndarray:
-    """Any-strided output values as a contiguous float64 array (bf16 decoded by bits)."""
-    out = np.empty(src.shape, dtype=np.float64)
-    if src.dtype == BFLOAT16.np_dtype:
-        out[...] = np.left_shift(src.view(np.uint16), 16, dtype=np.uint32).view(np.float32)
-    else:
-        out[...] = src
-    return out
-
-
 class _Totals:
     """Running sums of the metrics over chunks."""
 
@@ -145,6 +132,16 @@ class _Totals:
         self.inf_bad = 0
         self.special_ok = 0
         self.max_budget_ratio = 0.0
+        self.near_threshold = 0
+        self.acc_overflow = 0
+
+    def add(self, counts: SpecialCounts) -> None:
+        """A piece's special values."""
+        self.nan_bad += counts.nan_bad
+        self.inf_bad += counts.inf_bad
+        self.special_ok += counts.matched
+        self.near_threshold += counts.near_threshold
+        self.acc_overflow += counts.acc_overflow
 
     def update(self, ch: Piece, fmt: FloatFormat) -> None:
         if ch.g.size == 0:
@@ -259,13 +256,13 @@ class _Run:
                                self.fmt, self.model)
             for name in names
         ]
-        self.gate = self.rules[0]
+        self.tallies: list[Tally] = [rule.tally() for rule in self.rules]
+        self.gate = self.tallies[0]
         self.totals = _Totals()
         self.worst = WorstTally()
         self.lead = tuple(int(s) for s in self.shape[:-2])
         self.hints = Hints(self.model, numbers.plane_axes, self.lead)
         self.evidence = EvidenceBuilder(self.shape, names[0])
-        self.zones = Zones()
         self.track_path = self.model.path.scale_note is not None
         self.exact = numbers.exact
         self.planes_alike = numbers.terms.plane_factors(self.lead) is None
@@ -311,22 +308,20 @@ class _Run:
         coef, floor, coef0 = self.full_coefs if full and self.full_coefs else self.coefs(
             rows, cols, planes)
         g = np.ascontiguousarray(g3).reshape(-1)
-        a = _load(a3).reshape(-1)
+        a = load(a3).reshape(-1)
         extra3 = np.multiply(m3, coef)
         extra3 += floor
-        extra = extra3.reshape(-1)
-        ch = Piece(g, a, extra, fmt, None, g.size)
-        if (not math.isfinite(float(ch.err.max()))
-                or float(ch.reach.max()) >= fmt.overflow_threshold):
-            ch = _special_chunk(g, a, extra, m3.reshape(-1), fmt, self.model, self.zones,
-                                self.totals)
+        extra0 = None
         if coef0 is not None:
             extra0 = np.multiply(m3, coef0)
             extra0 += floor
             extra0 = extra0.reshape(-1)
-            ch.extra0 = extra0 if ch.mask is None else np.where(ch.mask, extra0, 0.0)
-        if proof is not None:
-            ch.exact = proof[0].prover(m3, proof[1], rows, cols)
+        ch, specials = make_piece(
+            g, a, extra3.reshape(-1), fmt, m=m3.reshape(-1),
+            acc_overflow=self.model.acc_overflow, extra0=extra0,
+            exact=None if proof is None else proof[0].prover(m3, proof[1], rows, cols))
+        if specials is not None:
+            self.totals.add(specials)
         return ch
 
     def chunk(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice, cols: slice,
@@ -339,10 +334,10 @@ class _Run:
         self.totals.max_budget_ratio = max(self.totals.max_budget_ratio, float(ratio.max()))
         gate_fail = gate_allowed = None
         before = self.gate.fails
-        for rule in self.rules:
+        for rule, tally in zip(self.rules, self.tallies, strict=True):
             allowed = rule.allowed(ch)
-            fail = rule.update(ch, allowed)
-            if rule is self.gate:
+            fail = rule.count(ch, allowed, tally)
+            if tally is self.gate:
                 gate_fail, gate_allowed = fail, allowed
         assert gate_fail is not None and gate_allowed is not None
         if gate_allowed is budget:
@@ -362,9 +357,11 @@ class _Run:
     def outcome(self) -> Comparison:
         n = math.prod(self.shape)
         metrics = _metrics(self.totals, n, self.gate.ratio(n), self.gate.fails)
-        results = tuple(r.result(n, metrics) for r in self.rules)
+        results = tuple(rule.result(tally, n, metrics)
+                        for rule, tally in zip(self.rules, self.tallies, strict=True))
         notes = list(dict.fromkeys(note for r in results for note in r.notes))
-        notes.extend(self.zones.notes(self.fmt, self.model))
+        notes.extend(special_notes(self.totals.near_threshold, self.totals.acc_overflow,
+                                   self.fmt, self.model))
         hints = results[0].hints
         if self.gate.explained < self.gate.fails:  # some failures the gate cannot explain
             hints += self.hints.hints(float(metrics["error_balance"]), float(metrics["mere"]))
@@ -420,36 +417,3 @@ def _flat_start(idx: tuple[slice, ...], shape: tuple[int, ...]) -> int:
     """C-order flat index of a block's first element."""
     start = [s.start or 0 for s in idx] + [0] * (len(shape) - len(idx))
     return int(np.ravel_multi_index(start, shape))
-
-
-def _special_chunk(g: np.ndarray, a: np.ndarray, extra: np.ndarray, m: np.ndarray,
-                   fmt: FloatFormat, model: BudgetModel, zones: Zones,
-                   totals: _Totals) -> Piece:
-    """Classify special values by the overflow rules; zero them out of the numeric
-    comparison and mark the failures."""
-    gfin, afin = np.isfinite(g), np.isfinite(a)
-    gnan, anan = np.isnan(g), np.isnan(a)
-    absg = np.abs(g)
-    thr = fmt.overflow_threshold
-    inf_possible = gfin & (absg + extra >= thr)
-    must_inf = gfin & (absg - extra >= thr)
-    acc_over = gfin & (m >= model.acc_overflow)
-    numeric = gfin & afin & ~must_inf
-    same_inf = np.isinf(a) & (np.sign(a) == np.sign(g))
-    near = inf_possible & ~must_inf & same_inf
-    acc_ok = ~afin & acc_over & ~near & ~(must_inf & same_inf)
-    ok = (gnan & anan) | (np.isinf(g) & (a == g)) | (must_inf & same_inf) | near | acc_ok
-    bad = ~numeric & ~ok
-    nan_bad = bad & (gnan | anan)
-    totals.nan_bad += int(np.count_nonzero(nan_bad))
-    totals.inf_bad += int(np.count_nonzero(bad)) - int(np.count_nonzero(nan_bad))
-    totals.special_ok += int(np.count_nonzero(ok))
-    zones.near_threshold += int(np.count_nonzero(near))
-    zones.acc_overflow += int(np.count_nonzero(acc_ok))
-    gz = np.where(numeric, g, 0.0)
-    az = np.where(numeric, a, 0.0)
-    ez = np.where(numeric, extra, 0.0)
-    ch = Piece(gz, az, ez, fmt, bad if bad.any() else None, int(np.count_nonzero(numeric)))
-    ch.mask = numeric
-    ch.raw_g, ch.raw_a = g, a
-    return ch

@@ -156,20 +156,15 @@ class Hints:
         return tuple(out)
 
 
-class Zones:
-    """Counts of special values accepted by the overflow rules (for notes)."""
-
-    def __init__(self) -> None:
-        self.near_threshold = 0
-        self.acc_overflow = 0
-
-    def notes(self, fmt: FloatFormat, model: BudgetModel) -> list[str]:
-        out = []
-        if self.near_threshold:
-            out.append(f"{self.near_threshold} element(s) within the budget of the "
-                       f"{fmt.name} overflow threshold: inf accepted")
-        if self.acc_overflow:
-            out.append(f"{self.acc_overflow} element(s) accepted as inf/NaN: the terms' "
-                       f"summed magnitude can overflow the {model.path.accumulate.name} "
-                       "accumulator")
-        return out
+def special_notes(near_threshold: int, acc_overflow: int, fmt: FloatFormat,
+                  model: BudgetModel) -> list[str]:
+    """Notes on the special values the overflow rules accepted."""
+    out = []
+    if near_threshold:
+        out.append(f"{near_threshold} element(s) within the budget of the "
+                   f"{fmt.name} overflow threshold: inf accepted")
+    if acc_overflow:
+        out.append(f"{acc_overflow} element(s) accepted as inf/NaN: the terms' "
+                   f"summed magnitude can overflow the {model.path.accumulate.name} "
+                   "accumulator")
+    return out

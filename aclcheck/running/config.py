@@ -144,7 +144,7 @@ class VerifyConfig:
     def run_options(self) -> RunOptions:
         """What the runner needs (reads the tolerance file, if any)."""
         from aclcheck.judging.judge import JudgeOptions
-        from aclcheck.judging.standards import load_overrides
+        from aclcheck.judging.overrides import load_overrides
         from aclcheck.running.runner import RunOptions
 
         overrides = load_overrides(self.tolerances) if self.tolerances else None

@@ -20,10 +20,10 @@ from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
 from aclcheck.errors import UsageError
 from aclcheck.impls.base import CallInputs, Implementation, guarded_run
+from aclcheck.judging.default_standard import accumulation
 from aclcheck.judging.expressible import not_expressible
 from aclcheck.judging.judge import JudgeOptions, judge, skipped
 from aclcheck.judging.model import CaseModel
-from aclcheck.judging.standards import accumulation
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import TIMEOUT_S

@@ -11,8 +11,10 @@ import numpy as np
 
 from aclcheck.judging.compare import Comparison
 from aclcheck.judging.compare import compare as compare_numbers
-from aclcheck.judging.standards import DEFAULT_STANDARD, Overrides, accumulation
+from aclcheck.judging.default_standard import accumulation
+from aclcheck.judging.overrides import Overrides
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import numeric_model
+from aclcheck.options import DEFAULT_STANDARD
 
 
 @dataclass(frozen=True)
