@@ -174,7 +174,8 @@ class TestFamilies:
 
     def test_ncslice_is_sliced_with_a_short_or_wide_tail(self):
         seen = set()
-        for slot, d in _draws("ncslice") + _draws("ncslice", 1):
+        fp32_second = [(s, d) for s, d in _draws("ncslice", 2) if s.itemsize == 4]
+        for slot, d in _draws("ncslice") + _draws("ncslice", 1) + fp32_second:
             lanes = math.prod(d.grad_shape[:-2])
             plan = a2_tiling(d.grad_shape[-2:], lanes, d.self_shape[-2:], slot.itemsize, 40)
             assert plan.lanes_large and plan.atomic
@@ -341,7 +342,7 @@ class TestCoverage:
         cov = coverage(_rows(draws))
         missing = {e.label for e in cov.missing() if e.group == "hardware"}
         assert missing == self.STRESS_ONLY | {"i·in > 2^24 with W = 1"}  # the index family's
-        assert dict(cov.extremes)["largest N·C"] == 23809
+        assert dict(cov.extremes)["largest N·C"] == 15873  # FLOAT32's 23 809: --count 2
         stress = [(Slot("atlas-a2", "float16", 4, 0), d)
                   for d in stress_draws(Slot("atlas-a2", "float16", 4, 0))]
         covered = {e.label for e in coverage(_rows(stress)).edges if e.covered}

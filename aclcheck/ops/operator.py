@@ -8,7 +8,7 @@ reads the operator's CaseModel).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -95,6 +95,15 @@ class CaseSpace(Protocol):
 
 
 @dataclass(frozen=True)
+class FamilyNote:
+    """What one case family aims at (what `aclcheck families` lists)."""
+
+    aims: str  # the fact or bug class it exercises, one line
+    section: str = ""  # the docs/contract.md section stating the fact ("" where none)
+    products: str = "every product"  # the products the fact belongs to
+
+
+@dataclass(frozen=True)
 class Operator:
     """Everything specific to one operator, in the order a newcomer writes it."""
 
@@ -129,6 +138,8 @@ class Operator:
     # -- its glue and how it is shown
     glue: Glue
     display: Display
+    #: family -> what it aims at (`aclcheck families`); every family has one
+    family_notes: Mapping[str, FamilyNote] = field(default_factory=dict)
 
     def product(self, name: str) -> ProductRules:
         """The product's rules (SuiteError listing the valid ones otherwise)."""

@@ -53,4 +53,5 @@ OPERATOR = Operator(
         products_note="All three tensors share dtype and format. Null pointer: 161001; other "
                       "invalid calls: 161002 (order: null, rank, N/C, dtype, format). NHWC, "
                       "another out dtype or out H/W: undocumented (reported, not judged)."),
+    family_notes=families.NOTES,
 )
