@@ -180,6 +180,13 @@ DETERMINISTIC = Option(
     doc="deterministic mode",
     help="Ask the implementation for deterministic mode; with --repeat, any difference is "
          "NONDETERMINISTIC.")
+STALE_CHECK = Option(
+    "stale_check", "--stale-check", True, kind=Kind.SWITCH, repro=True,
+    commands=frozenset({VERIFY, PLUGIN}), doc="call each valid case twice, judge both",
+    help="Call each valid case a second time in the same worker, right after a different "
+         "call (its twin: negated values, another memory layout), and judge both answers: "
+         "one right and one wrong is reported as 'depends on earlier calls' (state kept "
+         "between calls). On by default; --no-stale-check halves the calls.")
 JOBS = Option(
     "jobs", "--jobs", 1, kind=Kind.INT, minimum=1, show_default=True,
     doc="local worker processes", help="Run cases on N local worker processes.")
@@ -221,6 +228,6 @@ HTML = Option(
 IMPLEMENTATION: tuple[Option, ...] = (IMPL, RESULTS)
 SELECTION: tuple[Option, ...] = (PRODUCTS, DTYPES, FORMATS, FAMILIES, IDS)
 JUDGEMENT: tuple[Option, ...] = (STANDARDS, TOLERANCES, ACCUMULATE, XFAIL, STRICT_XFAIL)
-RUNNING: tuple[Option, ...] = (ISOLATE, TIMEOUT, MEMORY_LIMIT, REPEAT, DETERMINISTIC, SHARD,
-                               JOBS, EXECUTOR, MAX_TIME)
+RUNNING: tuple[Option, ...] = (ISOLATE, TIMEOUT, MEMORY_LIMIT, REPEAT, DETERMINISTIC,
+                               STALE_CHECK, SHARD, JOBS, EXECUTOR, MAX_TIME)
 REPORTING: tuple[Option, ...] = (BASELINE, VERBOSE, WIDTH, JSON, JUNIT, HTML)

@@ -31,6 +31,8 @@ class HintCode(StrEnum):
     BIASED = "biased"
     TIES_AWAY = "ties-away"
     NOT_RNE = "not-rne"
+    #: one answer right, the other wrong, the same call made twice (running.recall)
+    DEPENDS_ON_EARLIER_CALLS = "depends-on-earlier-calls"
 
 
 @dataclass(frozen=True)
