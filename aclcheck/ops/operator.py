@@ -7,13 +7,14 @@ reads the operator's CaseModel).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from aclcheck.cases.acl import PRODUCTS
+from aclcheck.cases.coverage import Coverage
 from aclcheck.cases.record import Call, Case, Expectation, Role
 from aclcheck.errors import SuiteError
 from aclcheck.judging.model import CaseModel, NumericPath
@@ -140,6 +141,8 @@ class Operator:
     display: Display
     #: family -> what it aims at (`aclcheck families`); every family has one
     family_notes: Mapping[str, FamilyNote] = field(default_factory=dict)
+    #: which edges a file's cases reach (`aclcheck inspect --coverage`; None: no report)
+    coverage: Callable[[Iterable[Case]], Coverage] | None = None
 
     def product(self, name: str) -> ProductRules:
         """The product's rules (SuiteError listing the valid ones otherwise)."""

@@ -7,11 +7,14 @@
     space       its call space for shrink and hunt (the adaptive-pooling space)
     reference   the float64 backward (numpy, and the compiled _spread.c)
     glue        the PyTorch, MindSpore, Paddle and aclnn calls
+    hardware    the families at the hardware's edges (tiling model: ops/adaptive/tiling)
+    coverage    which edges a file's cases reach (`aclcheck inspect --coverage`)
 """
 
 from __future__ import annotations
 
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract, families, numerics, reference
+from aclcheck.ops.adaptive_avg_pool2d_backward.coverage import case_coverage
 from aclcheck.ops.adaptive_avg_pool2d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.space import SPACE
@@ -54,4 +57,5 @@ OPERATOR = Operator(
                       "invalid calls: 161002 (order: null, rank, N/C, dtype, format). NHWC, "
                       "another out dtype or out H/W: undocumented (reported, not judged)."),
     family_notes=families.NOTES,
+    coverage=case_coverage,
 )

@@ -13,6 +13,8 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from aclcheck.cases import Case
+from aclcheck.cases.coverage import Coverage, Edge
 from aclcheck.dtypes import float_format
 from aclcheck.ops.adaptive.tiling import (
     CUBE_CORES,
@@ -63,32 +65,10 @@ class CaseShape:
     def itemsize(self) -> int:
         return int(float_format(self.dtype).np_dtype.itemsize)
 
-
-@dataclass(frozen=True)
-class Edge:
-    """One edge and how many valid cases of the file reach it (first one as example)."""
-
-    group: str  # "hardware", "shape", "value", "layout", "dtype"
-    label: str
-    section: str  # docs/contract.md section ("" where none)
-    cases: int
-    example: str  # id of the first case reaching it ("" when none)
-
-    @property
-    def covered(self) -> bool:
-        return self.cases > 0
-
-
-@dataclass(frozen=True)
-class Coverage:
-    """Every edge with its count, plus the extremes (largest N·C, W, 1x1 plane, ...)."""
-
-    valid_cases: int
-    edges: tuple[Edge, ...]
-    extremes: tuple[tuple[str, int], ...]
-
-    def missing(self) -> tuple[Edge, ...]:
-        return tuple(e for e in self.edges if not e.covered)
+    @classmethod
+    def of(cls, case: Case) -> CaseShape:
+        return cls(case.id, case.product, case.dtype, case.layout, case.distribution,
+                   tuple(case.self_shape), tuple(case.grad_shape))
 
 
 Test = Callable[[CaseShape], bool]
@@ -225,3 +205,9 @@ def coverage(rows: Iterable[CaseShape]) -> Coverage:
         ("largest i·in", max((_max_index(c) for c in cases), default=0)),
     )
     return Coverage(len(every), tuple(edges), extremes)
+
+
+def case_coverage(cases: Iterable[Case]) -> Coverage:
+    """The coverage of a file's cases: the valid calls only (invalid ones run no
+    kernel; the invalid-call family has its own rules, docs/contract.md section 5)."""
+    return coverage(CaseShape.of(c) for c in cases if c.positive)
