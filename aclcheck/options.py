@@ -143,6 +143,13 @@ ACCUMULATE = Option(
     repro=True, commands=LIVE, doc="assumed accumulation",
     help="Override the accumulation the error budget assumes ('input' = the input dtype, as "
          "the Atlas training/inference path).")
+OVERFLOW_MODE = Option(
+    "overflow_mode", "--overflow-mode", None, kind=Kind.CHOICE,
+    choices=("inf-nan", "saturation"), repro=True, commands=frozenset({VERIFY, PLUGIN}),
+    doc="overflow mode of special values (None: each product's default)",
+    help="Judge special values in this overflow mode where the product offers it. "
+         "Default: each product's own (Atlas A2/A3: inf-nan; Atlas training/inference: "
+         "saturation, their only mode). See docs/contract.md section 10.")
 XFAIL = Option(
     "xfail", "--xfail", None, kind=Kind.FILE, repro=True, commands=frozenset({VERIFY, PLUGIN}),
     doc="known-failure list (TOML)",
@@ -227,7 +234,8 @@ HTML = Option(
 #: options, aclcheck.impls.aclnn_options, follow --results on verify).
 IMPLEMENTATION: tuple[Option, ...] = (IMPL, RESULTS)
 SELECTION: tuple[Option, ...] = (PRODUCTS, DTYPES, FORMATS, FAMILIES, IDS)
-JUDGEMENT: tuple[Option, ...] = (STANDARDS, TOLERANCES, ACCUMULATE, XFAIL, STRICT_XFAIL)
+JUDGEMENT: tuple[Option, ...] = (STANDARDS, TOLERANCES, ACCUMULATE, OVERFLOW_MODE, XFAIL,
+                                 STRICT_XFAIL)
 RUNNING: tuple[Option, ...] = (ISOLATE, TIMEOUT, MEMORY_LIMIT, REPEAT, DETERMINISTIC,
                                STALE_CHECK, SHARD, JOBS, EXECUTOR, MAX_TIME)
 REPORTING: tuple[Option, ...] = (BASELINE, VERBOSE, WIDTH, JSON, JUNIT, HTML)

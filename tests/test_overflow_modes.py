@@ -72,3 +72,93 @@ class TestSaturation:
         assert kind == "ok" and s.unjudged == 1
         assert _one(NAN, 5.0, mode=self.S)[0] == "ok"  # a non-finite golden: inputs were
         assert _one(3.0, 5.0, mode=self.S, unjudged=False)[0] == "numeric"
+
+
+# -- each product's mode, as verify judges it ------------------------------------------------
+
+
+def saturating_reference(grad_output, self):
+    """The float64 reference rounded once, converted as a saturation-mode device does
+    (inf -> the largest finite value, NaN -> 0): `--impl` of the CLI test below."""
+    from tests.kernels import reference_rounded
+    from tests.test_discrimination import saturated
+
+    return saturated(reference_rounded(grad_output, self))
+
+
+class TestProductModes:
+    def test_each_product_judged_in_its_default_mode(self):
+        from aclcheck.judging.overflow import judged_mode, product_modes
+
+        assert product_modes("atlas-a2")[0] == OverflowMode.INF_NAN
+        assert product_modes("atlas-training") == (OverflowMode.SATURATION,)
+        assert judged_mode("atlas-a3", None) == (OverflowMode.INF_NAN, None)
+        assert judged_mode("atlas-a3", "saturation") == (OverflowMode.SATURATION, None)
+        mode, note = judged_mode("atlas-inference", "inf-nan")
+        assert mode == OverflowMode.SATURATION and "does not apply" in note
+
+    def _overflowing(self, product):
+        """Two FLOAT16 terms of 40 000 on one element (upsampling H 1 <- Ho 2): 80 000."""
+        from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context
+
+        g = np.full((1, 1, 2, 1), 40000.0, np.float16)
+        golden = np.full((1, 1, 1, 1), 80000.0)
+        return golden, Context(product, "float16", g, (1, 1))
+
+    def test_a2_expects_inf_training_the_largest_finite_value(self):
+        from aclcheck.ops.adaptive_avg_pool2d_backward.compare import compare
+
+        inf = np.full((1, 1, 1, 1), INF, np.float16)
+        top = np.full((1, 1, 1, 1), MAX16, np.float16)
+        golden, a2 = self._overflowing("atlas-a2")
+        assert compare(golden, inf, a2).passed and not compare(golden, top, a2).passed
+        golden, training = self._overflowing("atlas-training")
+        res = compare(golden, top, training)
+        assert res.passed and any("saturation mode" in n for n in res.notes)
+        assert not compare(golden, inf, training).passed
+
+    def test_saturation_leaves_planes_with_inf_inputs_unjudged(self):
+        from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+
+        g = np.array([1.0, INF, 2.0, 4.0], np.float16).reshape(2, 1, 2, 1)
+        golden = np.array([INF, 3.0]).reshape(2, 1, 1, 1)
+        spread = np.array([NAN, 3.0], np.float16).reshape(2, 1, 1, 1)  # matmul: 0 x inf
+        for product, passes in (("atlas-training", True), ("atlas-a2", False)):
+            res = compare(golden, spread, Context(product, "float16", g, (1, 1)))
+            assert res.passed is passes, product
+        wrong = np.array([NAN, 5.0], np.float16).reshape(2, 1, 1, 1)  # the finite plane
+        assert not compare(golden, wrong, Context("atlas-training", "float16", g,
+                                                  (1, 1))).passed
+
+
+def test_overflow_mode_selects_saturation_on_a2(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from aclcheck.cli import cli
+    from aclcheck.suite.selection import Selection
+    from tests.tests_support import write_golden
+
+    golden = write_golden(tmp_path, Selection(
+        products=("atlas-a2", "atlas-training"), dtypes=("float16",), formats=("NCHW",),
+        families=("special", "rounding"), count=5, seed=2), "modes")
+    impl = "tests.test_overflow_modes:saturating_reference"
+
+    def run(*extra):
+        report = tmp_path / f"r{len(extra)}.json"
+        res = CliRunner().invoke(cli, ["verify", str(golden), "--impl", impl,
+                                       "--no-stale-check", "--json", str(report), *extra])
+        assert res.exit_code in (0, 1), res.output
+        return {c["id"]: c for c in json.loads(report.read_text())["cases"]}
+
+    default = run()
+    failing = {i for i, c in default.items() if c["verdict"] == "FAIL"}
+    assert failing and all(default[i]["product"] == "atlas-a2" for i in failing)
+    selected = run("--overflow-mode", "saturation")
+    assert all(c["verdict"] != "FAIL" for c in selected.values())
+    assert "--overflow-mode saturation" in next(iter(selected.values()))["repro"]
+    refused = run("--overflow-mode", "inf-nan")
+    notes = [n for c in refused.values() if c["product"] == "atlas-training"
+             for n in c["notes"]]
+    assert any("does not apply" in n for n in notes)

@@ -14,6 +14,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from aclcheck.cases.acl import PRODUCTS
 from aclcheck.dtypes import FloatFormat
 
 
@@ -22,6 +23,29 @@ class OverflowMode(StrEnum):
 
     INF_NAN = "inf-nan"
     SATURATION = "saturation"
+
+
+MODES: tuple[str, ...] = tuple(m.value for m in OverflowMode)
+
+
+def product_modes(product: str) -> tuple[OverflowMode, ...]:
+    """The modes a product's devices offer, its default first (inf-nan where unknown)."""
+    known = PRODUCTS.get(product)
+    return tuple(OverflowMode(m) for m in known.overflow_modes) if known else (
+        OverflowMode.INF_NAN,)
+
+
+def judged_mode(product: str, selected: str | None) -> tuple[OverflowMode, str | None]:
+    """The mode a case of `product` is judged in: the product's default, or the one the
+    user selected (`--overflow-mode`) where the product offers it; with a note where the
+    selection does not apply."""
+    modes = product_modes(product)
+    if selected is None or OverflowMode(selected) == modes[0]:
+        return modes[0], None
+    if OverflowMode(selected) in modes:
+        return OverflowMode(selected), None
+    return modes[0], (f"--overflow-mode {selected} does not apply: {product} offers only "
+                      f"{', '.join(modes)} (judged in {modes[0]} mode)")
 
 
 @dataclass(frozen=True)

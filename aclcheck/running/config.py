@@ -59,6 +59,7 @@ class VerifyConfig:
     standards: tuple[str, ...] = config_field(o.STANDARDS)
     tolerances: str | None = config_field(o.TOLERANCES)
     accumulate: str | None = config_field(o.ACCUMULATE)
+    overflow_mode: str | None = config_field(o.OVERFLOW_MODE)
     xfail: str | None = config_field(o.XFAIL)
     strict_xfail: bool = config_field(o.STRICT_XFAIL)
     # -- how calls run
@@ -151,7 +152,8 @@ class VerifyConfig:
         overrides = load_overrides(self.tolerances) if self.tolerances else None
         return RunOptions(
             judge=JudgeOptions(standards=self.standard_names, overrides=overrides,
-                               accumulate=self.accumulate),
+                               accumulate=self.accumulate,
+                               overflow_mode=self.overflow_mode),
             isolate=self.isolate, timeout=self.timeout, repeat=self.repeat,
             deterministic=self.deterministic, recall=self.stale_check is not False,
             memory_limit=self.memory_limit * 2**20 if self.memory_limit else None,
