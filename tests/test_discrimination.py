@@ -24,14 +24,13 @@ import functools
 import sys
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from aclcheck.dtypes import float_format, half_ulp
 from aclcheck.judging.compare import Comparison
 from aclcheck.judging.default_standard import DEFAULT_C
-from aclcheck.judging.overflow import OverflowMode, product_modes
+from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
 from aclcheck.judging.standards import PUBLISHED, STANDARDS
 from aclcheck.ops.adaptive.windows import term_counts
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
@@ -102,12 +101,8 @@ SATURATING = tuple(p for p in TIE_TARGETS
 
 
 def saturated(out: np.ndarray) -> np.ndarray:
-    """An output as a saturation-mode device converts it: inf -> the largest finite value
-    of its sign, NaN -> 0 (planes with inf/NaN inputs are not judged there anyway)."""
-    big = np.asarray(np.finfo(np.float32).max if out.dtype == np.float32 else
-                     float(ml_dtypes.finfo(out.dtype).max), dtype=out.dtype)
-    out = np.where(np.isinf(out), np.copysign(big, out), out)
-    return np.where(np.isnan(out), 0, out).astype(out.dtype)
+    """An output as a saturation-mode device converts it (judging.overflow.saturate)."""
+    return saturate(out, float_format(np.dtype(out.dtype).name))
 
 
 @functools.cache

@@ -48,6 +48,15 @@ def judged_mode(product: str, selected: str | None) -> tuple[OverflowMode, str |
                       f"{', '.join(modes)} (judged in {modes[0]} mode)")
 
 
+def saturate(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """Results in the output dtype as saturation mode leaves them: inf -> the largest
+    finite value of its sign, NaN -> 0 (a model of a saturating device's conversion)."""
+    with np.errstate(invalid="ignore"):
+        wide = values.astype(np.float64)
+        wide = np.where(np.isinf(wide), np.copysign(fmt.max_value, wide), wide)
+        return np.where(np.isnan(wide), 0.0, wide).astype(values.dtype)
+
+
 @dataclass(frozen=True)
 class Specials:
     """The classification of one piece of output.
