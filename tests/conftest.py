@@ -3,16 +3,20 @@
 Golden files: one session-scoped fixture per shared kind, each generated once per session (and
 per xdist worker) under tmp_path_factory; a module names the kind it needs (often through
 a one-line `golden` alias). Tests that damage a golden file copy it first. Test modules
-never import this file; plain helpers live in tests/tests_support.py (`tests.tests_support`).
+never import this file; they reach the helpers through fixtures too (`cli_run`,
+`reference_rows`, `write_golden`; the functions live in tests/tests_support.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from aclcheck.store import GoldenFile, ResultRow
 from aclcheck.suite.selection import Selection
+from tests import tests_support
 from tests.tests_support import write_golden
 
 
@@ -109,3 +113,24 @@ def rounding_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _make(tmp_path_factory, "rounding",
                  Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
                            families=("rounding", "index", "divisible")))
+
+
+# -- helpers, as fixtures ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cli_run() -> Callable[..., tuple[int, str]]:
+    """Run the aclcheck CLI in-process: cli_run(*args) -> (exit code, output)."""
+    return tests_support.cli_run
+
+
+@pytest.fixture(scope="session")
+def reference_rows() -> Callable[[GoldenFile, str], list[ResultRow]]:
+    """What a perfect implementation would store for every case of one product."""
+    return tests_support.reference_rows
+
+
+@pytest.fixture(name="write_golden", scope="session")
+def write_golden_fixture() -> Callable[[Path, Selection, str], Path]:
+    """write_golden(folder, selection, suite) -> folder/suite.h5 of the selection's cases."""
+    return write_golden
