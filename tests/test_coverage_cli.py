@@ -11,11 +11,10 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.suite.selection import Selection
-from tests.tests_support import write_golden
 
 
 @pytest.fixture(scope="module")
-def hardware_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def hardware_golden(tmp_path_factory: pytest.TempPathFactory, write_golden) -> Path:
     """A2 FLOAT16 in NCHW: the hardware-edge families and the plain divisible one."""
     return write_golden(tmp_path_factory.mktemp("coverage"), Selection(
         products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),

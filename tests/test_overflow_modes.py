@@ -131,14 +131,13 @@ class TestProductModes:
                                                   (1, 1))).passed
 
 
-def test_overflow_mode_selects_saturation_on_a2(tmp_path):
+def test_overflow_mode_selects_saturation_on_a2(tmp_path, write_golden):
     import json
 
     from click.testing import CliRunner
 
     from aclcheck.cli import cli
     from aclcheck.suite.selection import Selection
-    from tests.tests_support import write_golden
 
     golden = write_golden(tmp_path, Selection(
         products=("atlas-a2", "atlas-training"), dtypes=("float16",), formats=("NCHW",),

@@ -21,13 +21,12 @@ from aclcheck.options import STALE_CHECK
 from aclcheck.running import recall
 from aclcheck.running.config import VerifyConfig
 from aclcheck.suite.selection import Selection
-from tests.tests_support import write_golden
 
 STATEFUL = ("stale_accumulator", "shape_keyed_plan", "partial_clear")
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def golden(tmp_path_factory: pytest.TempPathFactory, write_golden) -> Path:
     """A2 float32 and float16, valid calls: small planes (idle cores for partial_clear),
     contiguous and channels-last (shape_keyed_plan)."""
     return write_golden(tmp_path_factory.mktemp("stale"), Selection(

@@ -1,10 +1,8 @@
 """`--impl mindspore[:cpu|gpu|ascend]`: the operator's MindSpore call (its glue).
 
-For aclnnAdaptiveAvgPool2dBackward the call is the one MindSpore users make:
-`mindspore.vjp` of the forward `ops.adaptive_avg_pool2d(self, output_size)` (output_size
-= gradOutput's H and W), with gradOutput as the sensitivity, in PyNative mode. Not the
-raw primitive `AdaptiveAvgPool2DGrad`: that one skips the shape checks the public path
-makes (it accepts a gradOutput of the wrong rank and reads out of bounds).
+The call is the one MindSpore users make, in PyNative mode: for a backward operator,
+`mindspore.vjp` of the public forward (each operator's glue says how), not the raw grad
+primitive, which skips the shape checks the public path makes.
 
 Strided views arrive as contiguous copies: MindSpore's `as_strided` is not public API
 (and fails under NumPy 2 in 2.10), so each non-contiguous input gets a note saying so.
@@ -70,13 +68,14 @@ def import_mindspore() -> Any:
 class MindSporeImpl(Implementation):
     has_status_codes = False
     models_products = False
+    FORK_SAFE_DEVICES = ("cpu",)
 
     def __init__(self, suffix: str = "") -> None:
         self.device, self.index = parse_device("mindspore", suffix, DEVICES)
         self.name = f"mindspore:{self.device}"
         self.spec = self.name if not self.index else f"{self.name}:{self.index}"
         self.dtypes = DTYPES[self.device]
-        self.fork_safe = self.device == "cpu"
+        self.fork_safe = self.device in self.FORK_SAFE_DEVICES
         self._ms = import_mindspore()
         self.version = str(getattr(self._ms, "__version__", "?"))
         self._select_device()
