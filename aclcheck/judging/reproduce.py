@@ -1,0 +1,61 @@
+"""Does a what-if model reproduce a kernel's output? The judgement of one model on one case.
+
+A kernel with the model's bug computes the model's values v up to its own accumulation
+error (at most E per element: the budget's accumulation part, 0 where the exactness proof
+says the sum is exact) and then converts with the model's rounding rho. Its output is
+therefore in [rho(v - E), rho(v + E)] (every rounding mode is monotone). The model
+reproduces the output when every element lies in that interval (NaN where v is NaN), and
+reproduces it exactly when every element is rho(v) bit for bit (or the model's own exact
+output). This is stricter than a budget around v: a model never explains an element the
+bug could not have produced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from aclcheck.dtypes import FloatFormat
+from aclcheck.judging.roundings import Rounding, rounded
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """A model against one case's output."""
+
+    explained: bool  # every element in the model's interval
+    exact: bool  # every element the model's output bit for bit
+    outside: int  # elements outside the interval
+    elements: int
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a == b) | (np.isnan(a) & np.isnan(b))
+
+
+def reproduce(values: np.ndarray, actual: np.ndarray, extra: np.ndarray | float,
+              fmt: FloatFormat, mode: Rounding = Rounding.NEAREST,
+              proven: np.ndarray | None = None,
+              exact_output: np.ndarray | None = None) -> Reproduction:
+    """Judge `actual` (values of fmt, any float array) against a model's float64 `values`.
+
+    extra: E per element (or one number); proven: bool mask of elements whose sum is exact
+    (E = 0 there); exact_output: the model's own bit-exact output (default rho(values)).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    a = np.asarray(actual, dtype=np.float64)
+    e = np.broadcast_to(np.asarray(extra, dtype=np.float64), v.shape)
+    if proven is not None:
+        e = np.where(proven, 0.0, e)
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo = rounded(v - e, fmt, mode)
+        hi = rounded(v + e, fmt, mode)
+        inside = (a >= lo) & (a <= hi)
+    nan_v = np.isnan(v)
+    inside = np.where(nan_v, np.isnan(a), inside)
+    out = exact_output if exact_output is not None else rounded(v, fmt, mode)
+    exact = bool(np.all(_same(np.asarray(out, dtype=np.float64), a)))
+    outside = int(v.size - np.count_nonzero(inside))
+    return Reproduction(explained=outside == 0, exact=exact, outside=outside,
+                        elements=int(v.size))

@@ -1,0 +1,169 @@
+"""From the evidence of a run's failing cases to a ranked diagnosis.
+
+Evidence comes in three kinds (judging/codes.Kind): what-if models that reproduce a case's
+output, signature rules over which cases fail, and findings about where one case's wrong
+elements sit. `rank` turns them into entries ordered by strength of evidence:
+
+- a model counts the failing cases it reproduces; a model that only widens the error
+  bound (accumulation in the input dtype) counts the cases it reproduces bit for bit plus
+  those no value model explains, so a wider budget never outranks an exact account;
+- entries are ordered by the share of failing cases they account for, then models before
+  rules before findings, then by bit-exact reproductions;
+- a model or finding that accounts for less than MIN_SHARE of the failing cases is left
+  out; nothing is said when nothing fails.
+
+Pure over plain records; messages are rendered from the numbers by `Entry.message`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aclcheck.judging.clues import Finding
+from aclcheck.judging.codes import DiagnosisCode, Kind
+
+#: Entries that account for fewer of the failing cases are not reported.
+MIN_SHARE = 0.25
+#: A finding counts for a case when it accounts for at least this share of its wrong
+#: elements.
+FINDING_SHARE = 0.9
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """One what-if model against one failing case."""
+
+    code: DiagnosisCode
+    summary: str  # the bug in words
+    explained: bool
+    exact: bool
+    precision: bool = False  # the model widens the error bound instead of moving values
+    accumulate: str | None = None  # that wider accumulation (for the message)
+
+
+@dataclass(frozen=True)
+class CaseEvidence:
+    """The diagnosis evidence of one failing case."""
+
+    case_id: str
+    models: tuple[ModelResult, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    judged: bool = True  # False: too large to re-judge (counts as failing, unexplained)
+
+    @property
+    def explained_by(self) -> tuple[ModelResult, ...]:
+        return tuple(m for m in self.models if m.explained or m.exact)
+
+
+@dataclass(frozen=True)
+class RuleEvidence:
+    """A signature rule that holds for the run (judging.signature.RuleFinding's data)."""
+
+    code: DiagnosisCode
+    text: str
+    failing: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the diagnosis."""
+
+    code: DiagnosisCode
+    summary: str
+    cases_explained: int
+    cases_failing: int
+    exact: int
+    score: int  # what the ranking counted (see the module doc)
+    accumulate: str | None = None  # a precision model's wider accumulation
+
+    @property
+    def kind(self) -> Kind:
+        return self.code.kind
+
+    def message(self) -> str:
+        n, f = self.cases_explained, self.cases_failing
+        if self.kind is Kind.RULE:
+            return self.summary
+        if self.kind is Kind.FINDING:
+            return f"{self.summary} (in {n} of {f} failing cases)"
+        if self.exact == n:
+            how = "bit-exactly"
+        elif self.accumulate is not None:
+            how = (f"within the error bound of {self.accumulate} accumulation"
+                   + (f", {self.exact} bit-exactly" if self.exact else ""))
+        else:
+            how = ("within the accumulation error bound"
+                   + (f", {self.exact} bit-exactly" if self.exact else ""))
+        return f"{self.summary}: reproduces {n} of {f} failing cases {how}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code.value, "kind": self.kind.value,
+                "message": self.message(), "cases_explained": self.cases_explained,
+                "cases_failing": self.cases_failing, "exact": self.exact}
+
+
+def _model_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
+    explained: dict[DiagnosisCode, set[str]] = {}
+    exact: dict[DiagnosisCode, set[str]] = {}
+    info: dict[DiagnosisCode, ModelResult] = {}
+    for case in cases:
+        for m in case.explained_by:
+            info.setdefault(m.code, m)
+            explained.setdefault(m.code, set()).add(case.case_id)
+            if m.exact:
+                exact.setdefault(m.code, set()).add(case.case_id)
+    by_value: set[str] = set()
+    for code, ids in explained.items():
+        if not info[code].precision:
+            by_value |= ids
+    out = []
+    for code, ids in explained.items():
+        m = info[code]
+        hits = exact.get(code, set())
+        score = len(hits | (ids - by_value)) if m.precision else len(ids)
+        out.append(Entry(code, m.summary, len(ids), failing, len(hits), score,
+                         m.accumulate if m.precision else None))
+    return out
+
+
+def _finding_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
+    counts: dict[DiagnosisCode, int] = {}
+    texts: dict[DiagnosisCode, str] = {}
+    for case in cases:
+        for f in case.findings:
+            if f.share >= FINDING_SHARE:
+                counts[f.code] = counts.get(f.code, 0) + 1
+                texts.setdefault(f.code, f.text)
+    return [Entry(code, texts[code], n, failing, 0, n) for code, n in counts.items()]
+
+
+_TIER = {Kind.MODEL: 0, Kind.RULE: 1, Kind.FINDING: 2}
+
+
+def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
+         failing: int | None = None) -> tuple[Entry, ...]:
+    """The diagnosis of a run: entries by strength of evidence (see the module doc).
+
+    cases: evidence of the failing cases whose outputs were re-judged; rules: signature
+    rules that hold; failing: the run's failing cases a rule speaks of (default: len(cases)).
+    """
+    total = len(cases)
+    entries = _model_entries(cases, total) + _finding_entries(cases, total)
+    entries = [e for e in entries if total and e.score >= MIN_SHARE * total]
+    n_rule = failing if failing is not None else total
+    entries += [Entry(r.code, r.text, r.failing, n_rule, 0, r.failing) for r in rules]
+    if not any(e.cases_failing for e in entries):
+        return ()
+
+    def key(e: Entry) -> tuple[float, int, int, str]:
+        share = e.score / e.cases_failing if e.cases_failing else 0.0
+        return (-share, _TIER[e.kind], -e.exact, e.code.value)
+
+    return tuple(sorted(entries, key=key))
+
+
+def case_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    """A case's findings ordered by the share of its wrong elements they account for."""
+    return tuple(sorted(findings, key=lambda f: (-f.share, f.code.value)))
