@@ -248,3 +248,15 @@ def test_every_diagnosis_code_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[1] / "docs" / "diagnosis.md").read_text()
     missing = [c.value for c in C if f"`{c.value}`" not in doc]
     assert not missing, f"codes not in docs/diagnosis.md: {missing}"
+
+
+def test_shape_family_relabels_shrunk_cases() -> None:
+    from aclcheck.judging.signature import relabel, shape_family
+
+    assert shape_family([K.NONDIVISIBLE, K.DIVISIBLE]) == "nondivisible"
+    assert shape_family([K.UPSAMPLING, K.NONDIVISIBLE]) == "upsampling"
+    assert shape_family([K.IDENTITY, K.IDENTITY]) == "identity"
+    assert shape_family([K.GLOBAL, K.GLOBAL]) == "global"
+    assert shape_family([K.GLOBAL, K.DIVISIBLE]) == "divisible"
+    assert relabel("nondivisible", [K.UPSAMPLING, K.IDENTITY]) == "upsampling"
+    assert relabel("special", [K.UPSAMPLING, K.IDENTITY]) == "special"

@@ -12,12 +12,55 @@ bug could not have produced.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat
+from aclcheck.judging.codes import DiagnosisCode
 from aclcheck.judging.roundings import Rounding, rounded
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """A model's output for one case.
+
+    values: float64, self's shape: what the bug computes before the final conversion.
+    rounding: that conversion. accumulate: the accumulation whose error bound the
+    kernel's sums may add (None: the product's). magnitudes, terms: m (the same
+    computation on |gradOutput|) and k (terms per element, any shape broadcasting to
+    values) of the bug's own sums, which the error bound scales with (None: the case's).
+    exact: the output bit for bit, as float64 values of the dtype (None: values converted
+    with `rounding`).
+    """
+
+    values: np.ndarray
+    rounding: Rounding = Rounding.NEAREST
+    accumulate: str | None = None
+    magnitudes: np.ndarray | None = None
+    terms: np.ndarray | None = None
+    exact: np.ndarray | None = None
+
+    def output(self, fmt: FloatFormat) -> np.ndarray:
+        """The output a kernel with this bug writes, as float64 values of fmt."""
+        if self.exact is not None:
+            return self.exact
+        return rounded(self.values, fmt, self.rounding)
+
+
+@dataclass(frozen=True)
+class BugModel:
+    """One alternative computation of an operator: its diagnosis code, what it says, how
+    to compute it from the operator's scene of a case (None: the bug cannot show there)."""
+
+    code: DiagnosisCode
+    summary: str  # the bug in words: "window end floor((i+1)*I/O) instead of ceil"
+    compute: Callable[[Any], WhatIf | None]  # the operator's scene of one case -> output
+
+    def __call__(self, scene: Any) -> WhatIf | None:
+        return self.compute(scene)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ numpy only; every sum is a fixed-order gather (no BLAS), as in the reference.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -28,7 +28,8 @@ import numpy as np
 from aclcheck.contract import window_bounds
 from aclcheck.dtypes import FloatFormat, correctly_rounded, float_format
 from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.roundings import Rounding, rounded
+from aclcheck.judging.reproduce import BugModel, WhatIf
+from aclcheck.judging.roundings import Rounding
 from aclcheck.reference import SpreadPlan
 
 F32 = np.float32
@@ -62,47 +63,6 @@ class Scene:
     def terms(self) -> np.ndarray:
         """k: how many terms reach each element of a plane with the right windows."""
         return np.multiply.outer(self.windows[0].counts, self.windows[1].counts)
-
-
-@dataclass(frozen=True)
-class WhatIf:
-    """A model's output for one case.
-
-    values: float64, self's shape: what the bug computes before the final conversion.
-    rounding: that conversion. accumulate: the accumulation whose error bound the
-    kernel's sums may add (None: the product's). magnitudes, terms: m (the same
-    computation on |gradOutput|) and k (terms per element, any shape broadcasting to
-    values) of the bug's own sums, which the error bound scales with (None: the case's).
-    exact: the output bit for bit, as float64 values of the dtype (None: values converted
-    with `rounding`).
-    """
-
-    values: np.ndarray
-    rounding: Rounding = Rounding.NEAREST
-    accumulate: str | None = None
-    magnitudes: np.ndarray | None = None
-    terms: np.ndarray | None = None
-    exact: np.ndarray | None = None
-
-    def output(self, fmt: FloatFormat) -> np.ndarray:
-        """The output a kernel with this bug writes, as float64 values of fmt."""
-        if self.exact is not None:
-            return self.exact
-        return rounded(self.values, fmt, self.rounding)
-
-
-@dataclass(frozen=True)
-class BugModel:
-    """One alternative computation: its diagnosis code, what it says, how to compute it."""
-
-    code: DiagnosisCode
-    summary: str  # the bug in words: "window end floor((i+1)*I/O) instead of ceil"
-    compute: Callable[[Scene], WhatIf | None]
-
-    def __call__(self, scene: Scene) -> WhatIf | None:
-        if scene.grad.size == 0 or scene.golden.size == 0:
-            return None
-        return self.compute(scene)
 
 
 # -- window tables of any bounds, and the spread over them ---------------------------------
@@ -459,3 +419,13 @@ def model(code: str) -> BugModel:
         if m.code == code:
             return m
     raise KeyError(f"no what-if model {code!r} (known: {', '.join(m.code for m in MODELS)})")
+
+
+def what_ifs(scene: Scene) -> Iterator[tuple[BugModel, WhatIf]]:
+    """Every model whose bug can show on this case, with its output."""
+    if scene.grad.size == 0 or scene.golden.size == 0:
+        return
+    for bug in MODELS:
+        what = bug(scene)
+        if what is not None:
+            yield bug, what
