@@ -238,6 +238,10 @@ def _kh_squared(kh, kw, ho, wo, h, w):  # noqa: ANN001, ANN202
     return np.repeat((kh * kh)[:, None], wo, axis=1)
 
 
+def _kw_squared(kh, kw, ho, wo, h, w):  # noqa: ANN001, ANN202
+    return np.repeat((kw * kw)[None, :], ho, axis=0)
+
+
 def _kw_from_ho(kh, kw, ho, wo, h, w):  # noqa: ANN001, ANN202
     j = np.arange(wo)
     kw_bad = np.array([-(-(int(k) + 1) * w // ho) - int(k) * w // ho for k in j], dtype=F64)
@@ -269,6 +273,7 @@ RECIPES: dict[str, Recipe] = {
     "kw_from_ho": Recipe(divisor=_kw_from_ho),
     "kh_squared": Recipe(divisor=_kh_squared),
     "kh_from_wo": Recipe(divisor=_kh_from_wo),
+    "kw_squared": Recipe(divisor=_kw_squared),
     "float32_bounds_reciprocal": Recipe(bounds_h=b_float32_reciprocal,
                                         bounds_w=b_float32_reciprocal),
     "float32_bounds": Recipe(bounds_h=b_float32, bounds_w=b_float32),
@@ -427,7 +432,7 @@ ZOO: tuple[Entry, ...] = (
           ("upsampling-windows", "window-bounds-or-divisor"), False),
     Entry("round_up", "final cast rounds toward +inf", ("cast-round-up",), False),
     Entry("tail_channel_divisor", "odd C: the last channel divides by kw*kw",
-          ("last-plane", "plane-stride", "divisor-ratio"), False),
+          ("last-plane", "plane-stride", "divisor-ratio", "divisor-kw-kw"), False),
 )
 
 #: Correct kernels: no diagnosis may be given for them.

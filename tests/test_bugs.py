@@ -56,6 +56,7 @@ PAIRS: dict[C, str] = {
     C.WINDOW_BOUNDS_FLOAT32_RECIPROCAL: "float32_bounds_reciprocal",
     C.DIVISOR_WHOLE_INPUT: "whole_divisor",
     C.DIVISOR_KH_KH: "kh_squared",
+    C.DIVISOR_KW_KW: "kw_squared",
     C.DIVISOR_KW_FROM_HO: "kw_from_ho",
     C.DIVISOR_KH_FROM_WO: "kh_from_wo",
     C.AXES_SWAPPED: "hw_swapped",

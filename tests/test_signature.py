@@ -132,11 +132,9 @@ def test_rank_orders_by_evidence() -> None:
     )) for i in range(8)]
     entries = rank(cases, [RuleEvidence(C.ACCUMULATION_PRECISION, "fp16 only", 8)])
     codes = [e.code for e in entries]
-    # the precision model explains all 8 but only 2 that no value model explains: its
-    # score (2) is below the cast's 6; the rule covers all 8 cases
-    assert codes[0] is C.ACCUMULATION_PRECISION
-    assert codes.index(C.CAST_TOWARD_ZERO) < codes.index(C.ACCUMULATE_INPUT_DTYPE) \
-        if C.ACCUMULATE_INPUT_DTYPE in codes else True
+    # the cast explains 6 of 8 (most): a model leads the rule; the precision model
+    # explains all 8 but scores only the 2 no value model explains: it comes last
+    assert codes == [C.CAST_TOWARD_ZERO, C.ACCUMULATION_PRECISION, C.ACCUMULATE_INPUT_DTYPE]
     assert C.SCALE_INPUT_DTYPE not in codes  # 1 of 8: below MIN_SHARE
     cast = entries[codes.index(C.CAST_TOWARD_ZERO)]
     assert (cast.cases_explained, cast.cases_failing, cast.exact) == (6, 8, 4)
@@ -154,6 +152,35 @@ def test_rank_model_before_rule_at_equal_share_and_exact_first() -> None:
                                          C.WINDOW_BOUNDS_OR_DIVISOR]
     assert entries[0].message().endswith("reproduces 4 of 4 failing cases bit-exactly")
     assert entries[2].kind is Kind.RULE and entries[2].message() == "pattern"
+
+
+def test_models_explaining_the_same_are_one_entry() -> None:
+    cases = [CaseEvidence(f"c{i}", (_model(C.WINDOW_BOUNDS_FLOAT32, True, exact=True),
+                                    _model(C.WINDOW_BOUNDS_FLOAT32_RECIPROCAL, True,
+                                           exact=True)))
+             for i in range(3)]
+    entries = rank(cases)
+    assert [e.code for e in entries] == [C.WINDOW_BOUNDS_FLOAT32]
+    assert entries[0].alternatives == (C.WINDOW_BOUNDS_FLOAT32_RECIPROCAL,)
+    assert entries[0].message().endswith("(so does window-bounds-float32-reciprocal)")
+
+
+def test_a_finding_on_every_case_leads_a_rule() -> None:
+    cases = [CaseEvidence(f"c{i}", (), (Finding(C.BATCH_STRIDE, 1.0, "batch 0 right"),))
+             for i in range(4)]
+    entries = rank(cases, [RuleEvidence(C.RANK_PATH, "only rank 4", 4)])
+    assert [e.code for e in entries] == [C.BATCH_STRIDE, C.RANK_PATH]
+
+
+def test_rule_needs_more_than_a_coincidence() -> None:
+    """11 square cases passing while a fifth of the others fail is no pattern."""
+    facts = [_case(i, "PASS", square=True) for i in range(11)]
+    facts += [_case(100 + i, "FAIL" if i % 5 == 0 else "PASS", square=False)
+              for i in range(300)]
+    assert C.AXIS_MIXUP not in _codes(facts)
+    facts = [_case(i, "PASS", square=True) for i in range(11)]
+    facts += [_case(100 + i, "FAIL" if i % 3 else "PASS", square=False) for i in range(300)]
+    assert C.AXIS_MIXUP in _codes(facts)
 
 
 def test_precision_model_leads_when_nothing_else_explains() -> None:

@@ -30,6 +30,7 @@ class DiagnosisCode(StrEnum):
     # -- models: divisor
     DIVISOR_WHOLE_INPUT = "divisor-whole-input"
     DIVISOR_KH_KH = "divisor-kh-kh"
+    DIVISOR_KW_KW = "divisor-kw-kw"
     DIVISOR_KW_FROM_HO = "divisor-kw-from-ho"
     DIVISOR_KH_FROM_WO = "divisor-kh-from-wo"
     # -- models: axes, planes, layout

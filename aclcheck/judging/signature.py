@@ -210,10 +210,24 @@ def _share(items: Sequence[CaseFacts]) -> str:
     return f"{fails} of {len(items)} fail"
 
 
+#: A rule "only the cases in G fail" holds when, were failures spread over the judged
+#: cases at G's own failure rate, the chance that none of the cases outside G fails is
+#: below this: a pattern, not a coincidence of a few cases.
+CHANCE = 1e-3
+
+
 def _only(failing: Sequence[CaseFacts], passing: Sequence[CaseFacts], inside,  # noqa: ANN001
           ) -> bool:
-    """Every failing case is inside the predicate and some passing case is outside."""
-    return all(inside(f) for f in failing) and any(not inside(f) for f in passing)
+    """Every failing case is inside the predicate, and the passing cases outside it are
+    too many to pass by chance (CHANCE)."""
+    if not all(inside(f) for f in failing):
+        return False
+    n_in = len(failing) + sum(1 for f in passing if inside(f))
+    n_out = sum(1 for f in passing if not inside(f))
+    if not n_out or not n_in:
+        return False
+    rate = len(failing) / n_in
+    return rate >= 1.0 or (1.0 - rate) ** n_out < CHANCE
 
 
 def rules(facts: Sequence[CaseFacts]) -> tuple[RuleFinding, ...]:

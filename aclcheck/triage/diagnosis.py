@@ -7,8 +7,12 @@ elements sit. `rank` turns them into entries ordered by strength of evidence:
 - a model counts the failing cases it reproduces; a model that only widens the error
   bound (accumulation in the input dtype) counts the cases it reproduces bit for bit plus
   those no value model explains, so a wider budget never outranks an exact account;
-- entries are ordered by the share of failing cases they account for, then models before
-  rules before findings, then by bit-exact reproductions;
+- entries that account for most of the failing cases (MOST) come first, models before
+  findings before rules (a reproduced output is direct evidence, a finding about one
+  case's wrong elements too, a pattern over cases circumstantial), then by the share
+  they account for and by bit-exact reproductions; the rest follow by share;
+- models that explain exactly the same cases equally well are one entry (the others
+  are named as alternatives);
 - a model or finding that accounts for less than MIN_SHARE of the failing cases is left
   out; nothing is said when nothing fails.
 
@@ -26,6 +30,8 @@ from aclcheck.judging.codes import DiagnosisCode, Kind
 
 #: Entries that account for fewer of the failing cases are not reported.
 MIN_SHARE = 0.25
+#: Entries that account for at least this share of the failing cases lead.
+MOST = 0.75
 #: A finding counts for a case when it accounts for at least this share of its wrong
 #: elements.
 FINDING_SHARE = 0.9
@@ -77,6 +83,7 @@ class Entry:
     exact: int
     score: int  # what the ranking counted (see the module doc)
     accumulate: str | None = None  # a precision model's wider accumulation
+    alternatives: tuple[DiagnosisCode, ...] = ()  # models that explain the same equally
 
     @property
     def kind(self) -> Kind:
@@ -96,12 +103,15 @@ class Entry:
         else:
             how = ("within the accumulation error bound"
                    + (f", {self.exact} bit-exactly" if self.exact else ""))
-        return f"{self.summary}: reproduces {n} of {f} failing cases {how}"
+        also = (f" (so does {', '.join(c.value for c in self.alternatives)})"
+                if self.alternatives else "")
+        return f"{self.summary}: reproduces {n} of {f} failing cases {how}{also}"
 
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code.value, "kind": self.kind.value,
                 "message": self.message(), "cases_explained": self.cases_explained,
-                "cases_failing": self.cases_failing, "exact": self.exact}
+                "cases_failing": self.cases_failing, "exact": self.exact,
+                "alternatives": [c.value for c in self.alternatives]}
 
 
 def _model_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
@@ -118,13 +128,16 @@ def _model_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
     for code, ids in explained.items():
         if not info[code].precision:
             by_value |= ids
-    out = []
+    out: list[Entry] = []
+    groups: dict[tuple[frozenset[str], frozenset[str]], list[DiagnosisCode]] = {}
     for code, ids in explained.items():
-        m = info[code]
-        hits = exact.get(code, set())
+        groups.setdefault((frozenset(ids), frozenset(exact.get(code, set()))), []).append(code)
+    for (ids, hits), codes in groups.items():
+        codes.sort(key=lambda c: (info[c].precision, c.value))
+        m = info[codes[0]]
         score = len(hits | (ids - by_value)) if m.precision else len(ids)
-        out.append(Entry(code, m.summary, len(ids), failing, len(hits), score,
-                         m.accumulate if m.precision else None))
+        out.append(Entry(m.code, m.summary, len(ids), failing, len(hits), score,
+                         m.accumulate if m.precision else None, tuple(codes[1:])))
     return out
 
 
@@ -139,7 +152,7 @@ def _finding_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]
     return [Entry(code, texts[code], n, failing, 0, n) for code, n in counts.items()]
 
 
-_TIER = {Kind.MODEL: 0, Kind.RULE: 1, Kind.FINDING: 2}
+_TIER = {Kind.MODEL: 0, Kind.FINDING: 1, Kind.RULE: 2}
 
 
 def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
@@ -157,9 +170,10 @@ def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
     if not any(e.cases_failing for e in entries):
         return ()
 
-    def key(e: Entry) -> tuple[float, int, int, str]:
+    def key(e: Entry) -> tuple[bool, int, float, int, str]:
         share = e.score / e.cases_failing if e.cases_failing else 0.0
-        return (-share, _TIER[e.kind], -e.exact, e.code.value)
+        lead = share >= MOST
+        return (not lead, _TIER[e.kind] if lead else 0, -share, -e.exact, e.code.value)
 
     return tuple(sorted(entries, key=key))
 

@@ -236,6 +236,10 @@ def _kh_kh(scene: Scene, rows: Windows, cols: Windows) -> np.ndarray:
     return np.multiply.outer(rows.sizes * rows.sizes, np.ones(len(cols.start)))
 
 
+def _kw_kw(scene: Scene, rows: Windows, cols: Windows) -> np.ndarray:
+    return np.multiply.outer(np.ones(len(rows.start)), cols.sizes * cols.sizes)
+
+
 def _kw_from_ho(scene: Scene, rows: Windows, cols: Windows) -> np.ndarray | None:
     """kw computed with Ho in place of Wo (the column index through the row formula)."""
     ho, wo = len(rows.start), len(cols.start)
@@ -387,6 +391,8 @@ MODELS: tuple[BugModel, ...] = (
     BugModel(DiagnosisCode.DIVISOR_WHOLE_INPUT, "divisor H*W of the whole input instead of kh*kw",
              _divisor_model(_whole_input)),
     BugModel(DiagnosisCode.DIVISOR_KH_KH, "divisor kh*kh instead of kh*kw", _divisor_model(_kh_kh)),
+    BugModel(DiagnosisCode.DIVISOR_KW_KW, "divisor kw*kw instead of kh*kw",
+             _divisor_model(_kw_kw)),
     BugModel(DiagnosisCode.DIVISOR_KW_FROM_HO, "kw computed from Ho instead of Wo",
              _divisor_model(_kw_from_ho)),
     BugModel(DiagnosisCode.DIVISOR_KH_FROM_WO, "kh computed from Wo instead of Ho",
