@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aclcheck.suite import Selection
+from aclcheck.suite.selection import Selection
 from tests.tests_support import write_golden
 
 

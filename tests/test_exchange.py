@@ -11,10 +11,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from aclcheck.binexchange import raw_bytes
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from aclcheck.store import open_golden, read_results
+from aclcheck.store.exchange import raw_bytes
 from tests.tests_support import cli_run
 
 #: what a harness knows: raw little-endian element types by manifest dtype name

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aclcheck import sharding
+from aclcheck.suite import sharding
 from tests.tests_support import cli_run
 
 FAMILIES = ("divisible", "nondivisible", "upsampling", "global", "layout", "invalid")
@@ -168,8 +168,8 @@ def test_unreachable_dask_scheduler_is_a_usage_error(golden: Path) -> None:
 
 
 def test_xfail_entries_match_by_verdict_and_may_pass(tmp_path: Path) -> None:
-    from aclcheck import xfail
-    from aclcheck.verdicts import CaseVerdict, Verdict
+    from aclcheck.judging import xfail
+    from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
     xf = tmp_path / "k.toml"
     xf.write_text('[[xfail]]\nid = "a2-*"\nreason = "precision"\nverdicts = ["FAIL"]\n'

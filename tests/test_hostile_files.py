@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from aclcheck.store import ResultRow, open_golden, text_attr, write_results
-from aclcheck.suite import Selection
+from aclcheck.suite.selection import Selection
 from tests.tests_support import cli_run
 
 SELECTION = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),

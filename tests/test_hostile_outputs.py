@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from aclcheck import casewriter
-from aclcheck.file_guard import Role, Snapshot, check_apart
-from aclcheck.suite import Selection, load_case_file, parse_case_entries
+from aclcheck.store.file_guard import Role, Snapshot, check_apart
+from aclcheck.suite import casefile as casewriter
+from aclcheck.suite.casefile import load_case_file, parse_case_entries
+from aclcheck.suite.selection import Selection
 from tests.tests_support import cli_run
 
 SELECTION = Selection(products=("atlas-a2",), dtypes=("float32",), families=("divisible",),

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.cli import inspect as inspect_cli
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.selection import Selection, build_suite
 from tests.tests_support import write_golden
 
 SELECTION = Selection(products=("atlas-a2", "atlas-training"), formats=("NCHW",),

@@ -7,11 +7,11 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.generate import generate
 from aclcheck.impls.base import CallInputs
 from aclcheck.impls.reference import ReferenceImpl
 from aclcheck.store import GoldenFile, ResultRow, run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.generate import generate
+from aclcheck.suite.selection import Selection, build_suite
 
 
 def write_golden(folder: Path, selection: Selection, suite: str) -> Path:
@@ -29,8 +29,7 @@ def reference_rows(gf: GoldenFile, product: str) -> list[ResultRow]:
         if entry.product != product:
             continue
         case = gf.case(entry.id)
-        grad, self_ = gf.inputs(entry.id)
-        outcome = impl.run(CallInputs(case, grad, self_))
+        outcome = impl.run(CallInputs(case, gf.data(entry.id).inputs))
         status = outcome.status if outcome.status is not None else 0
         rows.append(ResultRow(entry.id, status, outcome.output, outcome.time_s))
     return rows

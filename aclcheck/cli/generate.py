@@ -13,13 +13,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from aclcheck import contract
+from aclcheck.cases.acl import ALL_FORMATS
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.errors import EXIT_CODES_HELP
-from aclcheck.file_guard import Role, check_apart
-from aclcheck.generate import GenerateStats, ProgressFn, plan_suite
-from aclcheck.generate import generate as run_generate
 from aclcheck.store import COMPRESSIONS, check_output_path, run_meta
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite.generate import GenerateStats, ProgressFn, plan_suite
+from aclcheck.suite.generate import generate as run_generate
 
 
 def command_line(params: dict[str, Any]) -> str:
@@ -41,7 +41,7 @@ def command_line(params: dict[str, Any]) -> str:
 def summary_table(stats: GenerateStats) -> Table:
     """Cases per product/dtype (a column per format), goldens and bytes, totals below."""
     formats = sorted({fmt for _, _, fmt in stats.combos},
-                     key=lambda f: (contract.ALL_FORMATS + (f,)).index(f))
+                     key=lambda f: (ALL_FORMATS + (f,)).index(f))
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for (prod, dtype, fmt), combo in stats.combos.items():
         row = rows.setdefault((prod, dtype), {"golden": 0, "bytes": 0})

@@ -1,7 +1,7 @@
 """`aclcheck tolerances`: the tolerance standards as tables (with overrides applied).
 
-The rendering of a standard lives here, in the CLI layer: standards.py holds the numbers
-and the rules, this module draws them.
+The rendering of a standard lives here, in the CLI layer: judging/standards.py and
+default_standard.py hold the numbers and the rules, this module draws them.
 """
 
 from __future__ import annotations
@@ -13,20 +13,13 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from aclcheck import contract
-from aclcheck.budget import product_path, resolve_accumulate
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.errors import UsageError
-from aclcheck.standards import (
-    DEFAULT_STANDARD,
-    DTYPES,
-    STANDARDS,
-    Overrides,
-    ParamValue,
-    Standard,
-    get_standard,
-    load_overrides,
-)
+from aclcheck.judging.overrides import Overrides, load_overrides
+from aclcheck.judging.rule import DTYPES, ParamValue, Standard
+from aclcheck.judging.standards import STANDARDS, get_standard
+from aclcheck.ops import default_operator
+from aclcheck.options import DEFAULT_STANDARD
 
 
 def _fmt_value(value: ParamValue) -> str:
@@ -49,23 +42,23 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None) -> Table:
     for col in ("product", "dtype", "accumulates in", "c", "atol", "windows", "1x1 path"):
         # names and formats are never cut: the table grows (and wraps the free text)
         table.add_column(col, no_wrap=col in ("product", "dtype", "c", "atol"))
-    for prod in contract.PRODUCTS.values():
+    op = default_operator()
+    for prod in op.products.values():
         for dtype in prod.dtypes:
             params = std.params_for(dtype, prod.id, overrides)
-            acc_choice = str(params["accumulate"]) or None
-            acc = resolve_accumulate(prod.id, dtype, acc_choice)
-            general = product_path(prod.id, dtype, (2, 2), (3, 3), acc_choice)
-            global_ = product_path(prod.id, dtype, (1, 1), (3, 3), acc_choice)
+            general, global_ = op.paths(prod.id, dtype, str(params["accumulate"]) or None)
+            acc = general.accumulate
             windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}")
             one = f"fill 1/(H*W) in {global_.scale_format.name}"
             table.add_row(prod.id, dtype, _u_text(acc.name, acc.unit_roundoff),
                           _fmt_value(params["c"]), _fmt_value(params["atol"]), windows, one)
     table.caption = escape(
-        f"{std.rule}. r: roundings per term beyond the accumulation (fp32-atomic 1, "
-        "matmul 2, 1x1 0). Finite golden beyond the dtype's overflow threshold: inf "
-        "required (either near it); where the terms' magnitudes can overflow the "
-        "accumulator, inf/NaN are accepted. The exact-rounding check (FLOAT16/BFLOAT16) "
-        "is off for a product and dtype whose override raises c or atol."
+        f"{std.rule.format(magnitude_source=op.display.magnitude_source)}. r: roundings "
+        "per term beyond the accumulation (fp32-atomic 1, matmul 2, 1x1 0). Finite golden "
+        "beyond the dtype's overflow threshold: inf required (either near it); where the "
+        "terms' magnitudes can overflow the accumulator, inf/NaN are accepted. The "
+        "exact-rounding check (FLOAT16/BFLOAT16) is off for a product and dtype whose "
+        "override raises c or atol."
     )
     return table
 
@@ -83,7 +76,7 @@ def standard_table(name: str, overrides: Overrides | None = None) -> Table:
     rows: list[tuple[str, str | None]] = [(d, None) for d in DTYPES]
     if overrides is not None:
         rows += [(d, prod) for prod in overrides.products(std.name)
-                 for d in contract.PRODUCTS[prod].dtypes]
+                 for d in default_operator().products[prod].dtypes]
     for dtype, prod in rows:
         params = std.params_for(dtype, prod, overrides)
         label = dtype if prod is None else f"{dtype} on {prod}"

@@ -9,20 +9,13 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation
 from aclcheck.impls.base import Implementation
 
 ENTRY_POINT_GROUP = "aclcheck.implementations"
 BUILTIN = ("reference", "torch", "torch:cpu", "torch:cuda", "torch:npu", "aclnn",
            "mindspore", "mindspore:cpu", "mindspore:gpu", "mindspore:ascend",
            "paddle", "paddle:cpu", "paddle:gpu", "paddle:npu")
-
-
-class UnknownImplementation(ValueError):
-    """--impl names nothing we can build."""
-
-
-class ImplementationUnavailable(RuntimeError):
-    """The adapter exists but cannot run here (a package or device is missing)."""
 
 
 @dataclass(frozen=True)
@@ -71,30 +64,28 @@ def static_fork_safe(spec: str) -> bool | None:
 
 
 def create(spec: str) -> Implementation:
-    """Build the adapter named by spec (see `aclcheck impls`)."""
-    from aclcheck.impls.torch_impl import TorchImpl, Unavailable
+    """Build the adapter named by spec (see `aclcheck impls`): UnknownImplementation when
+    it names nothing, ImplementationUnavailable (naming the spec) when it cannot run here."""
+    try:
+        return _build(spec)
+    except ImplementationUnavailable as exc:
+        exc.spec = exc.spec or spec
+        raise
 
+
+def _build(spec: str) -> Implementation:
     if spec == "reference":
         from aclcheck.impls.reference import ReferenceImpl
 
         return ReferenceImpl()
     if spec == "torch" or spec.startswith("torch:"):
-        device = spec.partition(":")[2] or "cpu"
-        try:
-            return TorchImpl(device)
-        except Unavailable as exc:
-            raise ImplementationUnavailable(str(exc)) from None
-        except ValueError as exc:
-            raise UnknownImplementation(str(exc)) from None
-    if spec == "aclnn":
-        from aclcheck.impls.aclnn_impl import AclnnUnavailable, from_environment
+        from aclcheck.impls.torch_impl import TorchImpl
 
-        try:
-            return from_environment()
-        except AclnnUnavailable as exc:
-            raise ImplementationUnavailable(str(exc)) from None
-        except ValueError as exc:
-            raise UnknownImplementation(str(exc)) from None
+        return TorchImpl(spec.partition(":")[2] or "cpu")
+    if spec == "aclnn":
+        from aclcheck.impls.aclnn_impl import from_environment
+
+        return from_environment()
     framework, _, device = spec.partition(":")
     if framework == "mindspore":
         from aclcheck.impls.mindspore_impl import MindSporeImpl
@@ -116,10 +107,7 @@ def create(spec: str) -> Implementation:
     if ":" in spec:
         from aclcheck.impls.callable_impl import CallableImpl
 
-        try:
-            return CallableImpl(spec)
-        except ValueError as exc:
-            raise UnknownImplementation(str(exc)) from None
+        return CallableImpl(spec)
     valid = list(BUILTIN) + sorted(plugins) + ["module:function", "--results FILE"]
     raise UnknownImplementation(f"unknown implementation {spec!r}; available: "
                                 f"{', '.join(valid)}")
@@ -128,8 +116,10 @@ def create(spec: str) -> Implementation:
 def available(describe: Callable[[str], Any] | None = None) -> list[ImplInfo]:
     """Every adapter name this installation knows, and whether it can run here.
     Built-in adapters are built here; plugins (user code) through `describe(name)`,
-    which learns what it declares in another process (aclcheck.impls.remote.describe),
+    which learns what it declares in another process (aclcheck.running.remote.describe),
     so a plugin that exits or hangs while imported is one row, not the end of the list."""
+    from aclcheck.impls.callable_impl import signature
+
     infos: list[ImplInfo] = []
     plugins = sorted(_plugins())
     for name in list(BUILTIN) + plugins:
@@ -149,7 +139,7 @@ def available(describe: Callable[[str], Any] | None = None) -> list[ImplInfo]:
         if isinstance(impl, Implementation):
             impl.close()
     infos.append(ImplInfo("module:function", True,
-                          "any callable fn(grad_output, self) -> out (numpy arrays)",
+                          f"any callable fn({signature()}) -> out (numpy arrays)",
                           "declare fn.aclcheck_dtypes / fn.aclcheck_products to SKIP others"))
     infos.append(ImplInfo("--results FILE", True,
                           "stored outputs of a run elsewhere (results layout)",

@@ -16,18 +16,18 @@ import h5py
 import numpy as np
 
 from aclcheck import __version__
-from aclcheck.store.h5read import h5_reason
-from aclcheck.store.schema import (
+from aclcheck.errors import OutputFileError
+from aclcheck.store.codec import (
     GZIP_LEVEL,
     LIBVER,
     SCHEMA_VERSION,
     WRITEBACK_BYTES,
-    OutputFileError,
     attr_value,
     chunk_shape,
     set_attrs,
     text_attr,
 )
+from aclcheck.store.h5read import h5_reason
 
 
 def check_output_path(path: str | Path, force: bool) -> Path:
