@@ -15,15 +15,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from aclcheck.budget import budget_model
+from aclcheck.cases.layouts import place
 from aclcheck.dtypes import correctly_rounded, float_format
-from aclcheck.exactness import exact_plan, proven_mask
 from aclcheck.judging.codes import DiagnosisCode as C
-from aclcheck.judging.reproduce import Reproduction, reproduce
-from aclcheck.layouts import place
-from aclcheck.ops.adaptive_avg_pool2d_backward import bugs
-from aclcheck.reference import backward, spread_plan
-from aclcheck.triage.diagnosis import CaseEvidence, ModelResult, rank
+from aclcheck.judging.diagnosis import CaseEvidence, ModelResult, rank
+from aclcheck.judging.reproduce import Reproduction
+from aclcheck.ops.adaptive.windows import spread_plan
+from aclcheck.ops.adaptive_avg_pool2d_backward import bugs, diagnose
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from tests import kernels_zoo as zoo
 
 DTYPES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
@@ -103,26 +102,9 @@ def run_zoo(name: str, sc: bugs.Scene, acc: object = None) -> np.ndarray:
 
 def judge(sc: bugs.Scene, what: bugs.WhatIf, actual: np.ndarray,
           product: str = "atlas-a2") -> Reproduction:
-    """A model against an output: E of the product's path (with the model's accumulation)
-    over the bug's own terms and magnitudes, 0 where the exactness proof holds."""
-    grad = np.asarray(sc.grad)
-    out_hw = (int(grad.shape[-2]), int(grad.shape[-1]))
-    model = budget_model(product, sc.dtype, out_hw, sc.in_hw, c=2.0,
-                         accumulate=what.accumulate)
-    k = (what.terms if what.terms is not None else model.k()).astype(np.float64)
-    m = what.magnitudes if what.magnitudes is not None else sc.magnitudes
-    path = model.path
-    u, eta = path.accumulate.unit_roundoff, path.accumulate.smallest_subnormal
-    extra = ((model.c * k + path.extra_roundings) * u + path.scale_error) * m \
-        + model.c * k * eta + model.atol
-    proven = None
-    plan = exact_plan(model, out_hw, sc.in_hw)
-    if plan is not None and what.magnitudes is None:
-        m3 = np.asarray(sc.magnitudes).reshape(-1, *sc.in_hw)
-        proven = proven_mask(plan, m3, plan.plane_bounds(grad)).reshape(m3.shape).reshape(
-            sc.golden.shape)
-    return reproduce(what.values, actual, extra, float_format(sc.dtype),
-                     what.rounding, proven, what.exact)
+    """A model against an output, as a run re-judges it (E of the product's path with
+    the model's accumulation, 0 where the exactness proof holds)."""
+    return diagnose.rejudge(sc, what, actual, product)
 
 
 def _scenes_for(code: C) -> list[bugs.Scene]:

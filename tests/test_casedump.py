@@ -23,7 +23,7 @@ def test_dump_shows_every_array_and_the_windows() -> None:
     actual[0, 2, 1] = 7.0
     lines = dump(grad, golden, actual, FLOAT16,
                  [AxisWindows("h", (0, 1), (2, 3)), AxisWindows("w", (0, 1), (1, 2))],
-                 ("c", "h", "w"))
+                 ("c", "h", "w"), input_name="gradOutput")
     text = "\n".join(lines)
     for title in ("gradOutput:", "golden (float64):", "actual (float16):", "error (ULP):"):
         assert title in text

@@ -1,5 +1,5 @@
 """Failure signatures and their rules (aclcheck/judging/signature.py), the ranking of the
-diagnosis (aclcheck/triage/diagnosis.py) and the per-case findings (judging/clues.py,
+diagnosis (aclcheck/judging/diagnosis.py) and the per-case findings (judging/clues.py,
 ops/adaptive/clues.py), all over plain records and small arrays."""
 
 from __future__ import annotations
@@ -10,6 +10,13 @@ import pytest
 from aclcheck.judging.clues import Finding, findings
 from aclcheck.judging.codes import DiagnosisCode as C
 from aclcheck.judging.codes import Kind
+from aclcheck.judging.diagnosis import (
+    CaseEvidence,
+    ModelResult,
+    RuleEvidence,
+    case_findings,
+    rank,
+)
 from aclcheck.judging.signature import (
     AxisKind,
     CaseFacts,
@@ -19,13 +26,6 @@ from aclcheck.judging.signature import (
     signature,
 )
 from aclcheck.ops.adaptive.clues import window_findings
-from aclcheck.triage.diagnosis import (
-    CaseEvidence,
-    ModelResult,
-    RuleEvidence,
-    case_findings,
-    rank,
-)
 
 K = AxisKind
 

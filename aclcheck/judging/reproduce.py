@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat
+from aclcheck.judging.clues import Finding
 from aclcheck.judging.codes import DiagnosisCode
 from aclcheck.judging.roundings import Rounding, rounded
 
@@ -30,8 +31,9 @@ class WhatIf:
     values: float64, self's shape: what the bug computes before the final conversion.
     rounding: that conversion. accumulate: the accumulation whose error bound the
     kernel's sums may add (None: the product's). magnitudes, terms: m (the same
-    computation on |gradOutput|) and k (terms per element, any shape broadcasting to
-    values) of the bug's own sums, which the error bound scales with (None: the case's).
+    computation on the inputs' magnitudes) and k (terms per element, any shape
+    broadcasting to values) of the bug's own sums, which the error bound scales with
+    (None: the case's).
     exact: the output bit for bit, as float64 values of the dtype (None: values converted
     with `rounding`).
     """
@@ -77,6 +79,23 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a == b) | (np.isnan(a) & np.isnan(b))
 
 
+def inside(values: np.ndarray, actual: np.ndarray, extra: np.ndarray | float,
+           fmt: FloatFormat, mode: Rounding = Rounding.NEAREST,
+           proven: np.ndarray | None = None) -> np.ndarray:
+    """bool, values' shape: the elements of `actual` a kernel computing `values` could
+    have written (see the module doc; `reproduce` for the arguments)."""
+    v = np.asarray(values, dtype=np.float64)
+    a = np.asarray(actual, dtype=np.float64)
+    e = np.broadcast_to(np.asarray(extra, dtype=np.float64), v.shape)
+    if proven is not None:
+        e = np.where(proven, 0.0, e)
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo = rounded(v - e, fmt, mode)
+        hi = rounded(v + e, fmt, mode)
+        ok = (a >= lo) & (a <= hi)
+    return np.where(np.isnan(v), np.isnan(a), ok)
+
+
 def reproduce(values: np.ndarray, actual: np.ndarray, extra: np.ndarray | float,
               fmt: FloatFormat, mode: Rounding = Rounding.NEAREST,
               proven: np.ndarray | None = None,
@@ -88,17 +107,35 @@ def reproduce(values: np.ndarray, actual: np.ndarray, extra: np.ndarray | float,
     """
     v = np.asarray(values, dtype=np.float64)
     a = np.asarray(actual, dtype=np.float64)
-    e = np.broadcast_to(np.asarray(extra, dtype=np.float64), v.shape)
-    if proven is not None:
-        e = np.where(proven, 0.0, e)
-    with np.errstate(invalid="ignore", over="ignore"):
-        lo = rounded(v - e, fmt, mode)
-        hi = rounded(v + e, fmt, mode)
-        inside = (a >= lo) & (a <= hi)
-    nan_v = np.isnan(v)
-    inside = np.where(nan_v, np.isnan(a), inside)
+    ok = inside(v, a, extra, fmt, mode, proven)
     out = exact_output if exact_output is not None else rounded(v, fmt, mode)
     exact = bool(np.all(_same(np.asarray(out, dtype=np.float64), a)))
-    outside = int(v.size - np.count_nonzero(inside))
+    outside = int(v.size - np.count_nonzero(ok))
     return Reproduction(explained=outside == 0, exact=exact, outside=outside,
                         elements=int(v.size))
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """One what-if model against one failing case."""
+
+    code: DiagnosisCode
+    summary: str  # the bug in words
+    explained: bool
+    exact: bool
+    precision: bool = False  # the model widens the error bound instead of moving values
+    accumulate: str | None = None  # that wider accumulation (for the message)
+
+
+@dataclass(frozen=True)
+class CaseEvidence:
+    """The diagnosis evidence of one failing case."""
+
+    case_id: str
+    models: tuple[ModelResult, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    judged: bool = True  # False: too large to re-judge (counts as failing, unexplained)
+
+    @property
+    def explained_by(self) -> tuple[ModelResult, ...]:
+        return tuple(m for m in self.models if m.explained or m.exact)

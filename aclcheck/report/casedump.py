@@ -74,7 +74,7 @@ def ulp_errors(golden: np.ndarray, actual: np.ndarray, fmt: FloatFormat) -> np.n
 
 def dump(grad: np.ndarray, golden: np.ndarray, actual: np.ndarray, fmt: FloatFormat,
          windows: Sequence[AxisWindows], names: Sequence[str], *,
-         input_name: str = "gradOutput") -> list[str]:
+         input_name: str = "input") -> list[str]:
     """The lines that show a small case whole (or say why it is not shown)."""
     golden = np.asarray(golden, dtype=np.float64)
     actual = np.asarray(actual, dtype=np.float64)

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aclcheck.contract import window_bounds
 from aclcheck.judging.clues import REGION_MAX, Finding
 from aclcheck.judging.codes import DiagnosisCode
+from aclcheck.ops.adaptive.windows import window_bounds
 
 
 def _coverage(out_size: int, in_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

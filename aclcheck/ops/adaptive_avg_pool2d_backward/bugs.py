@@ -25,12 +25,11 @@ from functools import cached_property
 
 import numpy as np
 
-from aclcheck.contract import window_bounds
 from aclcheck.dtypes import FloatFormat, correctly_rounded, float_format
 from aclcheck.judging.codes import DiagnosisCode
 from aclcheck.judging.reproduce import BugModel, WhatIf
 from aclcheck.judging.roundings import Rounding
-from aclcheck.reference import SpreadPlan
+from aclcheck.ops.adaptive.windows import SpreadPlan, window_bounds
 
 F32 = np.float32
 

@@ -22,11 +22,16 @@ Pure over plain records; messages are rendered from the numbers by `Entry.messag
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aclcheck.judging.clues import Finding
 from aclcheck.judging.codes import DiagnosisCode, Kind
+from aclcheck.judging.magnitude import ClassSummary, Magnitude
+from aclcheck.judging.magnitude import summarize as summarize_magnitudes
+from aclcheck.judging.reproduce import CaseEvidence, ModelResult
+from aclcheck.judging.signature import CaseFacts, GroupRow, Signature, differing, rules, signature
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
 #: Entries that account for fewer of the failing cases are not reported.
 MIN_SHARE = 0.25
@@ -35,32 +40,6 @@ MOST = 0.75
 #: A finding counts for a case when it accounts for at least this share of its wrong
 #: elements.
 FINDING_SHARE = 0.9
-
-
-@dataclass(frozen=True)
-class ModelResult:
-    """One what-if model against one failing case."""
-
-    code: DiagnosisCode
-    summary: str  # the bug in words
-    explained: bool
-    exact: bool
-    precision: bool = False  # the model widens the error bound instead of moving values
-    accumulate: str | None = None  # that wider accumulation (for the message)
-
-
-@dataclass(frozen=True)
-class CaseEvidence:
-    """The diagnosis evidence of one failing case."""
-
-    case_id: str
-    models: tuple[ModelResult, ...] = ()
-    findings: tuple[Finding, ...] = ()
-    judged: bool = True  # False: too large to re-judge (counts as failing, unexplained)
-
-    @property
-    def explained_by(self) -> tuple[ModelResult, ...]:
-        return tuple(m for m in self.models if m.explained or m.exact)
 
 
 @dataclass(frozen=True)
@@ -111,7 +90,24 @@ class Entry:
         return {"code": self.code.value, "kind": self.kind.value,
                 "message": self.message(), "cases_explained": self.cases_explained,
                 "cases_failing": self.cases_failing, "exact": self.exact,
-                "alternatives": [c.value for c in self.alternatives]}
+                "alternatives": [c.value for c in self.alternatives],
+                "summary": self.summary, "score": self.score,
+                "accumulate": self.accumulate}
+
+    @classmethod
+    def from_json(cls, data: object) -> Entry:
+        """A report's entry (ValueError when it is not one aclcheck writes)."""
+        if not isinstance(data, dict):
+            raise ValueError("a diagnosis entry is not an object")
+        try:
+            counts = [int(data[k]) for k in ("cases_explained", "cases_failing", "exact",
+                                             "score")]
+            accumulate = data.get("accumulate")
+            return cls(DiagnosisCode(data["code"]), str(data["summary"]), *counts,
+                       None if accumulate is None else str(accumulate),
+                       tuple(DiagnosisCode(c) for c in data.get("alternatives", ())))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"a diagnosis entry: {exc}") from None
 
 
 def _model_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
@@ -169,15 +165,96 @@ def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
     entries += [Entry(r.code, r.text, r.failing, n_rule, 0, r.failing) for r in rules]
     if not any(e.cases_failing for e in entries):
         return ()
+    return tuple(sorted(entries, key=_strength))
 
-    def key(e: Entry) -> tuple[bool, int, float, int, str]:
-        share = e.score / e.cases_failing if e.cases_failing else 0.0
-        lead = share >= MOST
-        return (not lead, _TIER[e.kind] if lead else 0, -share, -e.exact, e.code.value)
 
-    return tuple(sorted(entries, key=key))
+def _strength(e: Entry) -> tuple[bool, int, float, int, str]:
+    """Sort key of the ranking (see the module doc)."""
+    share = e.score / e.cases_failing if e.cases_failing else 0.0
+    lead = share >= MOST
+    return (not lead, _TIER[e.kind] if lead else 0, -share, -e.exact, e.code.value)
+
+
+def merge_entries(shards: Sequence[Sequence[Entry]], failed: int, failing: int
+                  ) -> tuple[Entry, ...]:
+    """The diagnosis of shards merged: a model's or finding's counts summed over the
+    shards, against the merged run's FAIL cases (`failed`); a rule only when it held in
+    every shard that had a diagnosis (rules are all-or-none), against every failing case
+    (`failing`); ranked again."""
+    shards = [s for s in shards if s]
+    merged: dict[DiagnosisCode, Entry] = {}
+    for entries in shards:
+        for e in entries:
+            was = merged.get(e.code)
+            if was is None:
+                merged[e.code] = e
+            else:
+                merged[e.code] = replace(
+                    was, cases_explained=was.cases_explained + e.cases_explained,
+                    exact=was.exact + e.exact, score=was.score + e.score)
+    out = []
+    for code, e in merged.items():
+        if code.kind is Kind.RULE:
+            if all(any(x.code is code for x in entries) for entries in shards):
+                out.append(replace(e, cases_explained=failing, cases_failing=failing,
+                                   score=failing))
+        elif failed and e.score >= MIN_SHARE * failed:
+            out.append(replace(e, cases_failing=failed))
+    return tuple(sorted(out, key=_strength))
 
 
 def case_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     """A case's findings ordered by the share of its wrong elements they account for."""
     return tuple(sorted(findings, key=lambda f: (-f.share, f.code.value)))
+
+
+# -- a run's diagnosis ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunDiagnosis:
+    """What a run's failures say: the size of the errors, which groups fail, what
+    explains them. Empty (and silent) when nothing fails."""
+
+    magnitude: tuple[ClassSummary, ...]
+    signature: Signature
+    differing: tuple[GroupRow, ...]
+    entries: tuple[Entry, ...]
+
+    @property
+    def headline(self) -> str | None:
+        """`gross: median 900 ULP (758x budget) on 94 % of elements of 97 cases`."""
+        return "; ".join(s.text() for s in self.magnitude) or None
+
+    def summary_json(self) -> dict[str, Any]:
+        """The JSON summary's by_* tables and magnitude classes."""
+        return {**self.signature.to_json(), "magnitude": _classes_json(self.magnitude)}
+
+    def entries_json(self) -> list[dict[str, Any]]:
+        return [e.to_json() for e in self.entries]
+
+
+def _classes_json(classes: Iterable[ClassSummary]) -> list[dict[str, Any]]:
+    return [{"class": s.cls.value, "cases": s.cases, "wrong": s.wrong,
+             "elements": s.elements, "median_ulp": s.median_ulp,
+             "median_ratio": s.median_ratio} for s in classes]
+
+
+def magnitude_json(magnitudes: Iterable[Magnitude]) -> list[dict[str, Any]]:
+    """The JSON summary's magnitude classes of the FAIL cases' magnitudes."""
+    return _classes_json(summarize_magnitudes(magnitudes))
+
+
+def diagnose(verdicts: Sequence[CaseVerdict], facts: Sequence[CaseFacts]) -> RunDiagnosis:
+    """The diagnosis of a run from its verdicts (FAILs carry their evidence) and the
+    signature facts of its cases (any order; cases without facts are not grouped)."""
+    magnitude = summarize_magnitudes(v.magnitude for v in verdicts
+                                     if v.verdict is Verdict.FAIL and v.magnitude is not None)
+    sig = signature(facts)
+    failing = [v for v in verdicts if v.failing]
+    evidence = [v.clues if v.clues is not None else CaseEvidence(v.case_id, judged=False)
+                for v in verdicts if v.verdict is Verdict.FAIL]
+    found = [RuleEvidence(r.code, r.message, r.failing) for r in rules(facts)]
+    entries = rank(evidence, found, failing=len(failing)) if failing else ()
+    return RunDiagnosis(magnitude, sig, differing(sig), entries)
+

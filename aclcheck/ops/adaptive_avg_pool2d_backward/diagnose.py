@@ -1,0 +1,135 @@
+"""The diagnosis hooks of aclnnAdaptiveAvgPool2dBackward: what a failure signature groups
+one of its cases by (judging.signature.CaseFacts), and the evidence of one failing case:
+the what-if models (bugs.py) re-judged on the kernel's output, and where its wrong
+elements sit (judging.clues, ops.adaptive.clues).
+
+A model is judged by the interval of judging.reproduce with the error bound of the
+case's product path (its own accumulation for a precision model, 0 where the exactness
+proof holds), so it explains an output only where a kernel with that bug could have
+written it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aclcheck.cases import Case, CaseData
+from aclcheck.dtypes import FLOAT_FORMATS, float_format, plane_quanta
+from aclcheck.judging.clues import findings
+from aclcheck.judging.exactness import proven_mask
+from aclcheck.judging.pieces import load
+from aclcheck.judging.reproduce import (
+    CaseEvidence,
+    ModelResult,
+    Reproduction,
+    WhatIf,
+    inside,
+    reproduce,
+)
+from aclcheck.judging.signature import CaseFacts, axis_kind
+from aclcheck.ops.adaptive.clues import window_findings
+from aclcheck.ops.adaptive.windows import spread_plan
+from aclcheck.ops.adaptive_avg_pool2d_backward import bugs, contract
+from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import budget_model, numeric_model
+
+#: Cases with more output elements are not re-judged against the models (their
+#: evidence says so; the ranking counts them failing and unexplained).
+REJUDGE_ELEMENTS = 1 << 18
+#: c of the error bound a model is judged with (the default standard's).
+MODEL_C = 2.0
+
+
+def facts(case: Case, verdict: str) -> CaseFacts:
+    """What a failure signature groups this case by."""
+    self_shape = tuple(case.tensor_desc("self").shape)
+    grad_shape = tuple(case.tensor_desc("grad_output").shape)
+    axes: tuple = ()
+    square = True
+    if len(self_shape) >= 2 and len(grad_shape) >= 2:
+        (h, w), (ho, wo) = self_shape[-2:], grad_shape[-2:]
+        axes = (("H", axis_kind(h, ho)), ("W", axis_kind(w, wo)))
+        square = h == w and ho == wo
+    rules = contract.PRODUCTS.get(case.product)
+    return CaseFacts(case.id, verdict, case.family, case.layout, len(self_shape),
+                     case.product, case.dtype, case.expectation.success, axes, square,
+                     rules.accumulate if rules is not None else "")
+
+
+def scene(data: CaseData) -> bugs.Scene | None:
+    """What the models read about a case (None: not a valid call of a float dtype)."""
+    case, grad_t, golden = data.case, data.inputs.get("grad_output"), data.golden
+    if grad_t is None or golden is None or case.dtype not in FLOAT_FORMATS:
+        return None
+    grad = grad_t.view()
+    if grad.ndim < 2 or golden.ndim < 2:
+        return None
+    in_hw = (int(golden.shape[-2]), int(golden.shape[-1]))
+    plans = (spread_plan(int(grad.shape[-2]), in_hw[0]),
+             spread_plan(int(grad.shape[-1]), in_hw[1]))
+    return bugs.Scene(grad, in_hw, case.dtype, np.asarray(golden, dtype=np.float64), plans)
+
+
+def _interval(sc: bugs.Scene, what: WhatIf, product: str) -> tuple[np.ndarray, np.ndarray]:
+    """(E, proven) of a model on a case: the error bound its kernel's sums may add (the
+    bug's own terms and magnitudes) and the elements the exactness proof computes exactly."""
+    grad = np.asarray(sc.grad)
+    out_hw = (int(grad.shape[-2]), int(grad.shape[-1]))
+    model = budget_model(product, sc.dtype, out_hw, sc.in_hw, c=MODEL_C,
+                         accumulate=what.accumulate)
+    k = (what.terms if what.terms is not None else model.k()).astype(np.float64)
+    m = what.magnitudes if what.magnitudes is not None else sc.magnitudes
+    path = model.path
+    u, eta = path.accumulate.unit_roundoff, path.accumulate.smallest_subnormal
+    extra = ((model.c * k + path.extra_roundings) * u + path.scale_error) * m \
+        + model.c * k * eta + model.atol
+    proven = np.zeros(sc.golden.shape, dtype=bool)
+    numbers = numeric_model(product, sc.dtype, grad.shape, sc.in_hw, what.accumulate)
+    plan = numbers.exact if numbers is not None else None
+    if plan is not None and what.magnitudes is None:
+        m3 = np.asarray(sc.magnitudes).reshape(-1, *sc.in_hw)
+        quanta = plane_quanta(grad, m3.shape[0], sc.fmt)
+        proven = proven_mask(plan, m3, plan.plane_bounds(quanta)).reshape(sc.golden.shape)
+    return np.broadcast_to(extra, sc.golden.shape), proven
+
+
+def rejudge(sc: bugs.Scene, what: WhatIf, actual: np.ndarray, product: str) -> Reproduction:
+    """One model against one output (judging.reproduce on the product's error bound)."""
+    extra, proven = _interval(sc, what, product)
+    return reproduce(what.values, actual, extra, sc.fmt, what.rounding, proven, what.exact)
+
+
+def wrong_elements(sc: bugs.Scene, actual: np.ndarray, product: str) -> np.ndarray:
+    """bool: the elements a correct kernel could not have written."""
+    right = WhatIf(sc.golden)
+    extra, proven = _interval(sc, right, product)
+    return ~inside(right.values, actual, extra, sc.fmt, right.rounding, proven)
+
+
+def evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
+    """The diagnosis evidence of one failing case from the kernel's output."""
+    with np.errstate(all="ignore"):  # models of broken kernels overflow and make NaN
+        return _evidence(data, output)
+
+
+def _evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
+    case = data.case
+    sc = scene(data)
+    if sc is None or sc.golden.size > REJUDGE_ELEMENTS or output.shape != sc.golden.shape:
+        return CaseEvidence(case.id, judged=False)
+    actual = load(output)
+    wrong = wrong_elements(sc, actual, case.product)
+    if not wrong.any():  # the gate failed on something the interval allows
+        return CaseEvidence(case.id)
+    results = []
+    for model, what in bugs.what_ifs(sc):
+        res = rejudge(sc, what, actual, case.product)
+        results.append(ModelResult(model.code, model.summary, res.explained, res.exact,
+                                   precision=what.accumulate is not None,
+                                   accumulate=case.dtype if what.accumulate == "input"
+                                   else what.accumulate))
+    grad = sc.grad
+    windows = ((int(grad.shape[-2]), sc.in_hw[0]), (int(grad.shape[-1]), sc.in_hw[1]))
+    found = findings(wrong, sc.golden, actual, batch_rank=sc.golden.ndim - 2)
+    found += window_findings(wrong, sc.golden, actual, windows,
+                             float_format(case.dtype).precision)
+    return CaseEvidence(case.id, tuple(results), tuple(found))
