@@ -57,9 +57,12 @@ def test_first_diagnosis_names_the_real_cause(zoo_golden: Path, tmp_path: Path,
                          + ["reference"])
 def test_correct_kernels_get_no_diagnosis(zoo_golden: Path, tmp_path: Path,
                                           impl: str) -> None:
-    code, out, report = verify(zoo_golden, tmp_path, impl, "--no-isolate")
+    page = tmp_path / "page.html"
+    code, out, report = verify(zoo_golden, tmp_path, impl, "--no-isolate", "--html",
+                               str(page))
     assert code == 0
     assert report["diagnosis"] == []
+    assert 'id="diagnosis"' not in page.read_text()
     assert "explained by" not in out and "size:" not in out
     summary = report["summary"]
     assert summary["by_family"]["nondivisible"]["passed"] > 0
@@ -78,8 +81,12 @@ def test_torch_gets_no_diagnosis(zoo_golden: Path, tmp_path: Path) -> None:
 
 def test_report_and_console_read_top_down(zoo_golden: Path, tmp_path: Path) -> None:
     """Magnitude first, the signature tables, one case per signature group."""
+    page = tmp_path / "page.html"
     _, out, report = verify(zoo_golden, tmp_path, "tests/kernels_zoo.py:rank3_first_plane",
-                            "--no-isolate")
+                            "--no-isolate", "--html", str(page))
+    html = page.read_text()
+    assert html.index('<h2 id="diagnosis">') < html.index("<h2>By product")
+    assert "explained by:" in html and "only-plane-0" in html and 'id="signature"' in html
     text = " ".join(out.split())
     assert "aclcheck: tests/kernels_zoo.py:rank3_first_plane: 33 of 84 cases " \
         "nonconforming" in text

@@ -193,6 +193,18 @@ def differing(sig: Signature) -> tuple[GroupRow, ...]:
     return tuple(rows)
 
 
+def compact(rows: Sequence[GroupRow]) -> tuple[tuple[str, str, str], ...]:
+    """One line per grouping of `differing` rows: (grouped by, the groups with failures
+    as `group failing/cases`, the groups without as `group cases`)."""
+    tables: dict[str, list[GroupRow]] = {}
+    for row in rows:
+        tables.setdefault(row.table, []).append(row)
+    return tuple(
+        (name, ", ".join(f"{g.group} {g.failing}/{g.cases}" for g in groups if g.failing),
+         ", ".join(f"{g.group} {g.cases}" for g in groups if not g.failing))
+        for name, groups in tables.items())
+
+
 # -- rules ----------------------------------------------------------------------------------
 
 

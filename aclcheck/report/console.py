@@ -15,7 +15,7 @@ from rich.text import Text
 from aclcheck.judging.diagnosis import RunDiagnosis
 from aclcheck.judging.gate import Gate, Kind
 from aclcheck.judging.magnitude import CLASS_ORDER
-from aclcheck.judging.signature import GroupRow
+from aclcheck.judging.signature import GroupRow, compact
 from aclcheck.judging.verdicts import (
     FAILING,
     SUMMARY_KEYS,
@@ -149,16 +149,11 @@ def diagnosis_block(console: Console, diagnosis: RunDiagnosis) -> None:
 def signature_table(rows: Sequence[GroupRow]) -> Table:
     """One row per grouping whose groups differ: the groups with failures (failing of
     cases) and the groups without."""
-    tables: dict[str, list[GroupRow]] = defaultdict(list)
-    for row in rows:
-        tables[row.table].append(row)
     table = Table(title="failure signature: groupings whose groups differ")
     table.add_column("grouped by")
     table.add_column("failing (of cases)", overflow="fold")
     table.add_column("passing", overflow="fold")
-    for name, groups in tables.items():
-        bad = ", ".join(f"{g.group} {g.failing}/{g.cases}" for g in groups if g.failing)
-        good = ", ".join(f"{g.group} {g.cases}" for g in groups if not g.failing)
+    for name, bad, good in compact(rows):
         table.add_row(data_text(name), data_text(bad, "red"), data_text(good, "green"))
     return table
 

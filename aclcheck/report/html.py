@@ -17,6 +17,8 @@ from typing import Any
 import jinja2
 
 from aclcheck import __version__
+from aclcheck.judging.magnitude import ClassSummary, MagnitudeClass
+from aclcheck.judging.signature import Signature, compact, differing
 from aclcheck.judging.verdicts import (
     FAILING,
     SUMMARY_KEYS,
@@ -203,9 +205,46 @@ def render(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> str:
     title = f"aclcheck: {meta['implementation']} on {Path(golden).name}"
     return env.get_template("report.html.j2").render(
         title=title, meta=meta, counts=counts, bad_keys=BAD_KEYS,
-        warnings=page_warnings(report, verdicts), matrix=_matrix(verdicts), rows=rows,
+        warnings=page_warnings(report, verdicts), diagnosis=diagnosis_view(report),
+        matrix=_matrix(verdicts), rows=rows,
         details=details, legend=legend() if details else "", open_first=OPEN_FIRST,
         verdict_names=[v.value for v in Verdict], hist_px=_hist_px())
+
+
+@dataclass(frozen=True)
+class DiagnosisView:
+    """The page's first section: the size of the errors, what explains them, the
+    groupings whose groups differ (from the report's summary and diagnosis)."""
+
+    size: str
+    entries: tuple[tuple[str, str], ...]  # (code, message)
+    signature: tuple[tuple[str, str, str], ...]  # (grouped by, failing, passing)
+
+
+def diagnosis_view(report: dict[str, Any]) -> DiagnosisView | None:
+    """What the report says about its failures (None: nothing, or a report of an older
+    aclcheck; a damaged entry is left out rather than guessed at)."""
+    summary = report.get("summary") or {}
+    entries: list[tuple[str, str]] = []
+    for e in report.get("diagnosis") or []:
+        if isinstance(e, dict) and isinstance(e.get("code"), str) \
+                and isinstance(e.get("message"), str):
+            entries.append((e["code"], e["message"]))
+    size = ""
+    try:
+        size = "; ".join(ClassSummary(MagnitudeClass(c["class"]), int(c["cases"]),
+                                      int(c["wrong"]), int(c["elements"]),
+                                      float(c["median_ulp"]), float(c["median_ratio"])).text()
+                         for c in summary.get("magnitude") or [])
+        sig = Signature(**{k: summary.get(k) or {} for k in (
+            "by_family", "by_layout", "by_rank", "by_product_dtype", "by_axis_kind")})
+        rows = differing(sig)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        rows = ()
+    signature = compact(rows)
+    if not (size or entries or signature):
+        return None
+    return DiagnosisView(size, tuple(entries), signature)
 
 
 def write(path: str | Path, report: dict[str, Any], verdicts: Sequence[CaseVerdict],
