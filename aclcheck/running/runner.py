@@ -225,6 +225,8 @@ def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
     """Judge what came back (repeating the call if asked), with notes (the caller adds
     the repro line: aclcheck.running.config.VerifyConfig.repro)."""
     opts = runner.opts
+    if outcome.unusable is not None:  # the same for every case: one usage error
+        raise UsageError(outcome.unusable)
     verdict = judge(prepared.model, prepared.data, outcome, caps, opts.judge)
     verdict = _with_clues(verdict, prepared.data, outcome)
     if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
