@@ -14,7 +14,6 @@ from aclcheck.judging.diagnosis import (
     CaseEvidence,
     ModelResult,
     RuleEvidence,
-    case_findings,
     rank,
 )
 from aclcheck.judging.signature import (
@@ -204,7 +203,7 @@ def test_finding_entries_and_case_order() -> None:
     entries = rank(cases)
     assert [e.code for e in entries] == [C.PLANE_STRIDE]
     assert entries[0].message() == "plane 0 right (in 3 of 3 failing cases)"
-    assert case_findings([f_edge, f_plane]) == (f_plane, f_edge)
+    assert CaseEvidence("c", findings=(f_edge, f_plane)).ordered_findings == (f_plane, f_edge)
 
 
 # -- per-case findings -------------------------------------------------------------------

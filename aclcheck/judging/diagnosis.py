@@ -25,7 +25,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aclcheck.judging.clues import Finding
 from aclcheck.judging.codes import DiagnosisCode, Kind
 from aclcheck.judging.magnitude import ClassSummary, Magnitude
 from aclcheck.judging.magnitude import summarize as summarize_magnitudes
@@ -201,11 +200,6 @@ def merge_entries(shards: Sequence[Sequence[Entry]], failed: int, failing: int
         elif failed and e.score >= MIN_SHARE * failed:
             out.append(replace(e, cases_failing=failed))
     return tuple(sorted(out, key=_strength))
-
-
-def case_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
-    """A case's findings ordered by the share of its wrong elements they account for."""
-    return tuple(sorted(findings, key=lambda f: (-f.share, f.code.value)))
 
 
 # -- a run's diagnosis ----------------------------------------------------------------------

@@ -139,3 +139,25 @@ class CaseEvidence:
     @property
     def explained_by(self) -> tuple[ModelResult, ...]:
         return tuple(m for m in self.models if m.explained or m.exact)
+
+    @property
+    def ordered_findings(self) -> tuple[Finding, ...]:
+        """Findings by the share of the wrong elements they account for."""
+        return tuple(sorted(self.findings, key=lambda f: (-f.share, f.code.value)))
+
+    def lines(self) -> list[str]:
+        """What this case's evidence says, for its detail."""
+        out = [f"reproduced by: {m.summary} "
+               f"({'bit-exactly' if m.exact else 'within the error bound'}) [{m.code.value}]"
+               for m in self.explained_by]
+        out += [f"finding: {f.text} ({100 * f.share:.0f} % of wrong elements) "
+                f"[{f.code.value}]" for f in self.ordered_findings]
+        if not self.judged:
+            out.append("not re-judged against the what-if models (too large)")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"explained_by": [{"code": m.code.value, "exact": m.exact}
+                                 for m in self.explained_by],
+                "findings": [f.to_json() for f in self.ordered_findings],
+                "judged": self.judged}

@@ -110,6 +110,7 @@ class CaseVerdict:
             **({"evidence": self.evidence.to_json()} if self.evidence is not None else {}),
             **({"magnitude": self.magnitude.to_json()} if self.magnitude is not None
                else {}),
+            **({"diagnosis": self.clues.to_json()} if self.clues is not None else {}),
         }
 
     @classmethod

@@ -166,6 +166,8 @@ def failure_block(console: Console, v: CaseVerdict) -> None:
     console.rule(title, style="yellow" if v.verdict == Verdict.XFAIL else "red")
     # the detail opens with the gating standard's verdict line: no need to repeat it
     console.print(data_text(v.detail if v.detail else v.message))
+    for line in v.clues.lines() if v.clues is not None else ():
+        console.print(data_text(line, "bold"))
     if v.evidence is not None:
         console.print(error_map(v.evidence, console.width))
     for note in v.notes:
