@@ -31,6 +31,7 @@ ACLNN_ONLY = "aclnn"
 
 VERIFY, SHRINK, HUNT, PLUGIN, INSPECT, EXPORT = (
     "verify", "shrink", "hunt", "plugin", "inspect", "export")
+GENERATE, PRODUCTS_CMD, TOLERANCES_CMD = "generate", "products", "tolerances"
 #: the commands that select cases of a golden file with the same filters
 SELECTING = frozenset({VERIFY, INSPECT, EXPORT})
 #: the commands that judge calls (and the plugin, which judges a golden file's)
@@ -215,6 +216,14 @@ HTML = Option(
     "html_path", "--html", None, kind=Kind.FILE, doc="HTML report path",
     help="Write the HTML report here: summary, case table, and every non-passing case with "
          "pictures of where its errors sit (docs/report.md).")
+
+# -- which operator (commands that make cases; those that read a golden file take it
+#    from the file) -----------------------------------------------------------------------
+
+OP = Option(
+    None, "--op", DEFAULT_OPERATOR, metavar="NAME", show_default=True, doc="operator",
+    commands=frozenset({GENERATE, PRODUCTS_CMD, TOLERANCES_CMD, HUNT}),
+    help="Operator, by name or alias (`aclcheck ops` lists them).")
 
 #: The options that run cases, in the order commands list them (the aclnn adapter's own
 #: options, aclcheck.impls.aclnn_options, follow --results on verify).

@@ -9,7 +9,7 @@ import click
 import numpy as np
 
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
-from aclcheck.cli.options import live_options
+from aclcheck.cli.options import click_option, live_options
 from aclcheck.cli.shrink import (
     describe,
     live_config,
@@ -19,7 +19,8 @@ from aclcheck.cli.shrink import (
 )
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteError, UsageError
-from aclcheck.ops import default_operator
+from aclcheck.ops import operator
+from aclcheck.options import DEFAULT_OPERATOR, OP
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
 from aclcheck.running.live import LiveJudge, live_setup
@@ -58,6 +59,7 @@ def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
 
 @click.command("hunt", epilog=EXIT_CODES_HELP)
 @live_options
+@click_option(OP)
 @click.option("--product", multiple=True, metavar="NAME",
               help="Only this product (repeatable; default: all).")
 @click.option("--dtype", multiple=True, metavar="NAME",
@@ -73,7 +75,7 @@ def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
 @click.option("--force", is_flag=True, help="Overwrite the folder's files.")
 @handle_errors
 def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
-         accumulate: str | None, isolate: bool | None, timeout: float, max_time: float,
+         accumulate: str | None, isolate: bool | None, timeout: float, max_time: float, op: str,
          product: tuple[str, ...], dtype: tuple[str, ...], seed: int, failures: int,
          shrink_time: float, output: str, force: bool) -> None:
     """Judge random valid calls (shapes with divisible, non-divisible and upsampling
@@ -93,16 +95,17 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
     config = live_config(impl, standards, tolerances, accumulate, isolate, timeout)
     check_apart(config.file_roles()[0], [Role("-o", case_path), Role("-o", golden_path)])
     where, mode = Path(os.path.abspath(folder)), file_mode()  # before any kernel code
-    op = default_operator()
-    products = _names(product, str, tuple(op.products), "product") or list(op.products)
-    dtypes = _names(dtype, normalize_dtype, op.dtypes, "dtype")
+    chosen = operator(op)  # before any kernel code: a bad name is a usage error
+    op_flag = "" if chosen.name == DEFAULT_OPERATOR else f" --op {chosen.name}"
+    products = _names(product, str, tuple(chosen.products), "product") or list(chosen.products)
+    dtypes = _names(dtype, normalize_dtype, chosen.dtypes, "dtype")
     opened, opts = live_setup(config)
     adapter = opened.impl
     out, err = stdout_console(), stderr_console()
     found = []
     try:
         with LiveJudge(adapter, opts, opened.zygote) as judge:
-            result = search(judge, op.space, np.random.default_rng(seed), products, dtypes,
+            result = search(judge, chosen.space, np.random.default_rng(seed), products, dtypes,
                             max_time=max_time, failures=failures,
                             progress=progress_printer(err, "hunting"))
             if err.is_terminal:
@@ -116,7 +119,7 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
                 if err.is_terminal:
                     err.print()
                 say(out, describe(shrunk))
-                found.append((op.space.renamed(shrunk.minimal, f"hunt{len(found)}"), verdict,
+                found.append((chosen.space.renamed(shrunk.minimal, f"hunt{len(found)}"), verdict,
                               shrunk))
     finally:
         opened.close()
@@ -132,12 +135,12 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
         raise SystemExit(EXIT_OK)
     where.mkdir(exist_ok=True)
     cases = [c for c, _, _ in found]
-    comments = [f"found by aclcheck hunt --seed {seed} ({v.verdict.value} under "
+    comments = [f"found by aclcheck hunt{op_flag} --seed {seed} ({v.verdict.value} under "
                 f"{adapter.name}): {s.verdict.message}" for _, v, s in found]
     casewriter.write_case_file(where / CASES_NAME,
                                casewriter.toml_file(cases, f"hunt-seed{seed}", comments), mode)
     generate(where / GOLDEN_NAME, cases,
-             run_meta(f"aclcheck hunt --seed {seed}", f"hunt-seed{seed}"), force=True)
+             run_meta(f"aclcheck hunt{op_flag} --seed {seed}", f"hunt-seed{seed}"), force=True)
     out.print(f"wrote {case_path} and {golden_path} ({len(cases)} case(s))", markup=False,
               highlight=False)
     for case in cases:

@@ -8,8 +8,10 @@ from rich.text import Text
 
 from aclcheck.cases.acl import PARAM_INVALID
 from aclcheck.cli.common import handle_errors, stdout_console
-from aclcheck.ops import default_operator
+from aclcheck.cli.options import click_option
+from aclcheck.ops import operator
 from aclcheck.ops.operator import Operator
+from aclcheck.options import OP
 
 
 def capability_table(op: Operator) -> Table:
@@ -34,12 +36,14 @@ def capability_table(op: Operator) -> Table:
 
 
 @click.command()
+@click_option(OP)
 @handle_errors
-def products() -> None:
+def products(op: str) -> None:
     """Print what each product supports (dtypes, formats, ranks, accumulation).
 
     \b
     Example:
       aclcheck products
+      aclcheck products --op aapool2d-bwd
     """
-    stdout_console().print(capability_table(default_operator()))
+    stdout_console().print(capability_table(operator(op)))

@@ -14,12 +14,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from aclcheck.cli.common import handle_errors, stdout_console
+from aclcheck.cli.options import click_option
 from aclcheck.errors import UsageError
 from aclcheck.judging.overrides import Overrides, load_overrides
 from aclcheck.judging.rule import DTYPES, ParamValue, Standard
 from aclcheck.judging.standards import STANDARDS, get_standard
-from aclcheck.ops import default_operator
-from aclcheck.options import DEFAULT_STANDARD
+from aclcheck.ops import default_operator, operator
+from aclcheck.ops.operator import Operator
+from aclcheck.options import DEFAULT_STANDARD, OP
 
 
 def _fmt_value(value: ParamValue) -> str:
@@ -37,12 +39,11 @@ def _u_text(fmt_name: str, u: float) -> str:
     return f"{fmt_name} (u=2^{int(math.log2(u))})"
 
 
-def _aclcheck_table(std: type[Standard], overrides: Overrides | None) -> Table:
+def _aclcheck_table(std: type[Standard], overrides: Overrides | None, op: Operator) -> Table:
     table = Table(title=f"{std.name}: {std.title}", caption_justify="left")
     for col in ("product", "dtype", "accumulates in", "c", "atol", "windows", "1x1 path"):
         # names and formats are never cut: the table grows (and wraps the free text)
         table.add_column(col, no_wrap=col in ("product", "dtype", "c", "atol"))
-    op = default_operator()
     for prod in op.products.values():
         for dtype in prod.dtypes:
             params = std.params_for(dtype, prod.id, overrides)
@@ -63,12 +64,13 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None) -> Table:
     return table
 
 
-def standard_table(name: str, overrides: Overrides | None = None) -> Table:
+def standard_table(name: str, overrides: Overrides | None = None,
+                   op: Operator | None = None) -> Table:
     """A rich Table of one standard: its numbers per dtype (and per product where the
     overrides make them differ), the rule as a caption."""
     std = get_standard(name)
     if std.name == DEFAULT_STANDARD:
-        return _aclcheck_table(std, overrides)
+        return _aclcheck_table(std, overrides, op or default_operator())
     table = Table(title=f"{std.name}: {std.title}", caption_justify="left", min_width=72)
     table.add_column("dtype", no_wrap=True)
     for p in std.param_names:
@@ -90,8 +92,9 @@ def standard_table(name: str, overrides: Overrides | None = None) -> Table:
               help=f"Show only this standard (repeatable). One of: {', '.join(STANDARDS)}.")
 @click.option("--tolerances", "tolerances", type=click.Path(dir_okay=False, path_type=Path),
               help="TOML file of per-dtype / per-product overrides to apply.")
+@click_option(OP)
 @handle_errors
-def tolerances(names: tuple[str, ...], tolerances: Path | None) -> None:
+def tolerances(names: tuple[str, ...], tolerances: Path | None, op: str) -> None:
     """Print the tolerance standards: the rule and the numbers per dtype.
 
     The default standard, aclcheck, budgets every element from the golden's own error
@@ -108,9 +111,10 @@ def tolerances(names: tuple[str, ...], tolerances: Path | None) -> None:
         if name not in STANDARDS:
             raise UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}")
     overrides = load_overrides(tolerances) if tolerances is not None else None
+    chosen = operator(op)
     console = stdout_console()
     for name in names or tuple(STANDARDS):
-        console.print(standard_table(name, overrides))
+        console.print(standard_table(name, overrides, chosen))
         console.print()
     if not names:
         console.print(f"Default standard: {DEFAULT_STANDARD}. Overrides: --tolerances FILE "

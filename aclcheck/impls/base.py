@@ -9,6 +9,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -41,6 +42,9 @@ class Implementation:
     #: a forked copy of a parent that imported (but never ran) the adapter works; false
     #: for device runtimes (CUDA, NPU, CANN) that must start in a fresh process
     fork_safe: bool = False
+    #: a framework adapter's devices whose adapter is fork-safe, declared on the class so
+    #: that impls.registry.static_fork_safe knows it before anything is built
+    FORK_SAFE_DEVICES: ClassVar[tuple[str, ...]] = ()
 
     def supports(self, case: Case) -> bool | str:
         """True, or the reason this adapter cannot run the case (reported as SKIP)."""

@@ -70,13 +70,14 @@ def import_mindspore() -> Any:
 class MindSporeImpl(Implementation):
     has_status_codes = False
     models_products = False
+    FORK_SAFE_DEVICES = ("cpu",)
 
     def __init__(self, suffix: str = "") -> None:
         self.device, self.index = parse_device("mindspore", suffix, DEVICES)
         self.name = f"mindspore:{self.device}"
         self.spec = self.name if not self.index else f"{self.name}:{self.index}"
         self.dtypes = DTYPES[self.device]
-        self.fork_safe = self.device == "cpu"
+        self.fork_safe = self.device in self.FORK_SAFE_DEVICES
         self._ms = import_mindspore()
         self.version = str(getattr(self._ms, "__version__", "?"))
         self._select_device()

@@ -60,6 +60,7 @@ def custom_devices(paddle: Any) -> tuple[str, ...]:
 class PaddleImpl(Implementation):
     has_status_codes = False
     models_products = False
+    FORK_SAFE_DEVICES = ("cpu",)
 
     def __init__(self, suffix: str = "") -> None:
         name = (suffix or "cpu").partition(":")[0]
@@ -74,7 +75,7 @@ class PaddleImpl(Implementation):
         self.name = f"paddle:{self.device}"
         self.spec = self.name if not self.index else f"{self.name}:{self.index}"
         self.dtypes = CPU_DTYPES if self.device == "cpu" else DEVICE_DTYPES
-        self.fork_safe = self.device == "cpu"
+        self.fork_safe = self.device in self.FORK_SAFE_DEVICES
         self.version = str(getattr(self._paddle, "__version__", "?"))
         self._place = self._make_place()
         self._functional = importlib.import_module("paddle.nn.functional")

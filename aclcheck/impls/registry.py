@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -30,11 +31,18 @@ def _plugins() -> dict[str, object]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-#: the frameworks whose adapters are built in (a device suffix follows their name)
-_FRAMEWORKS = ("torch", "mindspore", "paddle")
-#: built-in adapters that workers may be forked for (never a device runtime)
-_FORK_SAFE = ("reference", "torch", "torch:cpu", "mindspore", "mindspore:cpu", "paddle",
-              "paddle:cpu")
+#: the frameworks whose adapters are built in (a device suffix follows their name):
+#: module and class, imported when asked (importing one imports no framework)
+_FRAMEWORKS = {
+    "torch": ("aclcheck.impls.torch_impl", "TorchImpl"),
+    "mindspore": ("aclcheck.impls.mindspore_impl", "MindSporeImpl"),
+    "paddle": ("aclcheck.impls.paddle_impl", "PaddleImpl"),
+}
+
+
+def _framework_adapter(framework: str) -> type[Implementation]:
+    module, name = _FRAMEWORKS[framework]
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
 def spec_kind(spec: str) -> str:
@@ -60,7 +68,10 @@ def static_fork_safe(spec: str) -> bool | None:
         return True
     if kind == "plugin":
         return None
-    return spec in _FORK_SAFE
+    framework, _, device = spec.partition(":")
+    if framework in _FRAMEWORKS:  # the adapter class declares it (default device: cpu)
+        return (device or "cpu") in _framework_adapter(framework).FORK_SAFE_DEVICES
+    return spec == "reference"  # aclnn: a device runtime
 
 
 def create(spec: str) -> Implementation:
@@ -78,23 +89,13 @@ def _build(spec: str) -> Implementation:
         from aclcheck.impls.reference import ReferenceImpl
 
         return ReferenceImpl()
-    if spec == "torch" or spec.startswith("torch:"):
-        from aclcheck.impls.torch_impl import TorchImpl
-
-        return TorchImpl(spec.partition(":")[2] or "cpu")
     if spec == "aclnn":
         from aclcheck.impls.aclnn_impl import from_environment
 
         return from_environment()
     framework, _, device = spec.partition(":")
-    if framework == "mindspore":
-        from aclcheck.impls.mindspore_impl import MindSporeImpl
-
-        return MindSporeImpl(device)  # raises ImplementationUnavailable / UnknownImplementation
-    if framework == "paddle":
-        from aclcheck.impls.paddle_impl import PaddleImpl
-
-        return PaddleImpl(device)
+    if framework in _FRAMEWORKS:  # raises ImplementationUnavailable / UnknownImplementation
+        return _framework_adapter(framework)(device or "cpu")
     plugins = _plugins()
     if spec in plugins:
         factory = plugins[spec].load()  # type: ignore[attr-defined]

@@ -48,6 +48,7 @@ def _check_device(torch: Any, device: str) -> None:
 class TorchImpl(Implementation):
     has_status_codes = False
     models_products = False
+    FORK_SAFE_DEVICES = ("cpu",)
     dtypes = ("float16", "float32", "bfloat16")
 
     def __init__(self, device: str = "cpu") -> None:
@@ -55,7 +56,7 @@ class TorchImpl(Implementation):
             raise UnknownImplementation(f"unknown torch device {device!r}; valid: "
                                         f"{', '.join(DEVICES)}")
         self.device = device
-        self.fork_safe = device == "cpu"
+        self.fork_safe = device in self.FORK_SAFE_DEVICES
         self.name = f"torch:{device}"
         self.spec = self.name
         self.description = f"{default_operator().glue.torch_name} on {device}"

@@ -28,7 +28,8 @@ class HintCode(StrEnum):
     LAST_COLUMN = "last-column"
     LAST_ROW_AND_COLUMN = "last-row-and-column"
     OVERLAP_ONLY = "overlap-only"
-    BIASED = "biased"
+    BIASED_ABOVE = "biased-above"  # the side is part of what a failure is (shrink keeps it)
+    BIASED_BELOW = "biased-below"
     TIES_AWAY = "ties-away"
     NOT_RNE = "not-rne"
 
@@ -150,7 +151,8 @@ class Hints:
                 "accumulation?")))
         if mere > 0 and abs(balance) > 0.5 * mere:
             sign = "above" if balance > 0 else "below"
-            out.append(Hint(HintCode.BIASED, (
+            code = HintCode.BIASED_ABOVE if balance > 0 else HintCode.BIASED_BELOW
+            out.append(Hint(code, (
                 f"errors are biased ({sign} the golden on average): wrong divisor or "
                 "rounding mode?")))
         return tuple(out)

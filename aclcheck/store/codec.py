@@ -23,7 +23,13 @@ from aclcheck.errors import AclcheckError, UsageError
 
 FORMAT_GOLDEN = "aclcheck-golden"
 FORMAT_RESULTS = "aclcheck-results"
-SCHEMA_VERSION = 1
+#: Golden files: 2 adds the root attribute `operator` (schema 1 files hold the 2D
+#: adaptive average pooling backward, the only operator that wrote them).
+SCHEMA_VERSION = 2
+#: Results files hold outputs by case id, whatever the operator: their layout is unchanged.
+RESULTS_SCHEMA_VERSION = 1
+#: The operator of a golden file of schema 1.
+SCHEMA1_OPERATOR = "adaptive_avg_pool2d_backward"
 #: Target chunk size: large enough for throughput, small enough to stay in cache.
 CHUNK_BYTES = 1 << 20
 GZIP_LEVEL = 1

@@ -15,7 +15,16 @@ import h5py
 import numpy as np
 
 from aclcheck.errors import InputFileError
-from aclcheck.store.codec import CHUNK_BYTES, REQUIRED_ROOT_ATTRS, SCHEMA_VERSION, plain_value
+from aclcheck.ops import OPERATORS
+from aclcheck.store.codec import (
+    CHUNK_BYTES,
+    FORMAT_GOLDEN,
+    REQUIRED_ROOT_ATTRS,
+    RESULTS_SCHEMA_VERSION,
+    SCHEMA1_OPERATOR,
+    SCHEMA_VERSION,
+    plain_value,
+)
 
 #: The filters the writer uses; a dataset with any other filter is refused unread.
 ALLOWED_FILTERS = {h5py.h5z.FILTER_FLETCHER32: "fletcher32", h5py.h5z.FILTER_SHUFFLE: "shuffle",
@@ -120,9 +129,10 @@ def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str) -> None:
     version = meta.get("schema_version")
     if not isinstance(version, int):
         raise InputFileError.at(p, "missing or non-integer 'schema_version' attribute")
-    if version > SCHEMA_VERSION:
+    newest = SCHEMA_VERSION if expected_format == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
+    if version > newest:
         raise InputFileError.at(p, f"schema version {version} is newer than this aclcheck "
-                                f"understands ({SCHEMA_VERSION}); upgrade aclcheck")
+                                f"understands ({newest}); upgrade aclcheck")
     if version < 1:
         raise InputFileError.at(p, f"invalid schema version {version}")
     for key in REQUIRED_ROOT_ATTRS:
@@ -132,6 +142,26 @@ def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str) -> None:
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise InputFileError.at(p, f"root attribute 'case_count' must be a non-negative "
                                 f"integer, got {count!r}")
+    if expected_format == FORMAT_GOLDEN:
+        file_operator(p, meta)
+
+
+def file_operator(p: Path, meta: Mapping[str, Any]) -> str:
+    """The operator whose cases a golden file holds: the root attribute `operator` (schema
+    2 on), the 2D adaptive average pooling backward for schema 1 (the only operator that
+    wrote it); one InputFileError when the file names an operator this aclcheck lacks."""
+    if meta.get("schema_version") == 1:
+        return SCHEMA1_OPERATOR
+    name = meta.get("operator")
+    if name is None:
+        raise InputFileError.at(p, "missing root attribute 'operator' (schema version "
+                                f"{meta.get('schema_version')})")
+    if not isinstance(name, str):
+        raise InputFileError.at(p, f"root attribute 'operator' must be text, got {name!r}")
+    if name not in OPERATORS:
+        raise InputFileError.at(p, f"written for operator {name!r}, which this aclcheck does "
+                                f"not know (known: {', '.join(OPERATORS)}); upgrade aclcheck")
+    return str(name)
 
 
 def read_dataset(p: Path, ds: h5py.Dataset, what: str) -> np.ndarray:

@@ -13,7 +13,7 @@ from aclcheck.cases import Case, CaseData
 from aclcheck.cases.layouts import StridedTensor, layout_geometry
 from aclcheck.dtypes import decode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.ops import default_operator
+from aclcheck.ops import OPERATORS
 from aclcheck.ops.operator import Operator
 from aclcheck.store.codec import (
     FORMAT_GOLDEN,
@@ -25,6 +25,7 @@ from aclcheck.store.h5read import (
     check_layout,
     damage,
     default_read_limit,
+    file_operator,
     member,
     open_h5,
     read_checked,
@@ -99,7 +100,7 @@ class GoldenFile:
         self.read_limit = default_read_limit() if read_limit is None else read_limit
         self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN)
         #: the operator whose cases the file holds
-        self.op: Operator = default_operator()
+        self.op: Operator = OPERATORS[file_operator(self.path, self.meta)]
         self.case_type: type[Case] = self.op.case_type
         try:
             with damage(self.path, "/index"):

@@ -103,7 +103,8 @@ class GoldenWriter:
             with self._out.writing():
                 write_dataset(f, "index", index_array(self._entries, self.case_type), "none",
                               {})
-                write_root_attrs(f, FORMAT_GOLDEN, self.meta, len(self._entries))
+                meta = {**self.meta, "operator": self.case_type.OPERATOR}
+                write_root_attrs(f, FORMAT_GOLDEN, meta, len(self._entries))
             self.file_bytes = self._out.commit()
         except BaseException:
             self._out.abort()

@@ -168,6 +168,10 @@ def merge_golden(inputs: list[str | Path], output: str | Path, *, force: bool = 
     try:
         for p in inputs:
             files.append(open_golden(p))
+        for gf in files[1:]:  # one file holds the cases of one operator
+            if gf.op is not files[0].op:
+                raise UsageError(f"{gf.path} holds {gf.op.name} cases, {files[0].path} "
+                                 f"{files[0].op.name} cases: merge files of one operator")
         shards = [_shard_of(gf) for gf in files]
         if all(k_n is not None for _, k_n in shards):
             order = _interleave_shards(files, shards)
