@@ -80,11 +80,14 @@ class Display:
 @dataclass(frozen=True)
 class Diagnosis:
     """How a run's failures are diagnosed (aclcheck.judging.diagnosis): what a failure
-    signature groups a case by (case, verdict value), and the evidence of one failing
-    case from the implementation's output (what-if models re-judged, per-case findings)."""
+    signature groups a case by (case, verdict value), the evidence of one failing case
+    from the implementation's output (what-if models re-judged, per-case findings), and
+    the window tables a minimal case is printed with."""
 
     facts: Callable[[Case, str], CaseFacts]
     evidence: Callable[[CaseData, np.ndarray], CaseEvidence]
+    #: (axis, window starts, window ends) per window axis: shown beside a printed case
+    windows: Callable[[Case], tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]]
 
 
 class CaseSpace(Protocol):

@@ -61,5 +61,6 @@ OPERATOR = Operator(
         products_note="All three tensors share dtype and format. Null pointer: 161001; other "
                       "invalid calls: 161002 (order: null, rank, N/C, dtype, format). NHWC, "
                       "another out dtype or out H/W: undocumented (reported, not judged)."),
-    diagnosis=Diagnosis(facts=diagnose.facts, evidence=diagnose.evidence),
+    diagnosis=Diagnosis(facts=diagnose.facts, evidence=diagnose.evidence,
+                        windows=diagnose.windows),
 )
