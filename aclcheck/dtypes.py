@@ -258,7 +258,7 @@ def quantum(values: np.ndarray) -> np.ndarray:
 def quantum_exponent(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """log2 of quantum() for an array of a 16-bit format, from its bits (int32; zeros
     and non-finite values give a large sentinel). Integer work on the 2-byte values: the
-    comparison's exactness analysis calls it on every gradOutput block."""
+    comparison's exactness analysis calls it on every input block."""
     mant_bits = fmt.precision - 1
     exp_bits = 15 - mant_bits
     bias = (1 << (exp_bits - 1)) - 1

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "aclcheck"
 ORDER = ("cases", "judging", "ops", "report", "store", "triage", "suite", "impls", "running",
          "cli")
 TOP_LEVEL_ABOVE = {"pytest_plugin": "cli", "__main__": "cli"}  # entry points
-MAX_LINES = 600  # the team's limit ("no module past ~600 lines")
+MAX_LINES = 450  # the layout's target (the team's limit is ~600)
 TENSOR_NAMES = re.compile(r"grad_output|gradOutput|self_shape|grad_shape|grad_dtype|"
                           r"grad_format|in_hw|out_hw|spread_plan|window_bounds")
 

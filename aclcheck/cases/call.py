@@ -14,7 +14,7 @@ from aclcheck.cases.record import Case
 @dataclass(frozen=True)
 class CallInputs:
     """A case's call as the implementation receives it: the input tensors by role (None
-    = null pointer). `call.grad_output`, `call.self`: an input by its role name."""
+    = null pointer). `call.<role name>`: an input by its role name."""
 
     case: Case
     inputs: Mapping[str, StridedTensor | None]

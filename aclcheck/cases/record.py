@@ -1,7 +1,8 @@
 """What a call is, as data: its tensors by role, the record of a case, what the contract
 expects of it, and the data a case carries once materialised.
 
-Generic over operators: an operator declares its roles (gradOutput, self, out) and a
+Generic over operators: an operator declares its roles (for pooling backward: the
+incoming gradient, the forward's input, the output) and a
 record class (a frozen dataclass subclass of `Case` with one flat field per role fact,
 `{key}_shape`, `{key}_dtype`, `{key}_format`); everything here reads a case through its
 roles, so the store, the runner and the reports never name a tensor.
@@ -38,9 +39,9 @@ class TensorDesc:
 class Role:
     """One tensor of an operator's call."""
 
-    name: str  # "grad_output": the key of every by-role mapping, the HDF5 dataset name
-    key: str  # "grad": prefix of the record fields grad_shape, grad_dtype, grad_format
-    api: str  # "gradOutput": the documentation's name, in messages
+    name: str  # the key of every by-role mapping, the HDF5 dataset name
+    key: str  # prefix of the record fields {key}_shape, {key}_dtype, {key}_format
+    api: str  # the documentation's name, in messages
     output: bool = False  # written by the operator (out)
     shape_of: str | None = None  # the role whose shape this one takes by default
 
@@ -96,7 +97,7 @@ class Call:
     def __getitem__(self, role: str) -> TensorDesc | None:
         return self.tensors[role]
 
-    def __getattr__(self, name: str) -> TensorDesc | None:  # call.grad_output, call.out
+    def __getattr__(self, name: str) -> TensorDesc | None:  # call.<role name>
         tensors = self.__dict__.get("tensors")
         if name.startswith("_") or tensors is None or name not in tensors:
             raise AttributeError(name)
@@ -117,7 +118,7 @@ class RecordField:
     required: bool  # no default: the record cannot be made without it
     nullable: bool = False  # None allowed (the default of an optional per-role fact)
     choices: tuple[str, ...] | None = None  # for TEXT and NAMES: the valid values
-    role: str | None = None  # the role key of a per-role field ("grad" for grad_shape)
+    role: str | None = None  # the role key of a per-role field ({key}_shape: key)
 
 
 class Case:
@@ -300,7 +301,7 @@ def join_id(product: str, dtype: str, fmt: str, label: str, shapes: str, distrib
 class CaseData:
     """A materialised case: its input tensors by role as laid out in memory (None: a
     null pointer) and the float64 golden (None where the call must be rejected).
-    `data.grad_output`, `data.self`: an input by its role name."""
+    `data.<role name>`: an input by its role name."""
 
     case: Case
     inputs: Mapping[str, StridedTensor | None]

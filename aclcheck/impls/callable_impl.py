@@ -1,5 +1,5 @@
-"""`--impl module:function`: any Python callable `function(grad_output, self) -> out`
-(the operator's input tensors, in call order).
+"""`--impl module:function`: any Python callable `function(*inputs) -> out` (the
+operator's input tensors, in call order: `aclcheck impls` shows them).
 
 Arguments are numpy arrays of the case dtype (ml_dtypes.bfloat16 for bf16) and the case
 layout: real strided views into read-only storage, never silently made contiguous.
@@ -113,7 +113,7 @@ class CallableImpl(Implementation):
 
 
 def signature() -> str:
-    """The arguments a callable takes: the default operator's inputs ("grad_output, self")."""
+    """The arguments a callable takes: the default operator's inputs, in call order."""
     from aclcheck import ops
 
     return ", ".join(r.name for r in ops.operator(ops.DEFAULT).case_type.inputs())

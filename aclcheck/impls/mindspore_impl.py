@@ -1,10 +1,8 @@
 """`--impl mindspore[:cpu|gpu|ascend]`: the operator's MindSpore call (its glue).
 
-For aclnnAdaptiveAvgPool2dBackward the call is the one MindSpore users make:
-`mindspore.vjp` of the forward `ops.adaptive_avg_pool2d(self, output_size)` (output_size
-= gradOutput's H and W), with gradOutput as the sensitivity, in PyNative mode. Not the
-raw primitive `AdaptiveAvgPool2DGrad`: that one skips the shape checks the public path
-makes (it accepts a gradOutput of the wrong rank and reads out of bounds).
+The call is the one MindSpore users make, in PyNative mode: for a backward operator,
+`mindspore.vjp` of the public forward (each operator's glue says how), not the raw grad
+primitive, which skips the shape checks the public path makes.
 
 Strided views arrive as contiguous copies: MindSpore's `as_strided` is not public API
 (and fails under NumPy 2 in 2.10), so each non-contiguous input gets a note saying so.

@@ -1,11 +1,8 @@
 """`--impl paddle[:cpu|gpu|npu|<custom device>]`: the operator's Paddle call (its glue).
 
-For aclnnAdaptiveAvgPool2dBackward the call is the one Paddle users make: the forward
-`F.adaptive_avg_pool2d(self, output_size)` (output_size = gradOutput's H and W) in
-dynamic mode, then `paddle.grad([out], [self], [gradOutput])`. Paddle's pooling takes
-4-D tensors only, so a call where both tensors are 3-D (NCL) gets a batch dim of 1
-(`unsqueeze(0)`, a view), as a user would add; any other rank goes in unchanged and
-Paddle judges it.
+The call is the one Paddle users make, in dynamic mode: for a backward operator, the
+forward and then `paddle.grad` (each operator's glue says how; any rank it does not
+adapt goes in unchanged and Paddle judges it).
 
 Strided views stay strided: each tensor is a `paddle.as_strided` view of its storage
 (Paddle copies it where a kernel needs contiguous input, as it would for a user's view).

@@ -8,8 +8,8 @@ Its error is bounded per element by
     E         = (c * k + r) * u_acc * m  +  eps_scale * m  +  c * k * eta_acc  +  atol
 
 with g the float64 golden, m the same backward applied to the inputs' magnitudes (for
-2-D pooling |gradOutput|: cancellation never shrinks the budget to zero), k the number of
-terms reaching x, u_acc and eta_acc the
+pooling, the incoming gradient's: cancellation never shrinks the budget to zero), k the
+number of terms reaching x, u_acc and eta_acc the
 unit roundoff and smallest subnormal of the accumulation format, r the roundings a term
 takes on its product's path beyond the accumulation itself, and eps_scale the relative
 error of the window scale 1/(kh*kw) as the path rounds it (docs/contract.md section 6). The

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,11 +14,14 @@ from aclcheck.dtypes import half_ulp
 from aclcheck.judging.exactness import ExactTally
 from aclcheck.judging.findings import Hint
 from aclcheck.judging.pieces import Piece
-from aclcheck.judging.rule import Standard, StandardResult, Tally, same_for_every_dtype
+from aclcheck.judging.rule import (
+    Overrides,
+    Standard,
+    StandardResult,
+    Tally,
+    same_for_every_dtype,
+)
 from aclcheck.options import DEFAULT_STANDARD
-
-if TYPE_CHECKING:
-    from aclcheck.judging.overrides import Overrides
 
 #: c of the default standard, chosen from measurement (docs/tolerances.md): the largest
 #: error of correct FP32-accumulating kernels beyond the output's half ULP, in units of

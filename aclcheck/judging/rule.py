@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -21,11 +21,15 @@ from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.findings import Hint
 from aclcheck.judging.pieces import Piece
 
-if TYPE_CHECKING:
-    from aclcheck.judging.overrides import Overrides
-
 ParamValue = float | str
 Params = Mapping[str, ParamValue]
+
+
+class Overrides(Protocol):
+    """Person-written changes of standards' parameters (aclcheck.judging.overrides reads
+    them from TOML): what a standard asks of them."""
+
+    def lookup(self, standard: str, dtype: str, product: str | None = None) -> Params: ...
 
 DTYPES: tuple[str, ...] = COMPUTE_DTYPES  # float16, float32, bfloat16
 

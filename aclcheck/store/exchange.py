@@ -2,8 +2,8 @@
 HDF5, and the harness's out.bin / status.txt files back into the results layout.
 
     DIR/manifest.json                   what every file holds (docs/bin-exchange.md)
-    DIR/<case_id>/<input role>.bin      storage buffers as stored, little-endian (2-D
-                                        pooling: grad_output.bin, self.bin)
+    DIR/<case_id>/<input role>.bin      storage buffers as stored, little-endian (one
+                                        file per input role of the operator)
     DIR/<case_id>/golden.bin            float64, C order, the output's shape
     DIR/<case_id>/out.bin, status.txt   written by the harness, read by `import`
 

@@ -1,7 +1,7 @@
 """The /index table: one row per case with what listing and filtering need, so a golden
 file's cases are listed without opening a case group (docs/store.md). One shape column
-per tensor of the operator's record (`self_shape`, `grad_shape`, `out_shape`: each
-tensor's shape as the call passes it)."""
+per tensor of the operator's record (its `{key}_shape` fields: each tensor's shape as
+the call passes it)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def index_columns(case_type: type[Case]) -> Columns:
 @dataclass(frozen=True)
 class IndexEntry:
     """One /index row: what listing and filtering need, without opening the case group.
-    A shape column reads as an attribute (`entry.self_shape`)."""
+    A shape column reads as an attribute (`entry.<key>_shape`)."""
 
     id: str
     family: str

@@ -3,8 +3,12 @@
 PyTorch: the backward op itself (`F.adaptive_avg_pool2d` is avoided on purpose: it
 routes output (1, 1) through mean()). MindSpore and Paddle: the gradient of the forward
 `adaptive_avg_pool2d(self, output_size)` with gradOutput as the sensitivity, as users
-reach it; output_size is gradOutput's last two dims. Paddle pools 4-D tensors only: a
-call where both tensors are 3-D (NCL) gets a batch dim of 1, as a user would add.
+reach it; output_size is gradOutput's last two dims. MindSpore: `mindspore.vjp` of
+`ops.adaptive_avg_pool2d`, not the raw primitive `AdaptiveAvgPool2DGrad`, which skips the
+public path's shape checks (it accepts a gradOutput of the wrong rank and reads out of
+bounds). Paddle: `paddle.grad([out], [self], [gradOutput])` after the forward; it pools
+4-D tensors only, so a call where both tensors are 3-D (NCL) gets a batch dim of 1
+(`unsqueeze(0)`, a view), as a user would add; any other rank goes in unchanged.
 """
 
 from __future__ import annotations
