@@ -87,6 +87,17 @@ def test_report_and_console_read_top_down(zoo_golden: Path, tmp_path: Path) -> N
     html = page.read_text()
     assert html.index('<h2 id="diagnosis">') < html.index("<h2>By product")
     assert "explained by:" in html and "only-plane-0" in html and 'id="signature"' in html
+    # the page drawn again from the JSON report says the same
+    again = tmp_path / "again.html"
+    json_path = tmp_path / "tests_kernels_zoo.py_rank3_first_plane.json"
+    result = CliRunner().invoke(cli, ["report", str(json_path), "--html", str(again)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    redrawn = again.read_text()
+    def section(page: str) -> str:
+        return page[page.index('<h2 id="diagnosis">'):page.index("<h2>By product")]
+
+    assert section(redrawn) == section(html)
     text = " ".join(out.split())
     assert "aclcheck: tests/kernels_zoo.py:rank3_first_plane: 33 of 84 cases " \
         "nonconforming" in text

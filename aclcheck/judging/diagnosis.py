@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aclcheck.judging.codes import DiagnosisCode, Kind
-from aclcheck.judging.magnitude import ClassSummary, Magnitude
+from aclcheck.judging.magnitude import ClassSummary, Magnitude, MagnitudeClass
 from aclcheck.judging.magnitude import summarize as summarize_magnitudes
 from aclcheck.judging.reproduce import CaseEvidence, ModelResult
 from aclcheck.judging.signature import CaseFacts, GroupRow, Signature, differing, rules, signature
@@ -226,6 +226,27 @@ class RunDiagnosis:
 
     def entries_json(self) -> list[dict[str, Any]]:
         return [e.to_json() for e in self.entries]
+
+    @classmethod
+    def from_report(cls, report: dict[str, Any]) -> RunDiagnosis | None:
+        """What a JSON report says about its failures (None: nothing, or a report of an
+        older aclcheck or one edited past reading: not guessed at)."""
+        summary = report.get("summary") or {}
+        try:
+            magnitude = tuple(
+                ClassSummary(MagnitudeClass(c["class"]), int(c["cases"]), int(c["wrong"]),
+                             int(c["elements"]), float(c["median_ulp"]),
+                             float(c["median_ratio"]))
+                for c in summary.get("magnitude") or [])
+            sig = Signature(**{k: dict(summary.get(k) or {}) for k in (
+                "by_family", "by_layout", "by_rank", "by_product_dtype", "by_axis_kind")})
+            rows = differing(sig)
+            entries = tuple(Entry.from_json(e) for e in report.get("diagnosis") or [])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        if not (magnitude or rows or entries):
+            return None
+        return cls(magnitude, sig, rows, entries)
 
 
 def _classes_json(classes: Iterable[ClassSummary]) -> list[dict[str, Any]]:

@@ -177,7 +177,7 @@ def failure_block(console: Console, v: CaseVerdict) -> None:
 
 
 def headline(verdicts: Sequence[CaseVerdict]) -> str:
-    """`97 of 548 cases nonconforming` / `all 428 judged cases conform`."""
+    """`97 of 548 cases nonconforming` / `no nonconforming case (428 of 548 judged)`."""
     failing = sum(v.failing for v in verdicts)
     if failing:
         return f"{failing} of {len(verdicts)} cases nonconforming"

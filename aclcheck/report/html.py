@@ -17,8 +17,8 @@ from typing import Any
 import jinja2
 
 from aclcheck import __version__
-from aclcheck.judging.magnitude import ClassSummary, MagnitudeClass
-from aclcheck.judging.signature import Signature, compact, differing
+from aclcheck.judging.diagnosis import RunDiagnosis
+from aclcheck.judging.signature import compact
 from aclcheck.judging.verdicts import (
     FAILING,
     SUMMARY_KEYS,
@@ -222,29 +222,13 @@ class DiagnosisView:
 
 
 def diagnosis_view(report: dict[str, Any]) -> DiagnosisView | None:
-    """What the report says about its failures (None: nothing, or a report of an older
-    aclcheck; a damaged entry is left out rather than guessed at)."""
-    summary = report.get("summary") or {}
-    entries: list[tuple[str, str]] = []
-    for e in report.get("diagnosis") or []:
-        if isinstance(e, dict) and isinstance(e.get("code"), str) \
-                and isinstance(e.get("message"), str):
-            entries.append((e["code"], e["message"]))
-    size = ""
-    try:
-        size = "; ".join(ClassSummary(MagnitudeClass(c["class"]), int(c["cases"]),
-                                      int(c["wrong"]), int(c["elements"]),
-                                      float(c["median_ulp"]), float(c["median_ratio"])).text()
-                         for c in summary.get("magnitude") or [])
-        sig = Signature(**{k: summary.get(k) or {} for k in (
-            "by_family", "by_layout", "by_rank", "by_product_dtype", "by_axis_kind")})
-        rows = differing(sig)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        rows = ()
-    signature = compact(rows)
-    if not (size or entries or signature):
+    """What the report says about its failures (judging.diagnosis.RunDiagnosis)."""
+    diagnosis = RunDiagnosis.from_report(report)
+    if diagnosis is None:
         return None
-    return DiagnosisView(size, tuple(entries), signature)
+    return DiagnosisView(diagnosis.headline or "",
+                         tuple((e.code.value, e.message()) for e in diagnosis.entries),
+                         compact(diagnosis.differing))
 
 
 def write(path: str | Path, report: dict[str, Any], verdicts: Sequence[CaseVerdict],
