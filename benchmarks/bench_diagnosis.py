@@ -11,6 +11,7 @@ kernel; a control is right when nothing is diagnosed).
     python benchmarks/bench_diagnosis.py                    # every kernel, ~3 min
     python benchmarks/bench_diagnosis.py --kernel end_floor --kernel ties_away
     python benchmarks/bench_diagnosis.py --suite suite.h5 --markdown
+    python benchmarks/bench_diagnosis.py --suite suite.h5 --cost end_floor   # its price
 
 Run from the repository root with the package installed (`pip install -e .`).
 """
@@ -119,6 +120,33 @@ def render(rows: list[Row], markdown: bool, width: int = 90) -> str:
     return "\n".join(lines)
 
 
+def cost(suite: Path, name: str, rounds: int = 3) -> tuple[float, float]:
+    """Median seconds of `verify --no-isolate` (in this process) of one zoo kernel with
+    the operator's diagnosis and without it (its hooks removed), side by side."""
+    import dataclasses
+    import statistics
+
+    from click.testing import CliRunner
+
+    from aclcheck import ops
+    from aclcheck.cli import cli
+
+    op = ops.OPERATORS[ops.DEFAULT]
+    bare = dataclasses.replace(op, diagnosis=None)
+    args = ["verify", str(suite), "--impl", f"{ROOT / ZOO_FILE}:{name}", "--no-isolate"]
+    times: dict[bool, list[float]] = {True: [], False: []}
+    try:
+        for _ in range(rounds):
+            for diagnosed in (True, False):
+                ops.OPERATORS[op.name] = op if diagnosed else bare
+                start = time.perf_counter()
+                CliRunner().invoke(cli, args)
+                times[diagnosed].append(time.perf_counter() - start)
+    finally:
+        ops.OPERATORS[op.name] = op
+    return statistics.median(times[True]), statistics.median(times[False])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", type=Path, help="golden file (default: generate the "
@@ -127,7 +155,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="zoo kernel to run (repeatable; default: all and the controls)")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     parser.add_argument("--keep", type=Path, help="folder to keep the JSON reports in")
+    parser.add_argument("--cost", metavar="KERNEL", help="instead: the time verify takes "
+                        "on KERNEL with and without the diagnosis, side by side")
     args = parser.parse_args(argv)
+    if args.cost:
+        with tempfile.TemporaryDirectory() as tmp:
+            suite = args.suite.resolve() if args.suite else make_suite(Path(tmp))
+            with_d, without = cost(suite, args.cost)
+        print(f"verify {args.cost}: {with_d:.2f} s with the diagnosis, {without:.2f} s "
+              f"without (ratio {with_d / without:.2f}; medians of 3, in-process)")
+        return 0
     by_name = {e.name: e for e in ZOO}
     names = args.kernel or [*by_name, *CONTROLS]
     unknown = [n for n in names if n not in by_name and n not in CONTROLS]

@@ -15,6 +15,7 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.dtypes import FLOAT_FORMATS, float_format, plane_quanta
+from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.clues import findings
 from aclcheck.judging.exactness import proven_mask
 from aclcheck.judging.pieces import load
@@ -84,40 +85,61 @@ def scene(data: CaseData) -> bugs.Scene | None:
     return bugs.Scene(grad, in_hw, case.dtype, np.asarray(golden, dtype=np.float64), plans)
 
 
-def _interval(sc: bugs.Scene, what: WhatIf, product: str) -> tuple[np.ndarray, np.ndarray]:
-    """(E, proven) of a model on a case: the error bound its kernel's sums may add (the
-    bug's own terms and magnitudes) and the elements the exactness proof computes exactly."""
-    grad = np.asarray(sc.grad)
-    out_hw = (int(grad.shape[-2]), int(grad.shape[-1]))
-    model = budget_model(product, sc.dtype, out_hw, sc.in_hw, c=MODEL_C,
-                         accumulate=what.accumulate)
-    k = (what.terms if what.terms is not None else model.k()).astype(np.float64)
-    m = what.magnitudes if what.magnitudes is not None else sc.magnitudes
-    path = model.path
-    u, eta = path.accumulate.unit_roundoff, path.accumulate.smallest_subnormal
-    extra = ((model.c * k + path.extra_roundings) * u + path.scale_error) * m \
-        + model.c * k * eta + model.atol
-    proven = np.zeros(sc.golden.shape, dtype=bool)
-    numbers = numeric_model(product, sc.dtype, grad.shape, sc.in_hw, what.accumulate)
-    plan = numbers.exact if numbers is not None else None
-    if plan is not None and what.magnitudes is None:
-        m3 = np.asarray(sc.magnitudes).reshape(-1, *sc.in_hw)
-        quanta = plane_quanta(grad, m3.shape[0], sc.fmt)
-        proven = proven_mask(plan, m3, plan.plane_bounds(quanta)).reshape(sc.golden.shape)
-    return np.broadcast_to(extra, sc.golden.shape), proven
+class _Bounds:
+    """The error bounds of the models on one case: the budget model and the proven-exact
+    elements of each accumulation, computed once (every model of a case shares them)."""
+
+    def __init__(self, sc: bugs.Scene, product: str) -> None:
+        self.sc, self.product = sc, product
+        self._paths: dict[str | None, tuple[BudgetModel, np.ndarray]] = {}
+
+    def _path(self, accumulate: str | None) -> tuple[BudgetModel, np.ndarray]:
+        if accumulate not in self._paths:
+            sc = self.sc
+            grad = np.asarray(sc.grad)
+            out_hw = (int(grad.shape[-2]), int(grad.shape[-1]))
+            model = budget_model(self.product, sc.dtype, out_hw, sc.in_hw, c=MODEL_C,
+                                 accumulate=accumulate)
+            proven = np.zeros(sc.golden.shape, dtype=bool)
+            numbers = numeric_model(self.product, sc.dtype, grad.shape, sc.in_hw, accumulate)
+            plan = numbers.exact if numbers is not None else None
+            if plan is not None:
+                m3 = np.asarray(sc.magnitudes).reshape(-1, *sc.in_hw)
+                quanta = plane_quanta(grad, m3.shape[0], sc.fmt)
+                proven = proven_mask(plan, m3, plan.plane_bounds(quanta)).reshape(
+                    sc.golden.shape)
+            self._paths[accumulate] = (model, proven)
+        return self._paths[accumulate]
+
+    def interval(self, what: WhatIf) -> tuple[np.ndarray, np.ndarray | None]:
+        """(E, proven) of a model: the error bound its kernel's sums may add (the bug's
+        own terms and magnitudes) and the elements the exactness proof computes exactly
+        (None: its own magnitudes, no proof)."""
+        sc = self.sc
+        model, proven = self._path(what.accumulate)
+        k = (what.terms if what.terms is not None else model.k()).astype(np.float64)
+        m = what.magnitudes if what.magnitudes is not None else sc.magnitudes
+        path = model.path
+        u, eta = path.accumulate.unit_roundoff, path.accumulate.smallest_subnormal
+        extra = ((model.c * k + path.extra_roundings) * u + path.scale_error) * m \
+            + model.c * k * eta + model.atol
+        return (np.broadcast_to(extra, sc.golden.shape),
+                proven if what.magnitudes is None else None)
+
+    def rejudge(self, what: WhatIf, actual: np.ndarray) -> Reproduction:
+        extra, proven = self.interval(what)
+        return reproduce(what.values, actual, extra, self.sc.fmt, what.rounding, proven,
+                         what.exact)
+
+    def wrong(self, actual: np.ndarray) -> np.ndarray:
+        right = WhatIf(self.sc.golden)
+        extra, proven = self.interval(right)
+        return ~inside(right.values, actual, extra, self.sc.fmt, right.rounding, proven)
 
 
 def rejudge(sc: bugs.Scene, what: WhatIf, actual: np.ndarray, product: str) -> Reproduction:
     """One model against one output (judging.reproduce on the product's error bound)."""
-    extra, proven = _interval(sc, what, product)
-    return reproduce(what.values, actual, extra, sc.fmt, what.rounding, proven, what.exact)
-
-
-def wrong_elements(sc: bugs.Scene, actual: np.ndarray, product: str) -> np.ndarray:
-    """bool: the elements a correct kernel could not have written."""
-    right = WhatIf(sc.golden)
-    extra, proven = _interval(sc, right, product)
-    return ~inside(right.values, actual, extra, sc.fmt, right.rounding, proven)
+    return _Bounds(sc, product).rejudge(what, actual)
 
 
 def evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
@@ -134,12 +156,13 @@ def _evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
     if not np.any(sc.golden):  # the golden cancels to zero: nothing to tell bugs apart
         return CaseEvidence(case.id, judged=False)
     actual = load(output)
-    wrong = wrong_elements(sc, actual, case.product)
+    bounds = _Bounds(sc, case.product)
+    wrong = bounds.wrong(actual)
     if not wrong.any():  # the gate failed on something the interval allows
         return CaseEvidence(case.id)
     results = []
     for model, what in bugs.what_ifs(sc):
-        res = rejudge(sc, what, actual, case.product)
+        res = bounds.rejudge(what, actual)
         results.append(ModelResult(model.code, model.summary, res.explained, res.exact,
                                    precision=what.accumulate is not None,
                                    accumulate=case.dtype if what.accumulate == "input"
