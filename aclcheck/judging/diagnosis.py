@@ -236,7 +236,8 @@ class RunDiagnosis:
             magnitude = tuple(
                 ClassSummary(MagnitudeClass(c["class"]), int(c["cases"]), int(c["wrong"]),
                              int(c["elements"]), float(c["median_ulp"]),
-                             float(c["median_ratio"]))
+                             float(c["median_ratio"]), float(c.get("max_ulp", 0.0)),
+                             float(c.get("max_ratio", 0.0)))
                 for c in summary.get("magnitude") or [])
             sig = Signature(**{k: dict(summary.get(k) or {}) for k in (
                 "by_family", "by_layout", "by_rank", "by_product_dtype", "by_axis_kind")})
@@ -252,7 +253,8 @@ class RunDiagnosis:
 def _classes_json(classes: Iterable[ClassSummary]) -> list[dict[str, Any]]:
     return [{"class": s.cls.value, "cases": s.cases, "wrong": s.wrong,
              "elements": s.elements, "median_ulp": s.median_ulp,
-             "median_ratio": s.median_ratio} for s in classes]
+             "median_ratio": s.median_ratio, "max_ulp": s.max_ulp,
+             "max_ratio": s.max_ratio} for s in classes]
 
 
 def magnitude_json(magnitudes: Iterable[Magnitude]) -> list[dict[str, Any]]:

@@ -124,7 +124,8 @@ class Magnitude:
         return self.wrong / self.elements if self.elements else 0.0
 
     def text(self) -> str:
-        """`gross: median 900 ULP (758x budget) on 94 % of elements`."""
+        """`gross: median 900 ULP (758x budget) on 94 % of elements, max 2048 ULP
+        (1730x budget)`."""
         if self.cls is MagnitudeClass.NONE:
             return "no wrong elements"
         share = _percent(self.share)
@@ -132,6 +133,9 @@ class Magnitude:
             return f"special: {self.special} NaN/inf mismatches ({share} of elements)"
         text = (f"{self.cls.value}: median {_number(self.median_ulp)} ULP "
                 f"({_number(self.median_ratio)}x budget) on {share} of elements")
+        if self.max_ulp > self.median_ulp:  # what made the class, when the median does not
+            text += (f", max {_number(self.max_ulp)} ULP "
+                     f"({_number(self.max_ratio)}x budget)")
         if self.special:
             text += f", {self.special} NaN/inf mismatches"
         return text
@@ -300,6 +304,8 @@ class ClassSummary:
     elements: int
     median_ulp: float  # median of the cases' medians, weighted by their wrong elements
     median_ratio: float
+    max_ulp: float = 0.0  # the largest of the cases
+    max_ratio: float = 0.0
 
     def text(self) -> str:
         """`gross: median 900 ULP (758x budget) on 94 % of elements of 97 cases`."""
@@ -307,8 +313,12 @@ class ClassSummary:
         cases = f"{self.cases} case{'s' if self.cases != 1 else ''}"
         if self.cls is MagnitudeClass.SPECIAL:
             return f"special: NaN/inf mismatches on {share} of elements of {cases}"
-        return (f"{self.cls.value}: median {_number(self.median_ulp)} ULP "
+        text = (f"{self.cls.value}: median {_number(self.median_ulp)} ULP "
                 f"({_number(self.median_ratio)}x budget) on {share} of elements of {cases}")
+        if self.max_ulp > self.median_ulp:
+            text += (f", max {_number(self.max_ulp)} ULP "
+                     f"({_number(self.max_ratio)}x budget)")
+        return text
 
 
 def _weighted_median(values: list[float], weights: list[int]) -> float:
@@ -339,7 +349,8 @@ def summarize(magnitudes: Iterable[Magnitude]) -> tuple[ClassSummary, ...]:
         out.append(ClassSummary(
             cls, len(items), sum(m.wrong for m in items), sum(m.elements for m in items),
             _weighted_median([m.median_ulp for m in items], weights),
-            _weighted_median([m.median_ratio for m in items], weights)))
+            _weighted_median([m.median_ratio for m in items], weights),
+            max(m.max_ulp for m in items), max(m.max_ratio for m in items)))
     return tuple(out)
 
 
