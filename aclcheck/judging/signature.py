@@ -45,35 +45,6 @@ def axis_kind(in_size: int, out_size: int) -> AxisKind:
     return AxisKind.DIVISIBLE if in_size % out_size == 0 else AxisKind.NONDIVISIBLE
 
 
-#: Families whose cases are defined by their window shapes: a smaller case of one of
-#: them is named by what its shapes are now (shape_family).
-SHAPE_FAMILIES = frozenset({"divisible", "nondivisible", "upsampling", "global", "identity",
-                            "alignment", "index", "stress"})
-
-
-def shape_family(kinds: Sequence[AxisKind]) -> str:
-    """The shape family a set of window axes belongs to: upsampling or nondivisible if
-    any axis is, global or identity if every axis is, else divisible (empty: empty)."""
-    ks = set(kinds)
-    if AxisKind.EMPTY in ks:
-        return "empty"
-    if AxisKind.UPSAMPLING in ks:
-        return "upsampling"
-    if AxisKind.NONDIVISIBLE in ks:
-        return "nondivisible"
-    if ks == {AxisKind.IDENTITY}:
-        return "identity"
-    if ks == {AxisKind.GLOBAL}:
-        return "global"
-    return "divisible"
-
-
-def relabel(family: str, kinds: Sequence[AxisKind]) -> str:
-    """The family label of a case whose shapes changed (shrink): shape families are
-    named anew, families of values, layouts, ranks or rules keep their label."""
-    return shape_family(kinds) if family in SHAPE_FAMILIES else family
-
-
 #: Verdict values (judging.verdicts.Verdict) as a signature counts them.
 FAILING = frozenset({"FAIL", "WRONG_STATUS", "UNIMPLEMENTED", "NONDETERMINISTIC", "ERROR"})
 PASSING = frozenset({"PASS"})

@@ -88,6 +88,8 @@ class Diagnosis:
     evidence: Callable[[CaseData, np.ndarray], CaseEvidence]
     #: (axis, window starts, window ends) per window axis: shown beside a printed case
     windows: Callable[[Case], tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]]
+    #: the family label of a case named for its shapes now (a shrunk case)
+    family: Callable[[Case], str]
 
 
 class CaseSpace(Protocol):

@@ -26,7 +26,6 @@ from aclcheck.cases import Case
 from aclcheck.judging.codes import DiagnosisCode
 from aclcheck.judging.diagnosis import FINDING_SHARE
 from aclcheck.judging.findings import HintCode
-from aclcheck.judging.signature import relabel
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import MAX_TIME_S
@@ -83,10 +82,7 @@ def relabelled(case: Case) -> Case:
     shrunk into an upsampling one is "upsampling"); families of values, layouts, ranks
     or rules keep their label."""
     hooks = operator_of(case).diagnosis
-    if hooks is None:
-        return case
-    kinds = [kind for _, kind in hooks.facts(case, "").axes]
-    family = relabel(case.family, kinds)
+    family = hooks.family(case) if hooks is not None else case.family
     return case if family == case.family else case.replace(family=family)
 
 

@@ -62,5 +62,5 @@ OPERATOR = Operator(
                       "invalid calls: 161002 (order: null, rank, N/C, dtype, format). NHWC, "
                       "another out dtype or out H/W: undocumented (reported, not judged)."),
     diagnosis=Diagnosis(facts=diagnose.facts, evidence=diagnose.evidence,
-                        windows=diagnose.windows),
+                        windows=diagnose.windows, family=diagnose.family),
 )

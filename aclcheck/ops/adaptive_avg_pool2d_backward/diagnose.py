@@ -11,6 +11,8 @@ written it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from aclcheck.cases import Case, CaseData
@@ -27,7 +29,7 @@ from aclcheck.judging.reproduce import (
     inside,
     reproduce,
 )
-from aclcheck.judging.signature import CaseFacts, axis_kind
+from aclcheck.judging.signature import AxisKind, CaseFacts, axis_kind
 from aclcheck.ops.adaptive.clues import window_findings
 from aclcheck.ops.adaptive.windows import spread_plan, window_bounds
 from aclcheck.ops.adaptive_avg_pool2d_backward import bugs, contract
@@ -69,6 +71,40 @@ def windows(case: Case) -> tuple[tuple[str, tuple[int, ...], tuple[int, ...]], .
             start, end = window_bounds(int(o), int(i))
             out.append((name, tuple(int(x) for x in start), tuple(int(x) for x in end)))
     return tuple(out)
+
+
+#: Families whose cases are defined by their window shapes: a smaller case of one of
+#: them is named by what its shapes are now (shape_family).
+SHAPE_FAMILIES = frozenset({"divisible", "nondivisible", "upsampling", "global", "identity",
+                            "alignment", "index", "stress"})
+
+
+def shape_family(kinds: Sequence[AxisKind]) -> str:
+    """The shape family a set of window axes belongs to: upsampling or nondivisible if
+    any axis is, global or identity if every axis is, else divisible (empty: empty)."""
+    ks = set(kinds)
+    if AxisKind.EMPTY in ks:
+        return "empty"
+    if AxisKind.UPSAMPLING in ks:
+        return "upsampling"
+    if AxisKind.NONDIVISIBLE in ks:
+        return "nondivisible"
+    if ks == {AxisKind.IDENTITY}:
+        return "identity"
+    if ks == {AxisKind.GLOBAL}:
+        return "global"
+    return "divisible"
+
+
+def relabel(family: str, kinds: Sequence[AxisKind]) -> str:
+    """The family label of a case whose shapes changed (shrink): shape families are
+    named anew, families of values, layouts, ranks or rules keep their label."""
+    return shape_family(kinds) if family in SHAPE_FAMILIES else family
+
+
+def family(case: Case) -> str:
+    """The family label of a case named for its shapes now (shrink): see relabel."""
+    return relabel(case.family, [kind for _, kind in facts(case, "").axes])
 
 
 def scene(data: CaseData) -> bugs.Scene | None:
