@@ -4,14 +4,8 @@ Everything is computed in float64 from the raw outputs, chunk by chunk over the 
 dims (and over rows of very large planes), so memory stays at a few chunk-sized
 temporaries plus one plane-block of m (the operator's backward of its inputs' magnitudes,
 from the case's NumericModel) whatever the case size. Special values follow the rules of
-the product's overflow mode for every standard (judging.overflow; docs/contract.md
-section 10). In inf-nan mode NaN and +-inf must match the golden; a finite golden beyond
-the dtype's overflow threshold must come out as inf of its sign (either is fine within the
-budget of the threshold); where the terms' summed magnitude can overflow the accumulator,
-inf or NaN is accepted. In saturation mode planes whose golden holds inf or NaN (their
-inputs did) are not judged, finite inputs never give inf or NaN, and an overflowing
-golden must come out as the largest finite value of its sign. A special value that breaks
-the rule counts as an element with infinite error under every standard.
+the product's overflow mode (judging.overflow; docs/contract.md section 10) for every
+standard; one that breaks them counts as an element with infinite error.
 """
 
 from __future__ import annotations
@@ -29,6 +23,7 @@ from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.evidence import Evidence, EvidenceBuilder
 from aclcheck.judging.exactness import BlockBounds, Prover
 from aclcheck.judging.findings import Hint, Hints, Worst, WorstTally, special_notes
+from aclcheck.judging.magnitude import Magnitude, MagnitudeTally
 from aclcheck.judging.model import ExactPlan, NumericModel
 from aclcheck.judging.overflow import OverflowMode
 from aclcheck.judging.overrides import Overrides
@@ -67,6 +62,8 @@ class Comparison:
     hints: tuple[Hint, ...] = field(default=())
     evidence: Evidence | None = None  # where the errors sit (failing comparisons only)
     index_names: tuple[str, ...] = ()  # names of a worst element's index entries
+    #: how large the wrong elements' errors are (None: nothing compared)
+    magnitude: Magnitude | None = None
 
     @property
     def gating(self) -> StandardResult:
@@ -75,6 +72,8 @@ class Comparison:
     def message(self) -> str:
         """Multi-line human detail: verdicts, worst elements, hints at the likely bug."""
         lines = []
+        if self.magnitude is not None and not self.passed:
+            lines.append(self.magnitude.text())
         for res in self.standards:
             verdict = "PASS" if res.passed else "FAIL"
             lines.append(f"{res.name}: {verdict} - {res.detail}")
@@ -268,6 +267,7 @@ class _Run:
         self.gate = self.tallies[0]
         self.totals = _Totals()
         self.worst = WorstTally()
+        self.magnitude = MagnitudeTally()
         self.lead = tuple(int(s) for s in self.shape[:-2])
         self.hints = Hints(self.model, numbers.plane_axes, self.lead)
         self.evidence = EvidenceBuilder(self.shape, names[0])
@@ -373,6 +373,10 @@ class _Run:
             score = np.where(gate_fail, np.maximum(score, 1.0), score)
         self.worst.offer(score, start, ch.raw_g, ch.raw_a, gate_allowed)
         self.evidence.add(score, gate_fail if failed else None, start)
+        self.magnitude.add_elements(ch.raw_g.size)
+        if gate_fail.any():
+            self.magnitude.add_wrong(ch.raw_g[gate_fail], ch.raw_a[gate_fail],
+                                     budget[gate_fail], self.fmt)
         if failed:
             self.hints.update(gate_fail, start)
 
@@ -397,6 +401,7 @@ class _Run:
             hints=hints,
             evidence=None if results[0].passed else self.evidence.result(),
             index_names=self.numbers.index_names,
+            magnitude=self.magnitude.result(),
         )
 
 

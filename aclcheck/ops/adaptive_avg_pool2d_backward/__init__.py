@@ -7,19 +7,27 @@
     space       its call space for shrink and hunt (the adaptive-pooling space)
     reference   the float64 backward (numpy, and the compiled _spread.c)
     glue        the PyTorch, MindSpore, Paddle and aclnn calls
+    bugs        what-if models: alternative computations a broken kernel may do
+    diagnose    a failing case's evidence (models re-judged) and signature facts
     hardware    the families at the hardware's edges (tiling model: ops/adaptive/tiling)
     coverage    which edges a file's cases reach (`aclcheck inspect --coverage`)
 """
 
 from __future__ import annotations
 
-from aclcheck.ops.adaptive_avg_pool2d_backward import contract, families, numerics, reference
+from aclcheck.ops.adaptive_avg_pool2d_backward import (
+    contract,
+    diagnose,
+    families,
+    numerics,
+    reference,
+)
 from aclcheck.ops.adaptive_avg_pool2d_backward.coverage import case_coverage
 from aclcheck.ops.adaptive_avg_pool2d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.space import SPACE
 from aclcheck.ops.adaptive_avg_pool2d_backward.values import tensor_values
-from aclcheck.ops.operator import Display, Operator
+from aclcheck.ops.operator import Diagnosis, Display, Operator
 
 
 def shapes_text(case: Case) -> str:
@@ -58,4 +66,6 @@ OPERATOR = Operator(
                       "another out dtype or out H/W: undocumented (reported, not judged)."),
     family_notes=families.NOTES,
     coverage=case_coverage,
+    diagnosis=Diagnosis(facts=diagnose.facts, evidence=diagnose.evidence,
+                        windows=diagnose.windows, family=diagnose.family),
 )
