@@ -310,3 +310,39 @@ def test_matches_torch_float64_specials():
     finite = np.isfinite(want)
     err = np.abs(got[finite] - want[finite])
     assert np.all(err <= TORCH_REL * magnitudes(g, (4, 7, 3))[finite])
+
+
+def test_matches_torch_float64_on_every_valid_case_of_the_default_suite():
+    """The issue's acceptance: on every valid call of the default 3D suite (its gradOutput
+    values read as float64), |reference - torch float64| <= 1e-15 * m, special values
+    equal."""
+    torch = pytest.importorskip("torch")
+    from aclcheck.ops.adaptive_avg_pool3d_backward import contract, families
+    from aclcheck.ops.adaptive_avg_pool3d_backward.values import tensor_values
+
+    checked, worst = 0, 0.0
+    for product, rules in contract.PRODUCTS.items():
+        for family in families.DEFAULT_FAMILIES:
+            if family == "invalid":
+                continue
+            for dtype in rules.dtypes:
+                for fmt in contract.FORMATS:
+                    case = families.shape_case(family, product, dtype, fmt, 0, 0)
+                    if case is None or not case.positive:
+                        continue
+                    g = tensor_values(case, "grad_output").astype(np.float64)
+                    dhw = tuple(case.self_shape[-3:])
+                    ts = torch.empty(tuple(case.self_shape), dtype=torch.float64)
+                    want = torch.ops.aten._adaptive_avg_pool3d_backward(
+                        torch.from_numpy(g), ts).numpy()
+                    got = backward(g, dhw)
+                    assert_specials_equal(got, want)
+                    m = backward(g, dhw, absolute=True)
+                    finite = np.isfinite(want) & (m > 0) & np.isfinite(m)
+                    rel = np.abs(got[finite] - want[finite]) / m[finite]
+                    assert np.all(got[np.isfinite(want) & (m == 0)] == 0), case.id
+                    worst = max(worst, float(rel.max(initial=0.0)))
+                    checked += 1
+    assert checked > 150
+    assert worst <= TORCH_REL, worst
+    print(f"{checked} valid cases, max |reference - torch| / m = {worst:.3g}")

@@ -117,6 +117,13 @@ def _block(g: np.ndarray, out: np.ndarray, p: Plans, volumes: np.ndarray, absolu
     if min(pl.depth for pl in p) == 0:
         target.fill(0.0)
         return
+    if all(pl.uniform for pl in p):
+        # windows tile every axis: each element takes exactly one term, one broadcast copy
+        ks = [pl.in_size // pl.out_size for pl in p]
+        tiles = target.reshape(rows, p[0].out_size, ks[0], p[1].out_size, ks[1],
+                               p[2].out_size, ks[2])
+        tiles[...] = block[:, :, None, :, None, :, None]
+        return
     mid = _spread_axis(block, p[2], 3, None, ws, "w")
     mid = _spread_axis(mid, p[1], 2, None, ws, "h")
     _spread_axis(mid, p[0], 1, target, ws, "d")
