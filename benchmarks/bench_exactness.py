@@ -22,9 +22,9 @@ from bench_compare import exactness_off  # the same switch (run as a script from
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.generate import generate
 from aclcheck.store import run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.generate import generate
+from aclcheck.suite.selection import Selection, build_suite
 
 
 def main() -> None:

@@ -3,17 +3,51 @@
 Golden files: one session-scoped fixture per shared kind, each generated once per session (and
 per xdist worker) under tmp_path_factory; a module names the kind it needs (often through
 a one-line `golden` alias). Tests that damage a golden file copy it first. Test modules
-never import this file; plain helpers live in tests/tests_support.py (`tests.tests_support`).
+never import this file; they reach the helpers through fixtures too (`cli_run`,
+`reference_rows`, `write_golden`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from aclcheck.suite import Selection
-from tests.tests_support import write_golden
+from aclcheck.cli import cli
+from aclcheck.impls.base import CallInputs
+from aclcheck.impls.reference import ReferenceImpl
+from aclcheck.store import GoldenFile, ResultRow, run_meta
+from aclcheck.suite.generate import generate
+from aclcheck.suite.selection import Selection, build_suite
+
+
+def write_golden(folder: Path, selection: Selection, suite: str) -> Path:
+    """A golden file `folder`/suite.h5 of the selection's cases."""
+    path = folder / "suite.h5"
+    generate(path, build_suite(selection), run_meta("test", suite))
+    return path
+
+
+def _reference_rows(gf: GoldenFile, product: str) -> list[ResultRow]:
+    """What a perfect implementation would store for every case of one product."""
+    impl = ReferenceImpl()
+    rows = []
+    for entry in gf.index:
+        if entry.product != product:
+            continue
+        case = gf.case(entry.id)
+        outcome = impl.run(CallInputs(case, gf.data(entry.id).inputs))
+        status = outcome.status if outcome.status is not None else 0
+        rows.append(ResultRow(entry.id, status, outcome.output, outcome.time_s))
+    return rows
+
+
+def _cli_run(*args: str) -> tuple[int, str]:
+    """Run the aclcheck CLI in-process: (exit code, output); exceptions propagate."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
 
 
 def _make(factory: pytest.TempPathFactory, suite: str, selection: Selection) -> Path:
@@ -109,3 +143,24 @@ def rounding_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _make(tmp_path_factory, "rounding",
                  Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
                            families=("rounding", "index", "divisible")))
+
+
+# -- helpers, as fixtures ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cli_run() -> Callable[..., tuple[int, str]]:
+    """Run the aclcheck CLI in-process: cli_run(*args) -> (exit code, output)."""
+    return _cli_run
+
+
+@pytest.fixture(scope="session")
+def reference_rows() -> Callable[[GoldenFile, str], list[ResultRow]]:
+    """What a perfect implementation would store for every case of one product."""
+    return _reference_rows
+
+
+@pytest.fixture(name="write_golden", scope="session")
+def write_golden_fixture() -> Callable[[Path, Selection, str], Path]:
+    """write_golden(folder, selection, suite) -> folder/suite.h5 of the selection's cases."""
+    return write_golden

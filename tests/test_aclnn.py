@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import contract
+from aclcheck.cases.layouts import layout_geometry
 from aclcheck.cli import cli
 from aclcheck.impls import ImplementationUnavailable, available, create
-from aclcheck.impls.aclnn_abi import ENV_LIB_DIR, find_libraries
-from aclcheck.impls.aclnn_impl import AclnnImpl, configure_environment, product_for_soc
+from aclcheck.impls.aclnn_abi import find_libraries
+from aclcheck.impls.aclnn_impl import AclnnImpl, product_for_soc
+from aclcheck.impls.aclnn_options import ENV_LIB_DIR, configure_environment
 from aclcheck.impls.base import CallInputs
-from aclcheck.layouts import layout_geometry
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 from aclcheck.store import GoldenFile, open_golden
 
 SOURCE = Path(__file__).parent / "aclnn_standin" / "aclnn_standin.c"
@@ -88,8 +89,7 @@ def adapter(standin: Path) -> Iterator[AclnnImpl]:
 
 
 def run_case(impl: AclnnImpl, gf: GoldenFile, case_id: str):
-    grad, self_ = gf.inputs(case_id)
-    return impl.run(CallInputs(gf.case(case_id), grad, self_))
+    return impl.run(CallInputs(gf.case(case_id), gf.data(case_id).inputs))
 
 
 # -- library discovery ---------------------------------------------------------------------

@@ -15,21 +15,23 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from aclcheck import contract
-from aclcheck.cases import (
-    Case,
-    derive_seed,
-    make_id,
-    make_inputs,
-    make_tensors,
-    tensor_values,
-)
+from aclcheck.cases import derive_seed
+from aclcheck.cases.layouts import LAYOUTS
 from aclcheck.dtypes import FLOAT_FORMATS
-from aclcheck.families import ALIGN_SIZES, DEFAULT_FAMILIES, FAMILIES, RULES, SPECIAL_DISTS
-from aclcheck.layouts import LAYOUTS
-from aclcheck.reference import backward
-from aclcheck.sharding import round_robin as shard
-from aclcheck.suite import Selection, build_suite
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
+from aclcheck.ops.adaptive_avg_pool2d_backward.families import (
+    ALIGN_SIZES,
+    DEFAULT_FAMILIES,
+    FAMILIES,
+    RULES,
+    SPECIAL_DISTS,
+)
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case, make_id
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.values import tensor_values
+from aclcheck.ops.materialize import make_inputs, make_tensors
+from aclcheck.suite.selection import Selection, build_suite
+from aclcheck.suite.sharding import round_robin as shard
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,23 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from aclcheck import compare as compare_mod
-from aclcheck.budget import budget, budget_model, product_path, scale_error
-from aclcheck.compare import Context, compare, discriminating
-from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, correctly_rounded, float_format, half_ulp
-from aclcheck.findings import WORST_COUNT
-from aclcheck.reference import backward
-from aclcheck.standards import STANDARDS, parse_overrides
+from aclcheck.dtypes import (
+    BFLOAT16,
+    FLOAT16,
+    FLOAT32,
+    correctly_rounded,
+    float_format,
+    half_ulp,
+    scale_error,
+)
+from aclcheck.judging import compare as compare_mod
+from aclcheck.judging.compare import discriminating
+from aclcheck.judging.findings import WORST_COUNT
+from aclcheck.judging.overrides import parse_overrides
+from aclcheck.judging.standards import STANDARDS
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import budget, budget_model, product_path
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from tests import kernels
 
 NP = {"float16": np.float16, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16}

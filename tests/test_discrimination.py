@@ -27,13 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from aclcheck.budget import resolve_accumulate
-from aclcheck.cases import Case, make_inputs, make_tensors
-from aclcheck.compare import Comparison, Context, compare
 from aclcheck.dtypes import float_format, half_ulp
-from aclcheck.reference import backward, term_counts
-from aclcheck.standards import DEFAULT_C, PUBLISHED, STANDARDS
-from aclcheck.suite import Selection, build_suite
+from aclcheck.judging.compare import Comparison
+from aclcheck.judging.default_standard import DEFAULT_C
+from aclcheck.judging.standards import PUBLISHED, STANDARDS
+from aclcheck.ops.adaptive.windows import term_counts
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import resolve_accumulate
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.materialize import make_inputs, make_tensors
+from aclcheck.suite.selection import Selection, build_suite
 from tests import kernels
 
 ALL = tuple(STANDARDS)

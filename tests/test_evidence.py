@@ -9,12 +9,19 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from aclcheck import evidence
-from aclcheck.cases import Case, make_tensors
-from aclcheck.compare import Context, compare
-from aclcheck.evidence import HIST_LOG2_EDGES, JSON_INF, MAP_CELLS, Evidence, EvidenceBuilder
+from aclcheck.judging import evidence
+from aclcheck.judging.evidence import (
+    HIST_LOG2_EDGES,
+    JSON_INF,
+    MAP_CELLS,
+    Evidence,
+    EvidenceBuilder,
+)
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.report.errormap import error_map, shrink_map
-from aclcheck.verdicts import CaseVerdict, Verdict
 from tests import kernels
 
 

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck import store
-from aclcheck.baseline import diff_golden
 from aclcheck.cli import cli
+from aclcheck.store.diff import diff_golden
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 ARGS_FILE = GOLDEN / "ci-suite.args"

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.report import html as html_report
-from aclcheck.verdicts import CaseVerdict, Verdict
 
 
 @pytest.fixture(scope="module")

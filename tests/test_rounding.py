@@ -16,16 +16,18 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck.cases import Case, make_tensors
 from aclcheck.cli import cli
 from aclcheck.cli.inspect import list_lines
-from aclcheck.compare import Context, compare
 from aclcheck.dtypes import BFLOAT16, FLOAT16, correctly_rounded, float_format
-from aclcheck.exactness import exact_ties, is_tie
-from aclcheck.reference import backward
-from aclcheck.standards import parse_overrides
+from aclcheck.judging.exactness import is_tie
+from aclcheck.judging.overrides import parse_overrides
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import exact_ties
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import open_golden
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.selection import Selection, build_suite
 
 NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 

@@ -17,10 +17,10 @@ from rich.console import Console
 
 from aclcheck.cli import cli
 from aclcheck.cli.common import LOG_WIDTH, stdout_console
+from aclcheck.judging.verdicts import SUMMARY_KEYS, CaseVerdict, Verdict, summarize
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
 from aclcheck.report.safe_text import printable
-from aclcheck.verdicts import SUMMARY_KEYS, CaseVerdict, Verdict, summarize
 
 
 @pytest.fixture

@@ -27,6 +27,9 @@ class Lazy(NamedTuple):
 
 
 COMMANDS: dict[str, Lazy] = {
+    "ops": Lazy("aclcheck.cli.ops:ops", "List the operators aclcheck checks: name and "
+                "aliases (for --op), aclnn API, tensors, ranks, formats and default case "
+                "families."),
     "products": Lazy("aclcheck.cli.products:products", "Print what each product supports "
                      "(dtypes, formats, ranks, accumulation)."),
     "tolerances": Lazy("aclcheck.cli.tolerances:tolerances", "Print the tolerance "

@@ -6,8 +6,6 @@ import sys
 
 import click
 
-from aclcheck.baseline import diff as baseline_diff
-from aclcheck.baseline import diff_golden, run_mismatch
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.errors import (
     EXIT_CODES_HELP,
@@ -16,16 +14,19 @@ from aclcheck.errors import (
     InputFileError,
     UsageError,
 )
-from aclcheck.file_guard import Role, check_apart
-from aclcheck.gate import decide
-from aclcheck.merge import merge_golden, merge_reports
+from aclcheck.judging.gate import decide
+from aclcheck.judging.verdicts import summarize, summary_line
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
 from aclcheck.report.console import gate_lines
+from aclcheck.report.diff import diff as baseline_diff
+from aclcheck.report.diff import run_mismatch
 from aclcheck.report.files import check_writable
 from aclcheck.report.safe_text import printable
 from aclcheck.store import FORMAT_GOLDEN, peek_format
-from aclcheck.verdicts import summarize, summary_line
+from aclcheck.store.diff import diff_golden
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite.merge import merge_golden, merge_reports
 
 
 def is_golden(path: str) -> bool:
@@ -60,8 +61,8 @@ def diff(old: str, new: str, force: bool) -> None:
     if golden_old or golden_new:
         if not (golden_old and golden_new):
             other, kind = (new, old) if golden_old else (old, new)
-            raise InputFileError(f"{other}: not a golden file (to compare with golden file "
-                                 f"{kind})")
+            raise InputFileError.at(other, f"not a golden file (to compare with golden file "
+                                    f"{kind})")
         differences = diff_golden(old, new)
         console = stdout_console()
         for line in differences:

@@ -12,18 +12,19 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from aclcheck.baseline import Diff
-from aclcheck.gate import Gate, Kind
-from aclcheck.report.errormap import error_map
-from aclcheck.report.safe_text import data_text, printable
-from aclcheck.verdicts import (
+from aclcheck.judging.gate import Gate, Kind
+from aclcheck.judging.verdicts import (
     FAILING,
     SUMMARY_KEYS,
     CaseVerdict,
     Verdict,
+    divergence_note,
     summarize,
     summary_line,
 )
+from aclcheck.report.diff import Diff
+from aclcheck.report.errormap import error_map
+from aclcheck.report.safe_text import data_text, printable
 
 STYLE: dict[Verdict, str] = {
     Verdict.PASS: "green",
@@ -130,19 +131,17 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
         console.print(data_text(f"... {len(failing) - limit} more nonconforming cases "
                                 f"({where}-v shows every one, --id selects one)"))
     console.print(matrix_table(verdicts))
-    divergences = [(v.case_id, n) for v in verdicts for n in v.notes
-                   if n.startswith("documentation divergence")]
+    divergences = [(v.case_id, v.divergence) for v in verdicts if v.divergence]
     if divergences:
         table = Table(title="documentation divergences (reported, not judged)")
         table.add_column("case", overflow="fold")
         table.add_column("what the implementation did", overflow="fold")
         for cid, note in divergences:
-            table.add_row(data_text(cid),
-                          data_text(note.removeprefix("documentation divergence: ")))
+            table.add_row(data_text(cid), data_text(note))
         console.print(table)
     if verbose:
         path_notes = [(v.case_id, n) for v in verdicts for n in v.notes
-                      if not n.startswith("documentation divergence")]
+                      if v.divergence is None or n != divergence_note(v.divergence)]
         for cid, note in path_notes:
             console.print(data_text(f"{cid}: {note}", "dim"))
     line = summary_line(summarize(verdicts))

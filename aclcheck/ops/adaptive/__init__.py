@@ -1,0 +1,2 @@
+"""What the adaptive-pooling backward operators share: window bounds and the tables that
+map windows onto input positions (windows), and their space of calls (space)."""
