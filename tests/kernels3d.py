@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 import ml_dtypes
 import numpy as np
 
-from aclcheck.contract import window_bounds
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded, ulp
-from aclcheck.exactness import is_tie
+from aclcheck.judging.exactness import is_tie
+from aclcheck.ops.adaptive.windows import window_bounds
 
 Kernel = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Bounds = Callable[[int, int], tuple[np.ndarray, np.ndarray]]

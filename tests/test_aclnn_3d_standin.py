@@ -20,9 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aclcheck import contract as contract2d
-from aclcheck.cases import NUMPY_DTYPES
-from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded, ulp
+from aclcheck.cases.acl import ACL_FORMAT_ENUM, PARAM_NULLPTR
+from aclcheck.dtypes import ACL_DTYPE_ENUM, FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded, ulp
 from aclcheck.impls import aclnn_abi as abi
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract, families
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
@@ -33,7 +32,7 @@ SOURCE = Path(__file__).parent / "aclnn_standin" / "aclnn_standin.c"
 PARTS = {"ACL": "libascendcl.so", "NNOPBASE": "libnnopbase.so", "OPAPI": "libopapi.so"}
 SOCS = {"Ascend910B1": "atlas-a2", "Ascend910_9391": "atlas-a3",
         "Ascend910A": "atlas-training", "Ascend310P3": "atlas-inference"}
-ENUM_FORMATS = {**contract2d.ACL_FORMAT_ENUM, **contract.ACL_FORMAT_ENUM_3D}
+ENUM_FORMATS = ACL_FORMAT_ENUM
 NO_KERNEL = 561103  # the stand-in's answer where the SoC has no non-global kernel
 
 
@@ -108,7 +107,7 @@ class Call:
                data: int | None = None) -> int:
         data = self.buffer(storage) if data is None else data
         handle = self.api.aclCreateTensor(
-            abi.int64_array(shape), len(shape), contract2d.ACL_DTYPE_ENUM[dtype],
+            abi.int64_array(shape), len(shape), ACL_DTYPE_ENUM[dtype],
             abi.int64_array(strides), offset, ENUM_FORMATS[fmt],
             abi.int64_array([storage.size]), 1, data)
         assert handle
@@ -215,7 +214,7 @@ def test_statuses_match_the_contract_on_every_family(lib: abi.Api, soc: str,
         tensors = {n: None if n in case.null else case.tensor_desc(n)
                    for n in ("grad_output", "self", "out")}
         if None in tensors.values():
-            impl_status: int | None = contract2d.PARAM_NULLPTR
+            impl_status: int | None = PARAM_NULLPTR
         else:
             impl_status = contract.implementation(product, tensors["grad_output"],
                                                   tensors["self"], tensors["out"]).status

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from aclcheck.contract import PARAM_INVALID, PARAM_NULLPTR, SUCCESS, UNSPECIFIED, TensorDesc
+from aclcheck.cases import Check, TensorDesc
+from aclcheck.cases.acl import PARAM_INVALID, PARAM_NULLPTR, SUCCESS, UNSPECIFIED
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 
@@ -73,7 +74,7 @@ def test_each_rule_rejects_with_161002(kw, rule, text):
     exp = expect(**kw)
     assert (exp.status, exp.rule) == (PARAM_INVALID, rule), exp.reason
     assert text in exp.reason
-    assert contract.check_of(exp) == contract.RULE_CHECKS[rule]
+    assert exp.check == contract.RULE_CHECKS[rule]
 
 
 def test_the_implementations_check_order_decides_the_rule():
@@ -90,7 +91,7 @@ def test_the_implementations_check_order_decides_the_rule():
     assert exp.rule == "4-format"
     exp = expect("atlas-training")
     assert (exp.status, exp.rule) == (PARAM_INVALID, "5-global-only")
-    assert contract.check_of(exp) == "product"
+    assert exp.check == Check.PRODUCT
 
 
 def test_dtype_lists_depend_on_the_output_size():
@@ -146,19 +147,8 @@ def test_case_records_use_this_contract():
     empty = case.replace(self_shape=(0, 3, 4, 6, 5))
     assert empty.expected_status == PARAM_INVALID
     assert case.replace(null=("out",)).expected_status == PARAM_NULLPTR
-    # the call object by role works too
-    assert contract.expected_status(_ByRole(case)).success
-
-
-class _ByRole:
-    """A call object indexed by role (the operator seam's Call)."""
-
-    def __init__(self, case: Case) -> None:
-        self.product = case.product
-        self._case = case
-
-    def __getitem__(self, role: str) -> TensorDesc:
-        return self._case.tensor_desc(role)
+    # the seam's Call of the case
+    assert contract.expected_status(case.call()).success
 
 
 def test_supported_formats_for_rank():

@@ -9,13 +9,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from aclcheck.contract import PARAM_INVALID, PARAM_NULLPTR, SUCCESS, UNSPECIFIED
+from aclcheck.cases.acl import PARAM_INVALID, PARAM_NULLPTR, SUCCESS, UNSPECIFIED
 from aclcheck.dtypes import FLOAT_FORMATS
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract, families
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.reference import backward, plans
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id, shape_tag, tensor_values
-from aclcheck.store.schema import is_safe_id
+from aclcheck.store.codec import is_safe_id
 
 
 def suite(seed: int = 0, count: int = 1, names: tuple[str, ...] = families.DEFAULT_FAMILIES

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import FLOAT16, FLOAT32, correctly_rounded, float_format
-from aclcheck.exactness import is_tie
+from aclcheck.judging.default_standard import DEFAULT_C
+from aclcheck.judging.exactness import is_tie, proven_mask
 from aclcheck.ops.adaptive_avg_pool3d_backward import families, numerics
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
-from aclcheck.ops.adaptive_avg_pool3d_backward.reference import backward, plans
+from aclcheck.ops.adaptive_avg_pool3d_backward.reference import backward
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import tensor_values
-from aclcheck.standards import DEFAULT_C
 from tests import kernels3d
 
 CORRECT = {"window": kernels3d.window_order, "reversed": kernels3d.reversed_order,
@@ -38,17 +38,15 @@ def verdict(case: Case, out: np.ndarray) -> tuple[int, int]:
     allowed = numerics.budget(g, grad, case.product, case.dtype, c=DEFAULT_C)
     with np.errstate(invalid="ignore"):
         over = int(np.count_nonzero(np.abs(a - g)[finite] > allowed[finite]))
-    out_dhw, in_dhw = tuple(grad.shape[-3:]), tuple(g.shape[-3:])
-    p = plans(out_dhw, in_dhw)
-    path = numerics.product_path(case.product, case.dtype, out_dhw, in_dhw, window_plans=p)
-    exact = None if path is None else numerics.exact_axes(path, case.dtype, p)
-    if exact is None:
+    numbers = numerics.numeric_model(case.product, case.dtype, grad.shape, g.shape[-3:])
+    plan = None if numbers is None else numbers.exact
+    if plan is None:
         return over, 0
-    rows = math.prod(grad.shape[:-3])
-    g3 = grad.reshape(rows, *out_dhw)
-    m = backward(g3, in_dhw, absolute=True)
-    proven = numerics.proven_mask(exact, m, numerics.plane_bounds(
-        exact, numerics.plane_quanta(g3, p[0], exact.out))).reshape(g.shape)
+    inputs_ = {"grad_output": grad}
+    h, w = g.shape[-2:]
+    m3 = numbers.numerics.magnitudes(inputs_, ()).reshape(-1, h, w)
+    bounds = plan.plane_bounds(numbers.numerics.quanta(inputs_, ()))
+    proven = proven_mask(plan, m3, bounds, g.shape[:-2]).reshape(g.shape)
     rne = numerics.rne(g, case.dtype)
     wrong = proven & np.isfinite(g) & (a != rne)
     return over, int(np.count_nonzero(wrong))

@@ -19,27 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from aclcheck.contract import (
-    PARAM_INVALID,
-    PARAM_NULLPTR,
-    SUCCESS,
-    UNSPECIFIED,
-    Expectation,
-    TensorDesc,
-)
+from aclcheck.cases import Call, Check, Expectation, Role, TensorDesc
+from aclcheck.cases.acl import PARAM_INVALID, PARAM_NULLPTR, PRIVATE_FORMATS, SUCCESS, UNSPECIFIED
+from aclcheck.errors import SuiteError
+from aclcheck.ops.operator import ProductRules as BaseRules
 
 OPERATOR = "adaptive_avg_pool3d_backward"
 API = "aclnnAdaptiveAvgPool3dBackward"
 
-#: The three tensors in call order: (role name, record key, the documentation's name).
-TENSORS: tuple[tuple[str, str, str], ...] = (
-    ("grad_output", "grad", "gradOutput"),
-    ("self", "self", "self"),
-    ("out", "out", "out"),
+#: The three tensors in call order, inputs first.
+ROLES: tuple[Role, ...] = (
+    Role("grad_output", "grad", "gradOutput"),
+    Role("self", "self", "self"),
+    Role("out", "out", "out", output=True, shape_of="self"),
 )
-API_NAMES: dict[str, str] = {name: api for name, _, api in TENSORS}
+API_NAMES: dict[str, str] = {r.name: r.api for r in ROLES}
 
 SPATIAL_RANK = 3
 VALID_RANKS: tuple[int, ...] = (4, 5)
@@ -60,32 +55,17 @@ FORMATS: tuple[str, ...] = ("NCDHW", "ND")
 #: checks) though the page does not list them: the vendor's own system test labels 5-D
 #: tensors NCHW; NDHWC changes meaning on Ascend 950.
 UNDOCUMENTED_FORMATS: tuple[str, ...] = ("NCHW", "NDHWC")
-#: Private formats (the implementation rejects a private gradOutput format; equal formats
-#: are required, so a private format anywhere fails).
-PRIVATE_FORMATS: tuple[str, ...] = (
-    "NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "NDC1HWC0", "FRACTAL_Z_3D",
-)
-ALL_FORMATS: tuple[str, ...] = FORMATS + UNDOCUMENTED_FORMATS + PRIVATE_FORMATS
 #: Rank a format implies for this operator; ND takes its meaning from the rank.
 FORMAT_RANK: dict[str, int | None] = {"NCDHW": 5, "ND": None, "NCHW": 5, "NDHWC": 5}
-#: aclFormat enum values this operator adds to the 2D operator's (acl_base.h).
-ACL_FORMAT_ENUM_3D: dict[str, int] = {
-    "NDHWC": 27, "NCDHW": 30, "NDC1HWC0": 32, "FRACTAL_Z_3D": 33,
-}
-
 # -- products --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class ProductRules:
-    """What one product does with this operator (docs/contract-3d.md §3)."""
+class ProductRules(BaseRules):
+    """What one product does with this operator (docs/contract-3d.md §3). `dtypes`: the
+    dtypes valid by both readings (what suites draw); `accumulate`: the windowed kernel's
+    accumulation format (A2/A3: FP32; training and inference run only the global path)."""
 
-    id: str
-    #: dtypes valid on this product by both readings (the global path): what suites draw
-    dtypes: tuple[str, ...]
-    #: accumulation format of the product's windowed kernel ("float32"): the A2/A3 kernel
-    #: accumulates in FP32; training and inference run only the global path (one term)
-    accumulate: str
     #: the implementation's dtype list for a 1x1x1 gradOutput, and for any other size
     impl_global: tuple[str, ...]
     impl_windowed: tuple[str, ...]
@@ -118,11 +98,11 @@ COMPUTE_DTYPES: tuple[str, ...] = ("float16", "float32", "bfloat16")
 
 
 def product(name: str) -> ProductRules:
-    """The ProductRules called `name` (ValueError listing the valid ones otherwise)."""
+    """The ProductRules called `name` (SuiteError listing the valid ones otherwise)."""
     try:
         return PRODUCTS[name]
     except KeyError:
-        raise ValueError(f"unknown product {name!r}; valid: {', '.join(PRODUCTS)}") from None
+        raise SuiteError(f"unknown product {name!r}; valid: {', '.join(PRODUCTS)}") from None
 
 
 def is_global(grad_shape: tuple[int, ...]) -> bool:
@@ -137,19 +117,19 @@ def supported_formats_for_rank(rank: int) -> tuple[str, ...]:
 
 # -- the two readings ----------------------------------------------------------------------
 
-#: Which kind of check a rule is (the generic `Check` of the operator seam).
-RULE_CHECKS: dict[str, str] = {
-    "0-valid": "valid",
-    "1-nullptr": "null",
-    "2-rank": "shape",
-    "2-empty": "shape",
-    "2-out-shape": "shape",
-    "2-leading-dims": "shape",
-    "3-dtype": "dtype",
-    "3-product-dtype": "product-dtype",
-    "4-format": "format",
-    "5-global-only": "product",
-    "unspecified": "unspecified",
+#: Which kind of check a rule is (what generic code branches on).
+RULE_CHECKS: dict[str, Check] = {
+    "0-valid": Check.VALID,
+    "1-nullptr": Check.NULL,
+    "2-rank": Check.SHAPE,
+    "2-empty": Check.SHAPE,
+    "2-out-shape": Check.SHAPE,
+    "2-leading-dims": Check.SHAPE,
+    "3-dtype": Check.DTYPE,
+    "3-product-dtype": Check.PRODUCT_DTYPE,
+    "4-format": Check.FORMAT,
+    "5-global-only": Check.PRODUCT,
+    "unspecified": Check.UNSPECIFIED,
 }
 
 
@@ -265,29 +245,21 @@ def _said(reading: Reading, who: str) -> str:
 def expect(product_id: str, tensors: Mapping[str, TensorDesc | None]) -> Expectation:
     """The status the first phase must return for a call (tensors by role; None: a null
     pointer), with the rule that decides it."""
-    missing = [API_NAMES[name] for name, _, _ in TENSORS if tensors.get(name) is None]
+    missing = [r.api for r in ROLES if tensors.get(r.name) is None]
     if missing:
-        return Expectation(PARAM_NULLPTR, "1-nullptr", f"null pointer: {', '.join(missing)}")
-    grad, self_, out = (tensors[name] for name, _, _ in TENSORS)
+        return Expectation(PARAM_NULLPTR, "1-nullptr", f"null pointer: {', '.join(missing)}",
+                           check=Check.NULL)
+    grad, self_, out = (tensors[r.name] for r in ROLES)
     assert grad is not None and self_ is not None and out is not None
     impl = implementation(product_id, grad, self_, out)
     doc = documentation(product_id, grad, self_, out)
     if impl.status is not None and impl.status == doc.status:
-        return Expectation(impl.status, impl.rule, impl.reason)
+        return Expectation(impl.status, impl.rule, impl.reason, check=RULE_CHECKS[impl.rule])
     return Expectation(UNSPECIFIED, "unspecified",
-                       f"{_said(doc, 'documentation')}; {_said(impl, 'implementation')}")
+                       f"{_said(doc, 'documentation')}; {_said(impl, 'implementation')}",
+                       check=Check.UNSPECIFIED)
 
 
-def expected_status(call: Any) -> Expectation:
-    """expect() for a call object: `call.product` and the tensors by role (`call[role]`,
-    or attributes grad_output / self / out)."""
-    if hasattr(call, "__getitem__"):
-        tensors = {name: call[name] for name, _, _ in TENSORS}
-    else:
-        tensors = {name: getattr(call, name) for name, _, _ in TENSORS}
-    return expect(call.product, tensors)
-
-
-def check_of(expectation: Expectation) -> str:
-    """The kind of check (RULE_CHECKS) that decided an expectation."""
-    return RULE_CHECKS[expectation.rule]
+def expected_status(call: Call) -> Expectation:
+    """expect() for a Call (the product and the tensors by role)."""
+    return expect(call.product, {r.name: call[r.name] for r in ROLES})

@@ -21,28 +21,37 @@ kernel for the others (unspecified): neither has a windowed path to judge.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.budget import ProductPath, scale_error
+from aclcheck.cases import Case
 from aclcheck.dtypes import (
     FLOAT32,
     FLOAT_FORMATS,
     FloatFormat,
+    accumulation_format,
     correctly_rounded,
     float_format,
     half_ulp,
     quantum,
     quantum_exponent,
+    scale_error,
 )
-from aclcheck.exactness import _pow2_rows, is_tie
+from aclcheck.judging.exactness import exact_ties as exact_ties_of
+from aclcheck.judging.model import (
+    Axis,
+    AxisTables,
+    Block,
+    CaseModel,
+    ExactPlan,
+    NumericModel,
+    NumericPath,
+)
+from aclcheck.ops.adaptive.windows import pow2_positions
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
 from aclcheck.ops.adaptive_avg_pool3d_backward.reference import Plans, backward, plans
-
-#: Values --accumulate accepts besides a dtype name.
-ACCUMULATE_CHOICES: tuple[str, ...] = ("float32", "input", "float16", "bfloat16")
 
 GLOBAL = "global-1x1x1"
 DISJOINT = "fp32-disjoint"
@@ -51,18 +60,9 @@ ATOMIC = "fp32-atomic"
 
 def resolve_accumulate(product: str, dtype: str, accumulate: str | None = None) -> FloatFormat:
     """The accumulation format: the product's own (FP32) or an override ("float32",
-    "input" = the dtype itself, or a compute dtype name)."""
+    "input" = the dtype itself, or a compute dtype name or alias)."""
     choice = accumulate if accumulate is not None else contract.product(product).accumulate
-    key = str(choice).strip().lower()
-    if key == "input":
-        return float_format(dtype)
-    aliases = {"fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32",
-               "bf16": "bfloat16"}
-    key = aliases.get(key, key)
-    if key not in FLOAT_FORMATS:
-        raise ValueError(f"unknown accumulation {choice!r}; valid: "
-                         f"{', '.join(ACCUMULATE_CHOICES)}")
-    return float_format(key)
+    return accumulation_format(choice, dtype)
 
 
 def disjoint(out_dhw: Iterable[int], in_dhw: Iterable[int]) -> bool:
@@ -79,7 +79,7 @@ def window_volumes(p: Plans) -> np.ndarray:
 
 def product_path(product: str, dtype: str, out_dhw: tuple[int, int, int],
                  in_dhw: tuple[int, int, int], accumulate: str | None = None,
-                 window_plans: Plans | None = None) -> ProductPath | None:
+                 window_plans: Plans | None = None) -> NumericPath | None:
     """The path `product` takes for a valid call of `dtype` with gradOutput (Do, Ho, Wo) and
     self (D, H, W); None where no path is judged (a non-float dtype, or a non-global call on
     a product without a windowed kernel)."""
@@ -97,7 +97,7 @@ def product_path(product: str, dtype: str, out_dhw: tuple[int, int, int],
         if fmt is not FLOAT32 and n > 1:
             note = (f"within budget only because of the 1x1x1 path (scale 1/(D*H*W) = 1/{n} "
                     f"rounded to {fmt.name}, relative error {eps:.3g})")
-        return ProductPath(
+        return NumericPath(
             GLOBAL,
             f"out = gradOutput x fill(1/(D*H*W)) with the fill rounded to float32, then to "
             f"{fmt.name}; one rounding of the product",
@@ -108,13 +108,13 @@ def product_path(product: str, dtype: str, out_dhw: tuple[int, int, int],
     p = window_plans if window_plans is not None else plans(out_dhw, in_dhw)
     eps = scale_error(window_volumes(p), FLOAT32)
     if disjoint(out_dhw, in_dhw):
-        return ProductPath(
+        return NumericPath(
             DISJOINT,
             f"windows tile the input: one term g * fl32(1/(kd*kh*kw)) per element, one "
             f"round-to-nearest-even to {fmt.name}",
             acc, 1, FLOAT32, eps,
         )
-    return ProductPath(
+    return NumericPath(
         ATOMIC,
         f"terms g * fl32(1/(kd*kh*kw)) added with atomics in {acc.name}, one "
         f"round-to-nearest-even to {fmt.name}",
@@ -123,7 +123,7 @@ def product_path(product: str, dtype: str, out_dhw: tuple[int, int, int],
 
 
 def paths(product: str, dtype: str, accumulate: str | None = None
-          ) -> tuple[ProductPath | None, ProductPath | None]:
+          ) -> tuple[NumericPath | None, NumericPath | None]:
     """(windowed path, global path) of a product and dtype on example shapes (for a
     tolerance table): windowed = 2x2x2 over 3x3x3 (atomic on A2/A3), global = 1x1x1 over
     3x3x3. The windowed one is None where the product has none."""
@@ -159,52 +159,27 @@ def budget(golden: np.ndarray, grad_output: np.ndarray, product: str, dtype: str
     return res
 
 
-# -- exactness: where the output must be the correctly rounded golden --------------------------
+# -- the per-case model judging reads ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ExactAxes:
-    """The case-level part of the proof, separable over D, H, W: the input positions per
-    axis whose covering windows all have a power-of-two size (so every volume reaching
-    an element of ok_d x ok_h x ok_w is a power of two), the largest volume, and whether
-    the path's one rounding of a one-term element is the final one (the global path)."""
-
-    out: FloatFormat
-    acc: FloatFormat
-    ok: tuple[np.ndarray, np.ndarray, np.ndarray]  # bool (D,), (H,), (W,)
-    single_counts: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # counts == 1 per axis
-    max_area: int
-
-    def ok_grid(self) -> np.ndarray:
-        """bool (D, H, W): every window reaching the element has a power-of-two volume."""
-        d, h, w = self.ok
-        return np.multiply.outer(np.multiply.outer(d, h), w)
-
-    def single_grid(self) -> np.ndarray | None:
-        """bool (D, H, W): ok and one term, on the global path (None on other paths)."""
-        if self.single_counts is None:
-            return None
-        d, h, w = self.single_counts
-        return self.ok_grid() & np.multiply.outer(np.multiply.outer(d, h), w)
-
-
-def exact_axes(path: ProductPath, dtype: str, p: Plans) -> ExactAxes | None:
-    """The proof's plan for a case, or None where nothing can be proven exact (FLOAT32
-    output: no wider accumulator is converted to it; or an axis without power-of-two
-    windows; or a scale below the scale format's smallest subnormal)."""
-    fmt = float_format(dtype)
+def exact_plan(path: NumericPath, fmt: FloatFormat, p: Plans, lead: int) -> ExactPlan | None:
+    """Which elements the path computes exactly (aclcheck.judging.exactness), separable
+    over D, H, W; None where nothing can be proven exact (FLOAT32 output: no wider
+    accumulator is converted to it; an axis without power-of-two windows; a scale below
+    the scale format's smallest subnormal). `lead`: the output's N, C axes."""
     if fmt is FLOAT32:
         return None
-    ok = tuple(_pow2_rows(plan) for plan in p)
+    ok = tuple(pow2_positions(plan) for plan in p)
     if not all(v.any() for v in ok):
         return None
     area = math.prod(int(plan.sizes.max()) for plan in p)
     if area <= 0 or 1.0 / area < path.scale_format.smallest_subnormal:
         return None
     single = None
-    if path.name == GLOBAL:
-        single = tuple(plan.counts == 1 for plan in p)
-    return ExactAxes(fmt, path.accumulate, ok, single, area)  # type: ignore[arg-type]
+    if path.name == GLOBAL or path.accumulate is fmt:
+        single = AxisTables((None,) * lead + tuple(o & (plan.counts == 1)
+                                                   for o, plan in zip(ok, p, strict=True)))
+    return ExactPlan(fmt, path.accumulate, AxisTables((None,) * lead + ok), single, area)
 
 
 def plane_quanta(grad: np.ndarray, plan_d: object, fmt: FloatFormat) -> np.ndarray:
@@ -223,48 +198,91 @@ def plane_quanta(grad: np.ndarray, plan_d: object, fmt: FloatFormat) -> np.ndarr
     return padded[:, index].min(axis=1) if index.size else np.full((rows, 0), np.inf)
 
 
-def plane_bounds(exact: ExactAxes, quanta: np.ndarray) -> np.ndarray:
-    """Per output plane: the bound 2**p_acc * q / max_area below which m proves every
-    term and partial sum exact in the accumulator (0 where nothing can be proven)."""
-    q = quanta / exact.max_area
-    bound = np.ldexp(np.minimum(q, exact.acc.max_value), exact.acc.precision)
-    bound = np.minimum(bound, exact.acc.max_value)
-    return np.where(q >= exact.acc.smallest_subnormal, bound, 0.0)
 
 
-def proven_mask(exact: ExactAxes, m: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """bool (rows, D, H, W): elements proven exact, m the sums of magnitudes and bounds
-    (rows, D) the output planes' bounds."""
-    mask = np.less(m, bounds[:, :, None, None])
-    mask &= exact.ok_grid()
-    single = exact.single_grid()
-    if single is not None:
-        mask |= single
-    return mask
+@dataclass(frozen=True)
+class Numerics3D:
+    """The reference on a case's inputs, per block of the output's leading axes (N, C, D):
+    m (the backward of |gradOutput|) and the quanta of the gradOutput planes reaching each
+    output plane (n, c, d)."""
+
+    in_dhw: tuple[int, int, int]
+    fmt: FloatFormat  # the input (= output) format
+    p: Plans
+
+    def _grad(self, inputs: Mapping[str, np.ndarray], block: Block) -> np.ndarray:
+        return np.asarray(inputs["grad_output"][block[:-1]] if block else inputs["grad_output"])
+
+    @staticmethod
+    def _d(block: Block) -> Block:
+        return (slice(None),) * (len(block) - 1) + block[-1:] if block else ()
+
+    def magnitudes(self, inputs: Mapping[str, np.ndarray], block: Block) -> np.ndarray:
+        m = backward(self._grad(inputs, block), self.in_dhw, absolute=True,
+                     window_plans=self.p)
+        return m[self._d(block)]
+
+    def quanta(self, inputs: Mapping[str, np.ndarray], block: Block) -> np.ndarray:
+        g = self._grad(inputs, block)
+        q = plane_quanta(g.reshape(-1, *g.shape[-3:]), self.p[0], self.fmt)
+        q = q.reshape(*g.shape[:-3], q.shape[-1])
+        return np.ascontiguousarray(q[self._d(block)]).reshape(-1)
+
+
+#: the rows and columns of a plane: H and W
+PLANE_AXES = (Axis("h", "row"), Axis("w", "column"))
+
+
+def axis_names(rank: int) -> tuple[str, ...]:
+    """Names of an output's axes (NCDHW or CDHW), () for other ranks."""
+    return {5: ("n", "c", "d", "h", "w"), 4: ("c", "d", "h", "w")}.get(rank, ())
+
+
+def numeric_model(product: str, dtype: str, grad_shape: tuple[int, ...],
+                  in_dhw: tuple[int, int, int], accumulate: str | None = None
+                  ) -> NumericModel | None:
+    """What the comparison needs for an output of this shape (None for a dtype without a
+    float format, or a call no product path computes). From raw shapes, so tests and
+    studies judge arrays directly."""
+    if dtype not in FLOAT_FORMATS or len(grad_shape) < 4:
+        return None
+    out_dhw = (int(grad_shape[-3]), int(grad_shape[-2]), int(grad_shape[-1]))
+    dhw = (int(in_dhw[0]), int(in_dhw[1]), int(in_dhw[2]))
+    p = plans(out_dhw, dhw)
+    path = product_path(product, dtype, out_dhw, dhw, accumulate, p)
+    if path is None:
+        return None
+    fmt = float_format(dtype)
+    lead = len(grad_shape) - 3
+    return NumericModel(product, fmt, path, axis_names(lead + 3), PLANE_AXES,
+                        AxisTables((None,) * lead + tuple(plan.counts for plan in p)),
+                        exact_plan(path, fmt, p, lead), Numerics3D(dhw, fmt, p), p)
+
+
+def model(case: Case, accumulate: str | None = None) -> CaseModel:
+    """The per-case model judging reads (see aclcheck.judging.model)."""
+    exp = case.expectation
+    numbers = None
+    if exp.success:
+        grad = tuple(case.tensor_desc("grad_output").shape)
+        dhw = tuple(case.tensor_desc("self").shape[-3:])
+        numbers = numeric_model(case.product, case.dtype, grad, (dhw[0], dhw[1], dhw[2]),
+                                accumulate)
+    rules = contract.PRODUCTS.get(case.product)
+    return CaseModel(case, exp, rules.dtypes if rules is not None else None,
+                     contract.FORMATS, numbers)
 
 
 def exact_ties(product: str, dtype: str, grad: np.ndarray, golden: np.ndarray,
                accumulate: str | None = None) -> tuple[int, int]:
     """(elements proven exact, of which exact ties of the output dtype) of a valid case on
-    its product's path (whole arrays: for `aclcheck inspect --ties` and the suite docs)."""
-    if dtype not in ("float16", "bfloat16") or golden.size == 0 or np.size(grad) == 0:
+    its product's path, from its gradOutput and golden (whole arrays: small cases)."""
+    g = np.asarray(golden)
+    numbers = numeric_model(product, dtype, np.shape(grad),
+                            (g.shape[-3], g.shape[-2], g.shape[-1]), accumulate)
+    if numbers is None or g.size == 0:
         return 0, 0
-    g = np.asarray(golden, dtype=np.float64)
-    in_dhw = tuple(int(v) for v in g.shape[-3:])
-    grad = np.asarray(grad)
-    out_dhw = tuple(int(v) for v in grad.shape[-3:])
-    p = plans(out_dhw, in_dhw)
-    path = product_path(product, dtype, out_dhw, in_dhw, accumulate, p)  # type: ignore[arg-type]
-    exact = None if path is None else exact_axes(path, dtype, p)
-    if exact is None:
-        return 0, 0
-    rows = math.prod(grad.shape[:-3])
-    g3 = grad.reshape(rows, *out_dhw)
-    m = backward(g3, in_dhw, absolute=True, window_plans=p)  # type: ignore[arg-type]
-    bounds = plane_bounds(exact, plane_quanta(g3, p[0], exact.out))
-    flat = g.reshape(rows, *in_dhw)[proven_mask(exact, m, bounds)]
-    flat = flat[np.isfinite(flat)]
-    return int(flat.size), int(np.count_nonzero(is_tie(flat, exact.out)))
+    return exact_ties_of(numbers, {"grad_output": np.asarray(grad)}, g)
 
 
 def rne(golden: np.ndarray, dtype: str) -> np.ndarray:

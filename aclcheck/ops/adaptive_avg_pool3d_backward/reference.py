@@ -16,11 +16,21 @@ integer window bounds, the windows covering each input position).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
-from aclcheck.chunks import plane_blocks
-from aclcheck.reference import SpreadPlan, _spread_axis, _Workspace, check_out, spread_plan
+from aclcheck.arrays import plane_blocks
+from aclcheck.cases import Case
+from aclcheck.cases.layouts import layout_geometry
+from aclcheck.dtypes import NUMPY_DTYPES
+from aclcheck.ops.adaptive.windows import (
+    SpreadPlan,
+    Workspace,
+    check_out,
+    spread_axis,
+    spread_plan,
+)
 
 #: Elements of float64 per chunk (2 MiB), as for the 2D reference: chunking never changes
 #: a result bit.
@@ -96,7 +106,7 @@ def backward(
     volumes = window_volumes(p)
     (do, ho, wo), (d, h, w) = odhw, dhw
     plane = max(do * ho * wo, do * ho * w, do * h * w, d * h * w, 1)
-    ws = _Workspace()
+    ws = Workspace()
     with np.errstate(invalid="ignore", over="ignore"):
         for idx in plane_blocks(lead, max(1, chunk_elems // plane)):
             _block(g[idx], out[idx], p, volumes, absolute, ws)
@@ -104,7 +114,7 @@ def backward(
 
 
 def _block(g: np.ndarray, out: np.ndarray, p: Plans, volumes: np.ndarray, absolute: bool,
-           ws: _Workspace) -> None:
+           ws: Workspace) -> None:
     """One chunk: float64 terms g / volume (|g| if absolute), spread W, H, D into `out`."""
     block = ws.get("in", g.shape)
     np.copyto(block, g, casting="unsafe")
@@ -124,6 +134,28 @@ def _block(g: np.ndarray, out: np.ndarray, p: Plans, volumes: np.ndarray, absolu
                                p[2].out_size, ks[2])
         tiles[...] = block[:, :, None, :, None, :, None]
         return
-    mid = _spread_axis(block, p[2], 3, None, ws, "w")
-    mid = _spread_axis(mid, p[1], 2, None, ws, "h")
-    _spread_axis(mid, p[0], 1, target, ws, "d")
+    mid = spread_axis(block, p[2], 3, None, ws, "w")
+    mid = spread_axis(mid, p[1], 2, None, ws, "h")
+    spread_axis(mid, p[0], 1, target, ws, "d")
+
+
+def golden(case: Case, inputs: Mapping[str, np.ndarray], out: np.ndarray | None = None
+           ) -> np.ndarray:
+    """The float64 golden of a case from its logical input values (into `out`)."""
+    dhw = tuple(case.tensor_desc("self").shape[-3:])
+    return backward(inputs["grad_output"], (dhw[0], dhw[1], dhw[2]), out=out)
+
+
+def case_bytes(case: Case) -> int:
+    """Memory one case's arrays need while generated: the input storage buffers as laid
+    out, the float64 golden, and a float64 copy of gradOutput for the reference."""
+    total = 0
+    for name in ("grad_output", "self"):
+        if name in case.null:
+            continue
+        desc = case.tensor_desc(name)
+        storage = layout_geometry(tuple(desc.shape), case.layout, 3)[2]
+        total += storage * np.dtype(NUMPY_DTYPES[desc.dtype]).itemsize
+    if case.positive:
+        total += 8 * sum(math.prod(case.tensor_desc(n).shape) for n in ("self", "grad_output"))
+    return total

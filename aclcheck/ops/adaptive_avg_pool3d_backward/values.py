@@ -12,25 +12,19 @@ import math
 
 import numpy as np
 
-from aclcheck.cases import (
-    DISTRIBUTIONS,
-    NUMPY_DTYPES,
-    _random_floats,
-    _special_floats,
-    dtype_tag,
-)
+from aclcheck.cases import Case, join_id
+from aclcheck.cases.layouts import LAYOUT_TAGS
+from aclcheck.cases.values import SPECIAL_DISTS, other_values, random_floats, special_floats
 from aclcheck.dtypes import FLOAT_FORMATS, round_to
-from aclcheck.layouts import LAYOUT_TAGS
-from aclcheck.ops.adaptive_avg_pool3d_backward import contract
-from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
-from aclcheck.ops.adaptive_avg_pool3d_backward.reference import plans, window_volumes
-from aclcheck.ties import tie_grad
+from aclcheck.ops.adaptive.ties import tie_grad
+from aclcheck.ops.adaptive.windows import spread_plan
 
-__all__ = ["DISTRIBUTIONS", "make_id", "shape_tag", "tensor_values"]
-
-#: Product tags in case ids (the hardware products' tags).
-PRODUCT_TAGS: dict[str, str] = {"atlas-training": "train", "atlas-inference": "infer",
-                                "atlas-a2": "a2", "atlas-a3": "a3"}
+#: Value distributions (the 2D operator's): the vendor suites' four random ones, then
+#: exact golden, IEEE special values, overflow edge, ones and rounding ties.
+DISTRIBUTIONS: tuple[str, ...] = (
+    "normal", "uniform", "small", "outliers", "exact-int", "special", "inf-fill",
+    "nan-fill", "subnormal", "near-max", "ones", "ties",
+)
 #: Random-number stream of each input role (independent draws per tensor).
 STREAMS: dict[str, int] = {"grad_output": 1, "self": 2}
 
@@ -47,12 +41,9 @@ def shape_tag(shape: tuple[int, ...]) -> str:
 def make_id(product: str, dtype: str, fmt: str, label: str, self_shape: tuple[int, ...],
             grad_shape: tuple[int, ...], distribution: str, layout: str = "contiguous") -> str:
     """Readable, stable id, e.g. a2-bf16-NCDHW-nondiv0-n2c3d5h7w9-o3x4x5-normal."""
-    tag = PRODUCT_TAGS.get(product, product)
-    out = "x".join(str(d) for d in grad_shape[-contract.SPATIAL_RANK:])
-    parts = [tag, dtype_tag(dtype), fmt, label, shape_tag(self_shape), f"o{out}", distribution]
-    if LAYOUT_TAGS.get(layout):
-        parts.append(LAYOUT_TAGS[layout])
-    return "-".join(parts)
+    out = "x".join(str(d) for d in grad_shape[-3:])
+    return join_id(product, dtype, fmt, label, f"{shape_tag(self_shape)}-o{out}",
+                   distribution, LAYOUT_TAGS.get(layout, ""))
 
 
 def _spatial(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
@@ -63,22 +54,15 @@ def _spatial(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
 
 def _exact_int_grad(rng: np.random.Generator, grad_shape: tuple[int, ...],
                     in_dhw: tuple[int, int, int]) -> np.ndarray:
-    """gradOutput with every term g / (kd*kh*kw) a small integer: the golden is exact."""
-    vol = window_volumes(plans(tuple(grad_shape[-3:]), in_dhw))
-    t = rng.integers(-2, 3, math.prod(grad_shape)).reshape(grad_shape).astype(np.float64)
+    """gradOutput with every term g / (kd*kh*kw) a nonzero small integer: the golden is
+    exact."""
+    sizes = [spread_plan(int(o), int(i)).sizes.astype(np.float64)
+             for o, i in zip(grad_shape[-3:], in_dhw, strict=True)]
+    vol = np.multiply.outer(np.multiply.outer(sizes[0], sizes[1]), sizes[2])
+    # nonzero: a one-element gradOutput must not make an all-zero golden (no signal)
+    n = math.prod(grad_shape)
+    t = (rng.integers(1, 3, n) * rng.choice((-1, 1), n)).reshape(grad_shape).astype(np.float64)
     return t * vol
-
-
-def _other_dtype(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    n = math.prod(shape)
-    if dtype == "float64":
-        return rng.uniform(-5.0, 5.0, n).reshape(shape)
-    if dtype == "bool":
-        return rng.integers(0, 2, n).reshape(shape).astype(np.bool_)
-    np_dtype = NUMPY_DTYPES[dtype]
-    info = np.iinfo(np_dtype)
-    lo, hi = max(info.min, -5), min(info.max, 5)
-    return rng.integers(lo, hi + 1, n).reshape(shape).astype(np_dtype)
 
 
 def tensor_values(case: Case, role: str) -> np.ndarray:
@@ -87,7 +71,7 @@ def tensor_values(case: Case, role: str) -> np.ndarray:
     shape, dtype = tuple(desc.shape), desc.dtype
     rng = np.random.default_rng([case.seed, STREAMS[role]])
     if dtype not in FLOAT_FORMATS:
-        return _other_dtype(rng, shape, dtype)
+        return other_values(rng, shape, dtype)
     fmt = FLOAT_FORMATS[dtype]
     dist = case.distribution if role == "grad_output" else "uniform"
     in_dhw, out_dhw = _spatial(tuple(case.self_shape)), _spatial(shape)
@@ -104,9 +88,9 @@ def tensor_values(case: Case, role: str) -> np.ndarray:
             vals = _exact_int_grad(rng, shape, in_dhw)
         else:
             vals = rng.integers(-2, 3, math.prod(shape)).reshape(shape).astype(np.float64)
-    elif dist in ("special", "inf-fill", "nan-fill", "subnormal", "near-max"):
-        vals = _special_floats(rng, shape, dist, dtype)
+    elif dist in SPECIAL_DISTS:
+        vals = special_floats(rng, shape, dist, dtype)
     else:
-        vals = _random_floats(rng, shape, dist, dtype)
+        vals = random_floats(rng, shape, dist, dtype)
     with np.errstate(over="ignore"):
         return round_to(vals, fmt)
