@@ -123,12 +123,14 @@ def product_path(product: str, dtype: str, out_dhw: tuple[int, int, int],
 
 
 def paths(product: str, dtype: str, accumulate: str | None = None
-          ) -> tuple[NumericPath | None, NumericPath | None]:
+          ) -> tuple[NumericPath | None, NumericPath]:
     """(windowed path, global path) of a product and dtype on example shapes (for a
     tolerance table): windowed = 2x2x2 over 3x3x3 (atomic on A2/A3), global = 1x1x1 over
     3x3x3. The windowed one is None where the product has none."""
-    return (product_path(product, dtype, (2, 2, 2), (3, 3, 3), accumulate),
-            product_path(product, dtype, (1, 1, 1), (3, 3, 3), accumulate))
+    global_ = product_path(product, dtype, (1, 1, 1), (3, 3, 3), accumulate)
+    if global_ is None:
+        raise ValueError(f"no numeric path for dtype {dtype!r}")
+    return product_path(product, dtype, (2, 2, 2), (3, 3, 3), accumulate), global_
 
 
 # -- the error budget, whole arrays ----------------------------------------------------------
