@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from tests.test_aclnn import SOCS, STANDIN_ENV, standin  # noqa: F401  (the fixture)
+from tests.test_aclnn import SOCS, STANDIN_ENV
 
 SELECT = ("--op", "aapool3d-bwd", "--dtype", "float16", "--dtype", "float32",
           "--family", "nondivisible", "--family", "global", "--family", "layout",
@@ -43,7 +43,7 @@ def verify(suite: Path, *args: str, env: dict[str, str] | None = None
 
 
 @pytest.mark.parametrize("soc", list(SOCS))
-def test_the_standin_3d_prototype_passes_on_its_product(suite3d: Path, standin: Path,  # noqa: F811
+def test_the_standin_3d_prototype_passes_on_its_product(suite3d: Path, standin: Path,
                                                         soc: str) -> None:
     code, out, cases = verify(suite3d, "--impl", "aclnn", "--aclnn-lib-dir", str(standin),
                               env={"ACLCHECK_STANDIN_SOC": soc})
@@ -61,7 +61,7 @@ def test_the_standin_3d_prototype_passes_on_its_product(suite3d: Path, standin: 
     ("ignore_strides", "layout", "FAIL"),
     ("accept_nc_mismatch", "invalid", "WRONG_STATUS"),
 ])
-def test_the_standin_bugs_are_caught(suite3d: Path, standin: Path, bug: str,  # noqa: F811
+def test_the_standin_bugs_are_caught(suite3d: Path, standin: Path, bug: str,
                                      family: str, verdict: str) -> None:
     env = {"ACLCHECK_STANDIN_SOC": "Ascend910B1", "ACLCHECK_STANDIN_BUG": bug}
     code, out, cases = verify(suite3d, "--impl", "aclnn", "--aclnn-lib-dir", str(standin),
