@@ -77,8 +77,24 @@ def test_exact_non_tie_must_be_exact() -> None:
     golden, ctx = case([1.0, 2**-10])  # exactly 1 + 2**-10, a float16 value
     assert compare(golden, out(1 + 2**-10), ctx).passed
     res = compare(golden, out(1 + 2**-9), ctx)
-    assert not res.passed and "1 exactly computed elements not their round-to-nearest" \
+    # one ULP from a representable exact value is not a neighbour: no rounding language
+    assert not res.passed and res.gating.detail.startswith("1 of 1 elements over budget")
+    assert "1 exactly computed elements not a neighbour of their exact value" \
         in res.gating.detail
+    assert not any(h.code is not None and h.code.value in ("ties-away", "not-rne")
+                   for h in res.hints)
+    assert res.magnitude is not None and res.magnitude.cls.value == "few-ulp"
+
+
+def test_tie_tally_counts_only_neighbours() -> None:
+    """An output at a tie position that is far from the exact value is not a tie
+    "rounded away" (issue 21: 32 such "ties" were >= 514 ULP off)."""
+    golden, ctx = case([1.0, 2**-11])  # a tie in FP16
+    res = compare(golden, out(1 + 2**-5), ctx)  # larger in magnitude, 32 ULP off
+    assert not res.passed
+    assert "ties rounded away" not in res.gating.detail
+    assert res.gating.detail.startswith("1 of 1 elements over budget")
+    assert res.magnitude is not None and res.magnitude.cls.value == "gross"
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

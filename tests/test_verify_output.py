@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -194,7 +195,9 @@ def test_matrix_columns_are_the_summary_counts() -> None:
 
 
 def test_details_of_every_failure_with_verbose() -> None:
-    verdicts = [_verdict(i, Verdict.FAIL) for i in range(25)]
+    # 25 signature groups (one family each): one detail per group, the first 20 shown
+    verdicts = [replace(_verdict(i, Verdict.FAIL), family=f"family{i:02d}")
+                for i in range(25)]
     short = _record(verdicts)
     assert "detail 019" in short and "detail 020" not in short
     assert "5 more nonconforming cases" in short and "JSON report" not in short

@@ -39,7 +39,9 @@ class Outcome:
     log: what it wrote to stdout and stderr during the call (isolated workers capture it);
     skipped: the adapter declined the case in its worker (`supports()`): a SKIP;
     deterministic_refused: the adapter could not run this call in deterministic mode
-    (its notes say why), so run-to-run differences are reported, not judged.
+    (its notes say why), so run-to-run differences are reported, not judged;
+    unusable: the implementation cannot be called the way the adapter calls it (a
+    callable with the wrong signature): a usage error of the whole run, not a verdict.
     """
 
     status: int | None = None
@@ -51,6 +53,7 @@ class Outcome:
     log: str = ""
     skipped: str | None = None
     deterministic_refused: bool = False
+    unusable: str | None = None
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ COMMANDS: dict[str, Lazy] = {
     "shrink": Lazy("aclcheck.cli.shrink:shrink_cmd", "Find the smallest call that still fails "
                    "like case CASE of GOLDEN: fewer N, C, H, W, Ho, Wo, then simpler values "
                    "(ones, small exact integers), keeping product, dtype, format and layout, "
-                   "the verdict and the hint at the likely bug."),
+                   "the verdict and the diagnosis code that names the bug."),
     "hunt": Lazy("aclcheck.cli.hunt:hunt", "Judge random valid calls (shapes with divisible, "
                  "non-divisible and upsampling windows, every layout and value distribution, "
                  "special values) against the float64 reference, with no golden file, until "

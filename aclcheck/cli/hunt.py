@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import click
@@ -13,6 +14,7 @@ from aclcheck.cli.options import click_option, live_options
 from aclcheck.cli.shrink import (
     describe,
     live_config,
+    minimal_lines,
     progress_printer,
     repro_commands,
     say,
@@ -103,6 +105,7 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
     adapter = opened.impl
     out, err = stdout_console(), stderr_console()
     found = []
+    started = time.monotonic()
     try:
         with LiveJudge(adapter, opts, opened.zygote) as judge:
             result = search(judge, chosen.space, np.random.default_rng(seed), products, dtypes,
@@ -119,10 +122,15 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
                 if err.is_terminal:
                     err.print()
                 say(out, describe(shrunk))
+                for line in minimal_lines(judge, shrunk):
+                    say(out, line)
                 found.append((chosen.space.renamed(shrunk.minimal, f"hunt{len(found)}"), verdict,
                               shrunk))
+            calls = judge.calls
     finally:
         opened.close()
+    say(out, f"aclcheck: hunt made {calls} calls in {time.monotonic() - started:.1f} s "
+             f"({result.tries} random, {calls - result.tries} shrinking and printing)")
     if not result.judged:  # as verify's gate: nothing judged is not a pass
         click.echo(printable(f"aclcheck: gate failed: no call was judged: all "
                              f"{result.tries} random calls were SKIP or MISTRUSTED under "

@@ -10,14 +10,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import numpy as np
 from rich.console import Console
 
 from aclcheck.cases import Case
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import live_options
+from aclcheck.dtypes import FLOAT_FORMATS, float_format
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
 from aclcheck.judging.gate import UNJUDGED
+from aclcheck.judging.pieces import load
 from aclcheck.ops import DEFAULT, operator_of
+from aclcheck.report.casedump import AxisWindows, dump
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
 from aclcheck.running.config import VerifyConfig
@@ -25,7 +29,7 @@ from aclcheck.running.live import LiveJudge, live_setup
 from aclcheck.store import open_golden
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite import casefile as casewriter
-from aclcheck.triage.shrink import ShrinkResult, shrink
+from aclcheck.triage.shrink import ShrinkResult, diagnosis_codes, shrink
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,6 +72,30 @@ def describe(result: ShrinkResult) -> str:
             + (" (time limit reached: maybe not minimal)" if result.timed_out else ""))
 
 
+def minimal_lines(judge: LiveJudge, result: ShrinkResult) -> list[str]:
+    """The minimal case whole: the diagnosis it kept, then its first input, golden,
+    actual and error in ULP and its window tables (report.casedump; values only when
+    small enough to read)."""
+    case, verdict = result.minimal, result.verdict
+    codes = diagnosis_codes(verdict)
+    lines = [f"diagnosis kept: {', '.join(c.value for c in codes)}" if codes else
+             "diagnosis: no model or finding names this failure"]
+    if verdict.magnitude is not None:
+        lines.append(f"size: {verdict.magnitude.text()}")
+    op = operator_of(case)
+    if op.diagnosis is None or case.dtype not in FLOAT_FORMATS:
+        return lines
+    data, outcome = judge.output(case)
+    first = case.inputs()[0]
+    grad = data.values()[first.name]
+    if not isinstance(outcome.output, np.ndarray) or data.golden is None or grad is None:
+        return [*lines, "(not printed: the call returned no array this time)"]
+    tables = [AxisWindows(name, start, end) for name, start, end in op.diagnosis.windows(case)]
+    return lines + dump(grad, data.golden, load(outcome.output), float_format(case.dtype),
+                        tables, op.display.axis_names(data.golden.ndim),
+                        input_name=first.api)
+
+
 def live_config(impl: str, standards: tuple[str, ...], tolerances: str | None,
                 accumulate: str | None, isolate: bool | None, timeout: float) -> VerifyConfig:
     """The verify configuration a live command's verdicts and repro lines come from (the
@@ -90,9 +118,12 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standards: tuple[str, ...],
                max_time: float, results: str | None, append_path: str | None) -> None:
     """Find the smallest call that still fails like case CASE of GOLDEN: fewer N, C, H, W,
     Ho, Wo, then simpler values (ones, small exact integers), keeping product, dtype,
-    format and layout, the verdict and the hint at the likely bug. Prints the minimal
-    case as a case-file entry and the commands that rerun it. Exits 1 when the case
-    fails (the minimal case is printed), 0 when it passes (nothing to shrink).
+    format and layout, the verdict and the diagnosis code that names the bug.
+
+    Without a code, the hints at the likely bug are kept. Prints the minimal case whole
+    (its values, golden, output, error in ULP and window tables when small), as a
+    case-file entry and the commands that rerun it. Exits 1 when the case fails, 0 when
+    it passes (nothing to shrink).
 
     \b
     Examples:
@@ -121,6 +152,7 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standards: tuple[str, ...],
         with LiveJudge(adapter, opts, opened.zygote) as judge:
             result = shrink(case, judge, max_time=max_time,
                             progress=progress_printer(err, "shrinking"))
+            shown = minimal_lines(judge, result) if result.verdict.failing else []
     finally:
         opened.close()
     if err.is_terminal:
@@ -135,6 +167,8 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standards: tuple[str, ...],
         raise SystemExit(EXIT_OK)
     say(out, f"aclcheck: {case_id}: {first.verdict.value} - {first.message}")
     say(out, describe(result))
+    for line in shown:
+        say(out, line)
     minimal = result.minimal
     comment = (f"shrunk from {case_id} ({first.verdict.value} under {adapter.name}): "
                f"{result.verdict.message}")

@@ -85,7 +85,11 @@ def verify(golden: str, **params: Any) -> None:
 
 
 def headline(run: VerifyRun) -> str | None:
-    """The line that opens the console report of a run whose calls were not isolated."""
+    """The line that opens the console report of a self-test (the default --impl) or
+    of a run whose calls were not isolated."""
+    if run.config.impl == "reference" and run.config.results is None:
+        return ("aclcheck: judging aclcheck's own reference (--impl reference, the "
+                "default): a self-test of the tool; name a kernel with --impl")
     if run.isolation != "in-process":
         return None
     config = run.config
@@ -104,7 +108,7 @@ def render(run: VerifyRun) -> int:
     if line:
         out.print(data_text(line, "bold yellow"), soft_wrap=True)
     console_report.render(out, run.verdicts, implementation=run.implementation,
-                          verbose=config.verbose,
+                          verbose=config.verbose, diagnosis=run.diagnosis,
                           json_report=None if "--json" in run.lost else config.json_path)
     if run.changes is not None:
         console_report.render_diff(out, run.changes, config.baseline or "")

@@ -88,11 +88,28 @@ class CallableImpl(Implementation):
         args = [numpy_view(t) for t in call.inputs.values()]
         if not self.takes_out:
             result, seconds, raised = timed_call(lambda: self.fn(*args))
-            return Outcome(output=result, time_s=seconds, raised=raised)
+            return Outcome(output=result, time_s=seconds, raised=raised,
+                           unusable=self._unusable(raised, len(args), False))
         out = sentinel_output(call)
         result, seconds, raised = timed_call(lambda: self.fn(*args, out=out))
         return Outcome(output=out if result is None else result, time_s=seconds,
-                       raised=raised)
+                       raised=raised, unusable=self._unusable(raised, len(args), True))
+
+    def _unusable(self, raised: str | None, n_args: int, out: bool) -> str | None:
+        """Why the function cannot take the call at all (its signature does not bind the
+        inputs), when it raised a TypeError; None when the call itself was fine."""
+        if raised is None or not raised.startswith("TypeError"):
+            return None
+        try:
+            sig = inspect.signature(self.fn)
+        except (TypeError, ValueError):
+            return None
+        try:
+            sig.bind(*range(n_args), **({"out": None} if out else {}))
+        except TypeError as exc:
+            return (f"{self.name} cannot be called as {self.name.rpartition(':')[2]}"
+                    f"({signature()}): its signature is {sig} ({exc})")
+        return None
 
 
 def signature() -> str:

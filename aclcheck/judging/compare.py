@@ -26,6 +26,7 @@ from aclcheck.judging.budget import BudgetModel
 from aclcheck.judging.evidence import Evidence, EvidenceBuilder
 from aclcheck.judging.exactness import BlockBounds, Prover
 from aclcheck.judging.findings import Hint, Hints, Worst, WorstTally, special_notes
+from aclcheck.judging.magnitude import Magnitude, MagnitudeTally
 from aclcheck.judging.model import ExactPlan, NumericModel
 from aclcheck.judging.overrides import Overrides
 from aclcheck.judging.pieces import Piece, SpecialCounts, load, make_piece
@@ -63,6 +64,8 @@ class Comparison:
     hints: tuple[Hint, ...] = field(default=())
     evidence: Evidence | None = None  # where the errors sit (failing comparisons only)
     index_names: tuple[str, ...] = ()  # names of a worst element's index entries
+    #: how large the wrong elements' errors are (None: nothing compared)
+    magnitude: Magnitude | None = None
 
     @property
     def gating(self) -> StandardResult:
@@ -71,6 +74,8 @@ class Comparison:
     def message(self) -> str:
         """Multi-line human detail: verdicts, worst elements, hints at the likely bug."""
         lines = []
+        if self.magnitude is not None and not self.passed:
+            lines.append(self.magnitude.text())
         for res in self.standards:
             verdict = "PASS" if res.passed else "FAIL"
             lines.append(f"{res.name}: {verdict} - {res.detail}")
@@ -260,6 +265,7 @@ class _Run:
         self.gate = self.tallies[0]
         self.totals = _Totals()
         self.worst = WorstTally()
+        self.magnitude = MagnitudeTally()
         self.lead = tuple(int(s) for s in self.shape[:-2])
         self.hints = Hints(self.model, numbers.plane_axes, self.lead)
         self.evidence = EvidenceBuilder(self.shape, names[0])
@@ -351,6 +357,10 @@ class _Run:
             score = np.where(gate_fail, np.maximum(score, 1.0), score)
         self.worst.offer(score, start, ch.raw_g, ch.raw_a, gate_allowed)
         self.evidence.add(score, gate_fail if failed else None, start)
+        self.magnitude.add_elements(ch.raw_g.size)
+        if gate_fail.any():
+            self.magnitude.add_wrong(ch.raw_g[gate_fail], ch.raw_a[gate_fail],
+                                     budget[gate_fail], self.fmt)
         if failed:
             self.hints.update(gate_fail, start)
 
@@ -374,6 +384,7 @@ class _Run:
             hints=hints,
             evidence=None if results[0].passed else self.evidence.result(),
             index_names=self.numbers.index_names,
+            magnitude=self.magnitude.result(),
         )
 
 

@@ -98,8 +98,13 @@ class Aclcheck(Standard):
             notes.append("exact-rounding check off: the tolerance override widens the "
                          f"budget (c={self.model.c:g}, atol={self.model.atol:g})")
         elif tally.exact.failed:
-            detail = f"{tally.exact.message()}; {detail}"
-            hints.append(tally.exact.hint())
+            # rounding language leads only when every wrong element is a rounding error
+            rounding = tally.exact.rounding_only and tally.fails == tally.explained
+            detail = (f"{tally.exact.message()}; {detail}" if rounding
+                      else f"{detail}; {tally.exact.message()}")
+            hint = tally.exact.hint() if rounding else None
+            if hint is not None:
+                hints.append(hint)
         return StandardResult(self.name, tally.fails == 0, tally.ratio(n), detail,
                               tuple(notes), tuple(hints))
 

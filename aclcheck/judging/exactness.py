@@ -34,6 +34,7 @@ import numpy as np
 from aclcheck.dtypes import FloatFormat, correctly_rounded, ulp
 from aclcheck.judging.findings import Hint, HintCode
 from aclcheck.judging.model import AxisTables, ExactPlan, NumericModel
+from aclcheck.judging.roundings import is_neighbour
 
 
 def proven_mask(plan: ExactPlan, m3: np.ndarray, bounds: np.ndarray,
@@ -127,7 +128,10 @@ class ExactTally:
         self.possible = False  # some piece had elements the proof can reach
         self.away = 0  # exact ties rounded away from zero (RNE gives the even neighbour)
         self.toward = 0  # exact ties rounded toward zero, to the odd neighbour
-        self.off = 0  # exactly computed non-tie elements not equal to the RNE value
+        self.off = 0  # exactly computed non-tie elements on the other neighbour
+        #: exactly computed elements not a neighbour of the exact value: not a rounding
+        #: question at all (a tie counts as rounded only when the output is a neighbour)
+        self.far = 0
         self._fmt: FloatFormat | None = None
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []  # (golden, actual)
         self._pending_n = 0
@@ -135,7 +139,7 @@ class ExactTally:
     @property
     def failed(self) -> int:
         self._classify()
-        return self.away + self.toward + self.off
+        return self.away + self.toward + self.off + self.far
 
     def update(self, prover: Prover, g: np.ndarray, a: np.ndarray, suspects: np.ndarray,
                fmt: FloatFormat, fail: np.ndarray) -> int:
@@ -165,12 +169,20 @@ class ExactTally:
         gv = np.concatenate([p[0] for p in self._pending])
         av = np.concatenate([p[1] for p in self._pending])
         self._pending, self._pending_n = [], 0
-        tie = is_tie(gv, self._fmt)
+        near = is_neighbour(av, gv, self._fmt)
+        tie = is_tie(gv, self._fmt) & near
         away = tie & (np.abs(av) > np.abs(gv))
         toward = tie & (np.abs(av) < np.abs(gv))
         self.away += int(np.count_nonzero(away))
         self.toward += int(np.count_nonzero(toward))
-        self.off += int(np.count_nonzero(~away & ~toward))
+        self.off += int(np.count_nonzero(near & ~away & ~toward))
+        self.far += int(np.count_nonzero(~near))
+
+    @property
+    def rounding_only(self) -> bool:
+        """Every failure is a neighbour of its exact value (a rounding question)."""
+        self._classify()
+        return self.far == 0
 
     def message(self) -> str:
         self._classify()
@@ -185,11 +197,18 @@ class ExactTally:
             text += "; RNE gives the even neighbour"
         if self.off:
             text += ("; " if text else "") + (
-                f"{self.off} exactly computed elements not their round-to-nearest-even "
-                "value")
+                f"{self.off} exactly computed elements on the wrong neighbour of their "
+                "exact value")
+        if self.far:
+            text += ("; " if text else "") + (
+                f"{self.far} exactly computed elements not a neighbour of their exact "
+                "value (more than a rounding error)")
         return text
 
-    def hint(self) -> Hint:
+    def hint(self) -> Hint | None:
+        """A rounding hint, only when every failure is a neighbour of its exact value."""
+        if not self.rounding_only:
+            return None
         if self.away and not (self.toward or self.off):
             return Hint(HintCode.TIES_AWAY, (
                 "the final conversion rounds ties away from zero (round-half-away); the "

@@ -131,9 +131,12 @@ def judge_success(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capa
     if not result.passed:
         gate = result.standards[0] if result.standards else None
         headline = gate.detail if gate is not None and gate.detail else "out of tolerance"
+        size = result.magnitude
+        if size is not None:  # the size of the errors leads, then why the gate failed
+            headline = f"{size.text()}; {headline}"
         return _base(case, Verdict.FAIL, headline, detail=result.message(), metrics=metrics,
                      standards=standards, notes=notes, evidence=result.evidence,
-                     hints=result.hints, **common)
+                     hints=result.hints, magnitude=size, **common)
     if not np.any(golden):
         return _base(case, Verdict.MISTRUSTED, "golden is all zeros: the case cannot "
                      "discriminate", metrics=metrics, standards=standards, notes=notes,

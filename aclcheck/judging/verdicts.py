@@ -13,6 +13,8 @@ from typing import Any
 
 from aclcheck.judging.evidence import Evidence
 from aclcheck.judging.findings import Hint
+from aclcheck.judging.magnitude import Magnitude
+from aclcheck.judging.reproduce import CaseEvidence
 
 
 class Verdict(StrEnum):
@@ -77,6 +79,11 @@ class CaseVerdict:
     #: what the documentation does not decide about this call and what the implementation
     #: did (in `notes` too, as divergence_note(divergence))
     divergence: str | None = field(default=None, compare=False)
+    #: how large the errors of a FAIL are (judging.magnitude), in the JSON report
+    magnitude: Magnitude | None = None
+    #: the diagnosis evidence of a FAIL (what-if models re-judged, findings; the run's
+    #: diagnosis ranks it: aclcheck.judging.diagnosis), not in the report per case
+    clues: CaseEvidence | None = field(default=None, compare=False)
 
     @property
     def failing(self) -> bool:
@@ -101,6 +108,9 @@ class CaseVerdict:
             "repro": self.repro,
             "index": self.index,
             **({"evidence": self.evidence.to_json()} if self.evidence is not None else {}),
+            **({"magnitude": self.magnitude.to_json()} if self.magnitude is not None
+               else {}),
+            **({"diagnosis": self.clues.to_json()} if self.clues is not None else {}),
         }
 
     @classmethod
@@ -130,6 +140,7 @@ class CaseVerdict:
             repro=_text(data, "repro"),
             index=_integer(data.get("index", -1), "index", -1, 2**62),
             evidence=Evidence.from_json(data.get("evidence")),
+            magnitude=Magnitude.from_json(data.get("magnitude")),
             **_legacy_signals(_text(data, "detail"), _notes(data.get("notes", []))),
         )
 

@@ -14,9 +14,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from aclcheck.cases.acl import PRODUCTS
-from aclcheck.cases.record import Call, Case, Expectation, Role
+from aclcheck.cases.record import Call, Case, CaseData, Expectation, Role
 from aclcheck.errors import SuiteError
 from aclcheck.judging.model import CaseModel, NumericPath
+from aclcheck.judging.reproduce import CaseEvidence
+from aclcheck.judging.signature import CaseFacts
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,21 @@ class Display:
     products_note: str  # the caption of `aclcheck products`: what the table leaves out
 
 
+@dataclass(frozen=True)
+class Diagnosis:
+    """How a run's failures are diagnosed (aclcheck.judging.diagnosis): what a failure
+    signature groups a case by (case, verdict value), the evidence of one failing case
+    from the implementation's output (what-if models re-judged, per-case findings), and
+    the window tables a minimal case is printed with."""
+
+    facts: Callable[[Case, str], CaseFacts]
+    evidence: Callable[[CaseData, np.ndarray], CaseEvidence]
+    #: (axis, window starts, window ends) per window axis: shown beside a printed case
+    windows: Callable[[Case], tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]]
+    #: the family label of a case named for its shapes now (a shrunk case)
+    family: Callable[[Case], str]
+
+
 class CaseSpace(Protocol):
     """The operator's space of calls, for shrink and hunt (aclcheck.triage)."""
 
@@ -130,6 +147,8 @@ class Operator:
     # -- its glue and how it is shown
     glue: Glue
     display: Display
+    # -- how its failures are diagnosed (None: by magnitude and signature counts only)
+    diagnosis: Diagnosis | None = None
 
     def product(self, name: str) -> ProductRules:
         """The product's rules (SuiteError listing the valid ones otherwise)."""

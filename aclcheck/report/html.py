@@ -17,6 +17,8 @@ from typing import Any
 import jinja2
 
 from aclcheck import __version__
+from aclcheck.judging.diagnosis import RunDiagnosis
+from aclcheck.judging.signature import compact
 from aclcheck.judging.verdicts import (
     FAILING,
     SUMMARY_KEYS,
@@ -203,9 +205,30 @@ def render(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> str:
     title = f"aclcheck: {meta['implementation']} on {Path(golden).name}"
     return env.get_template("report.html.j2").render(
         title=title, meta=meta, counts=counts, bad_keys=BAD_KEYS,
-        warnings=page_warnings(report, verdicts), matrix=_matrix(verdicts), rows=rows,
+        warnings=page_warnings(report, verdicts), diagnosis=diagnosis_view(report),
+        matrix=_matrix(verdicts), rows=rows,
         details=details, legend=legend() if details else "", open_first=OPEN_FIRST,
         verdict_names=[v.value for v in Verdict], hist_px=_hist_px())
+
+
+@dataclass(frozen=True)
+class DiagnosisView:
+    """The page's first section: the size of the errors, what explains them, the
+    groupings whose groups differ (from the report's summary and diagnosis)."""
+
+    size: str
+    entries: tuple[tuple[str, str], ...]  # (code, message)
+    signature: tuple[tuple[str, str, str], ...]  # (grouped by, failing, passing)
+
+
+def diagnosis_view(report: dict[str, Any]) -> DiagnosisView | None:
+    """What the report says about its failures (judging.diagnosis.RunDiagnosis)."""
+    diagnosis = RunDiagnosis.from_report(report)
+    if diagnosis is None:
+        return None
+    return DiagnosisView(diagnosis.headline or "",
+                         tuple((e.code.value, e.message()) for e in diagnosis.entries),
+                         compact(diagnosis.differing))
 
 
 def write(path: str | Path, report: dict[str, Any], verdicts: Sequence[CaseVerdict],

@@ -99,10 +99,10 @@ def _run_fields(data: dict[str, Any]) -> str | None:
             return "'shard' must be K/N"
     if not isinstance(data.get("interrupted", False), bool):
         return "'interrupted' must be true or false"
-    for key in ("standards", "merged_from"):
+    for key in ("standards", "merged_from", "commands"):
         value = data.get(key)
-        if value is not None and (not isinstance(value, list)
-                                  or not all(isinstance(x, str) for x in value)):
+        if value is not None and (not isinstance(value, list) or not all(
+                isinstance(x, str) or (x is None and key == "commands") for x in value)):
             return f"{key!r} must be a list of texts"
     selection = data.get("selection")
     if selection is not None and not isinstance(selection, dict):

@@ -10,9 +10,9 @@ from __future__ import annotations
 from types import TracebackType
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.cases.call import Capabilities
+from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.errors import UsageError
-from aclcheck.impls.base import Implementation
+from aclcheck.impls.base import CallInputs, Implementation
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.running.config import VerifyConfig
@@ -41,6 +41,13 @@ class LiveJudge:
     def __call__(self, case: Case) -> CaseVerdict:
         self.calls += 1
         return run_case(self.executor, load_in_memory(case), self.caps)
+
+    def output(self, case: Case) -> tuple[CaseData, Outcome]:
+        """One more call of a case (what it returned, beside its inputs and golden):
+        to print a minimal case whole."""
+        self.calls += 1
+        data = load_in_memory(case)
+        return data, self.executor.call(CallInputs(case, data.inputs))
 
     def close(self) -> None:
         self.executor.close()

@@ -24,6 +24,7 @@ from aclcheck.judging.default_standard import accumulation
 from aclcheck.judging.expressible import not_expressible
 from aclcheck.judging.judge import JudgeOptions, judge, skipped
 from aclcheck.judging.model import CaseModel
+from aclcheck.judging.reproduce import CaseEvidence
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import TIMEOUT_S
@@ -224,7 +225,10 @@ def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
     """Judge what came back (repeating the call if asked), with notes (the caller adds
     the repro line: aclcheck.running.config.VerifyConfig.repro)."""
     opts = runner.opts
+    if outcome.unusable is not None:  # the same for every case: one usage error
+        raise UsageError(outcome.unusable)
     verdict = judge(prepared.model, prepared.data, outcome, caps, opts.judge)
+    verdict = _with_clues(verdict, prepared.data, outcome)
     if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
         verdict = _judge_repeats(runner, prepared.call, outcome, verdict)
     if runner.deterministic_note:
@@ -233,6 +237,19 @@ def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
         verdict = _replace(verdict, detail="\n".join(filter(None, (
             verdict.detail.rstrip("\n"), "worker output (stdout, stderr):", outcome.log))))
     return verdict
+
+
+def _with_clues(verdict: CaseVerdict, data: CaseData, outcome: Outcome) -> CaseVerdict:
+    """A FAIL with its diagnosis evidence, from the operator's what-if models."""
+    hooks = operator_of(data.case).diagnosis
+    if verdict.verdict is not Verdict.FAIL or hooks is None \
+            or not isinstance(outcome.output, np.ndarray):
+        return verdict
+    try:
+        clues = hooks.evidence(data, outcome.output)
+    except (ValueError, IndexError, MemoryError, FloatingPointError):
+        clues = CaseEvidence(data.case.id, judged=False)  # the verdict stands
+    return _replace(verdict, clues=clues)
 
 
 def run_case(runner: CaseRunner, loaded: CaseData, caps: Capabilities) -> CaseVerdict:

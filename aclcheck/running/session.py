@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -25,8 +25,10 @@ from aclcheck.executors import open_executor
 from aclcheck.impls.aclnn_options import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.judging import xfail
+from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
 from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
 from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.ops import operator_of
 from aclcheck.report import json_report, junit
 from aclcheck.report.diff import Diff, run_mismatch
 from aclcheck.report.diff import diff as baseline_diff
@@ -76,6 +78,7 @@ class RunState:
     verdicts: list[CaseVerdict] = field(default_factory=list)
     selected: int = 0
     planned: int = 0
+    cases: list[Case] = field(default_factory=list)  # the records judged (the diagnosis)
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ class VerifyRun:
     changes: Diff | None
     lost: dict[str, str]
     interrupted: bool
+    diagnosis: RunDiagnosis | None = None  # what the failures say (magnitude, signature)
 
 
 def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOptions,
@@ -126,6 +130,7 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
                              + (f" (shard {config.shard} is empty)" if state.selected else ""))
         state.planned = len(rows)
         cases = [gf.case(r.id) for r in rows]
+        state.cases = cases
         source = GoldenSource(gf)
         with progress(len(cases)) as step, open_executor(config.jobs, config.executor) as pool:
             if pool is None:
@@ -202,13 +207,29 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
                   catch_all_entries=catch_all(xfails.entries, verdicts, adapter.name)
                   if xfails is not None else (), problems=problems)
     mode = isolation_mode(config, opened)
-    lost = write_reports(config, targets, adapter.name, state, verdicts, interrupted, mode)
-    return VerifyRun(config, adapter.name, mode, verdicts, gate, changes, lost, interrupted)
+    diagnosis = run_diagnosis(verdicts, state.cases)
+    lost = write_reports(config, targets, adapter.name, state, verdicts, interrupted, mode,
+                         diagnosis)
+    return VerifyRun(config, adapter.name, mode, verdicts, gate, changes, lost, interrupted,
+                     diagnosis)
+
+
+def run_diagnosis(verdicts: Sequence[CaseVerdict], cases: Iterable[Case]) -> RunDiagnosis:
+    """The diagnosis of a run from its verdicts and the case records they judged (each
+    case grouped by its operator's signature facts)."""
+    by_id = {c.id: c for c in cases}
+    facts = []
+    for v in verdicts:
+        case = by_id.get(v.case_id)
+        hooks = operator_of(case).diagnosis if case is not None else None
+        if hooks is not None:
+            facts.append(hooks.facts(case, v.verdict.value))
+    return diagnose(verdicts, facts)
 
 
 def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,
                   state: RunState, verdicts: list[CaseVerdict], interrupted: bool,
-                  isolation: str) -> dict[str, str]:
+                  isolation: str, diagnosis: RunDiagnosis | None = None) -> dict[str, str]:
     """Write the JSON, JUnit and HTML reports, each on its own; why any was lost, by flag."""
     extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]]),
                              "interrupted": interrupted, "isolation": isolation,
@@ -222,6 +243,9 @@ def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: 
     report = json_report.build(verdicts, implementation=implementation,
                                standards=config.standard_names, golden=str(config.golden),
                                extra=extra) if config.json_path or config.html_path else {}
+    if report and diagnosis is not None:
+        report["summary"].update(diagnosis.summary_json())
+        report["diagnosis"] = diagnosis.entries_json()
     if config.json_path:
         writers["--json"] = partial(json_report.write, paths["--json"], report,
                                     mode=targets.mode)

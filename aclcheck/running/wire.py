@@ -192,6 +192,7 @@ def encode_outcome(outcome: Outcome, case: Case, seconds: float
         "crashed": None if outcome.crashed is None else _clip(str(outcome.crashed)),
         "notes": [_clip(str(n)) for n in tuple(outcome.notes)[:MAX_NOTES]],
         "deterministic_refused": bool(outcome.deterministic_refused),
+        "unusable": None if outcome.unusable is None else _clip(str(outcome.unusable)),
         "output": None,
     }
     out = outcome.output
@@ -273,7 +274,7 @@ def decode_outcome(head: Head, case: Case, elapsed: float) -> Answer:
         raise ProtocolError("answer field 'deterministic_refused' is not true or false")
     fields = {"status": _status(meta), "time_s": time_s, "raised": _text(meta, "raised"),
               "crashed": _text(meta, "crashed"), "notes": _notes(meta),
-              "deterministic_refused": refused}
+              "deterministic_refused": refused, "unusable": _text(meta, "unusable")}
     described = meta.get("output")
     output: object = None
     array = None

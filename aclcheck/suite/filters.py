@@ -19,7 +19,7 @@ def select(entries: Sequence[IndexEntry], *, products: Sequence[str] = (),
 
     A family written `!name` excludes that family (`--family '!invalid'`); only
     exclusions keep every other family. `id_pattern` is one glob or several (any).
-    Unknown names are a SuiteError.
+    Unknown names (a family no row of `entries` has) are a SuiteError.
     """
     for p in products:
         if p not in PRODUCTS:
@@ -28,6 +28,11 @@ def select(entries: Sequence[IndexEntry], *, products: Sequence[str] = (),
     fmts = {normalize_format(f) for f in formats}
     wanted = {f for f in families if not f.startswith("!")}
     excluded = {f[1:] for f in families if f.startswith("!")}
+    known = sorted({e.family for e in entries})
+    for name in sorted(wanted | excluded):
+        if name not in known:  # a typo must not read as "no case matches"
+            raise SuiteError(f"unknown family {name!r} (known in this file: "
+                             f"{', '.join(known) or 'none'})")
     return [e for e in entries
             if (not products or e.product in products)
             and (not dts or e.dtype in dts)

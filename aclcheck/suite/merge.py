@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.judging.verdicts import CaseVerdict, summarize
+from aclcheck.judging.diagnosis import Entry, magnitude_json, merge_entries
+from aclcheck.judging.verdicts import CaseVerdict, Verdict, summarize
 from aclcheck.store import VOLATILE_ROOT_ATTRS, GoldenFile, GoldenWriter, open_golden, run_meta
 from aclcheck.suite import sharding
 
@@ -93,8 +94,51 @@ def merge_reports(reports: Sequence[Report]) -> tuple[dict[str, Any], list[CaseV
     if first.get("planned") is not None:
         merged["planned"] = len(verdicts)
     merged["summary"] = summarize(verdicts)
+    merged["summary"].update(merged_signature(verdicts, [r for _, r, _ in reports]))
+    merged["diagnosis"] = [e.to_json() for e in merged_diagnosis(verdicts, reports)]
+    merged["commands"] = [r.get("command") for _, r, _ in reports]
     merged["cases"] = [v.to_json() for v in verdicts]
     return merged, verdicts
+
+
+def _add_counts(into: dict[str, Any], more: dict[str, Any]) -> None:
+    """Nested count tables summed (the by_* tables of a summary)."""
+    for key, value in more.items():
+        if isinstance(value, dict):
+            _add_counts(into.setdefault(key, {}), value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            into[key] = into.get(key, 0) + value
+
+
+def merged_signature(verdicts: Sequence[CaseVerdict], reports: Sequence[dict[str, Any]]
+                     ) -> dict[str, Any]:
+    """The merged summary's by_* tables (the shards' counts summed) and magnitude
+    classes (from the verdicts' magnitudes)."""
+    out: dict[str, Any] = {}
+    for report in reports:
+        summary = report.get("summary")
+        if isinstance(summary, dict):
+            _add_counts(out, {k: v for k, v in summary.items()
+                              if k.startswith("by_") and isinstance(v, dict)})
+    if not out:  # reports of an aclcheck without signatures
+        return {}
+    tables = {k: dict(sorted(out[k].items())) for k in sorted(out)}
+    return {**tables, "magnitude": magnitude_json(v.magnitude for v in verdicts
+                                                  if v.verdict is Verdict.FAIL
+                                                  and v.magnitude is not None)}
+
+
+def merged_diagnosis(verdicts: Sequence[CaseVerdict], reports: Sequence[Report]
+                     ) -> tuple[Entry, ...]:
+    """The shards' diagnoses merged (judging.diagnosis.merge_entries)."""
+    shards = []
+    for path, report, _ in reports:
+        try:
+            shards.append([Entry.from_json(e) for e in report.get("diagnosis") or []])
+        except ValueError as exc:
+            raise InputFileError.at(Path(path), str(exc)) from None
+    failed = sum(v.verdict is Verdict.FAIL for v in verdicts)
+    return merge_entries(shards, failed, sum(v.failing for v in verdicts))
 
 
 # -- golden files -------------------------------------------------------------------------

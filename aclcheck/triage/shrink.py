@@ -5,9 +5,12 @@ A purpose-built greedy delta-debugging loop over the operator's space of calls
 smallest values first: 1, 2, 3, a quarter, a half, one less) keeping the first that still
 fails the same way; then simpler values (all ones, small exact integers); repeat until
 a whole round changes nothing or the time is up. "The same way" is the same verdict, the
-same contract rule (an invalid call stays invalid for the same reason) and, where the
-original had a hint at the likely bug, the same hint class. Product, dtype, format and
-layout never change.
+same contract rule (an invalid call stays invalid for the same reason) and the same
+diagnosis: a FAIL named by a what-if model or a finding (judging.diagnosis) keeps that
+code, so a window bug never shrinks into a rounding question or into a case whose
+golden cancels to zero (no model is judged there); a failure without a code keeps the
+hint classes of the original. Product, dtype, format and layout never change; the
+minimal case's shape family is named anew (`relabelled`).
 
 Pure over a `judge` callable (Case -> CaseVerdict): `live.LiveJudge` in the CLI, any
 function in tests.
@@ -20,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aclcheck.cases import Case
+from aclcheck.judging.codes import DiagnosisCode
+from aclcheck.judging.diagnosis import FINDING_SHARE
 from aclcheck.judging.findings import HintCode
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
@@ -35,6 +40,18 @@ def hint_classes(verdict: CaseVerdict) -> frozenset[HintCode | None]:
     return frozenset(h.code for h in verdict.hints)
 
 
+def diagnosis_codes(verdict: CaseVerdict) -> tuple[DiagnosisCode, ...]:
+    """What names a FAIL's bug, strongest first: the what-if models that reproduce it
+    (bit-exact ones first, value models before precision ones), then the findings that
+    account for nearly all of its wrong elements."""
+    clues = verdict.clues
+    if clues is None:
+        return ()
+    models = sorted(clues.explained_by, key=lambda m: (not m.exact, m.precision, m.code))
+    found = [f.code for f in clues.ordered_findings if f.share >= FINDING_SHARE]
+    return tuple(dict.fromkeys([m.code for m in models] + found))
+
+
 @dataclass(frozen=True)
 class Signature:
     """How a case fails: what a smaller case must keep."""
@@ -42,16 +59,31 @@ class Signature:
     verdict: Verdict
     rule: str
     hints: frozenset[HintCode | None]
+    code: DiagnosisCode | None = None  # the diagnosis a smaller case must keep
 
     @classmethod
     def of(cls, case: Case, verdict: CaseVerdict) -> Signature:
-        return cls(verdict.verdict, case.expectation.rule, hint_classes(verdict))
+        codes = diagnosis_codes(verdict)
+        return cls(verdict.verdict, case.expectation.rule, hint_classes(verdict),
+                   codes[0] if codes else None)
 
     def kept_by(self, case: Case, verdict: CaseVerdict) -> bool:
-        """Same verdict and rule; every hint class of the original still present."""
+        """Same verdict and rule; the same diagnosis code among the smaller case's (or,
+        without a code, every hint class of the original still present)."""
         if verdict.verdict != self.verdict or case.expectation.rule != self.rule:
             return False
+        if self.code is not None:
+            return self.code in diagnosis_codes(verdict)
         return self.hints <= hint_classes(verdict)
+
+
+def relabelled(case: Case) -> Case:
+    """The case with its shape family named for its shapes now (a "nondivisible" case
+    shrunk into an upsampling one is "upsampling"); families of values, layouts, ranks
+    or rules keep their label."""
+    hooks = operator_of(case).diagnosis
+    family = hooks.family(case) if hooks is not None else case.family
+    return case if family == case.family else case.replace(family=family)
 
 
 @dataclass(frozen=True)
@@ -126,5 +158,5 @@ def shrink(case: Case, judge: Judge, *, max_time: float = MAX_TIME_S,
             if attempt(space.renamed(best.replace(distribution=dist))):
                 changed = True
                 break
-    return ShrinkResult(case, verdict0, best, best_verdict, tries, accepted,
+    return ShrinkResult(case, verdict0, relabelled(best), best_verdict, tries, accepted,
                         time.monotonic() - start, timed_out)

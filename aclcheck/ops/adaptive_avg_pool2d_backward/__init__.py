@@ -7,16 +7,24 @@
     space       its call space for shrink and hunt (the adaptive-pooling space)
     reference   the float64 backward (numpy, and the compiled _spread.c)
     glue        the PyTorch, MindSpore, Paddle and aclnn calls
+    bugs        what-if models: alternative computations a broken kernel may do
+    diagnose    a failing case's evidence (models re-judged) and signature facts
 """
 
 from __future__ import annotations
 
-from aclcheck.ops.adaptive_avg_pool2d_backward import contract, families, numerics, reference
+from aclcheck.ops.adaptive_avg_pool2d_backward import (
+    contract,
+    diagnose,
+    families,
+    numerics,
+    reference,
+)
 from aclcheck.ops.adaptive_avg_pool2d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.space import SPACE
 from aclcheck.ops.adaptive_avg_pool2d_backward.values import tensor_values
-from aclcheck.ops.operator import Display, Operator
+from aclcheck.ops.operator import Diagnosis, Display, Operator
 
 
 def shapes_text(case: Case) -> str:
@@ -53,4 +61,6 @@ OPERATOR = Operator(
         products_note="All three tensors share dtype and format. Null pointer: 161001; other "
                       "invalid calls: 161002 (order: null, rank, N/C, dtype, format). NHWC, "
                       "another out dtype or out H/W: undocumented (reported, not judged)."),
+    diagnosis=Diagnosis(facts=diagnose.facts, evidence=diagnose.evidence,
+                        windows=diagnose.windows, family=diagnose.family),
 )
