@@ -32,6 +32,7 @@ ACLNN_ONLY = "aclnn"
 VERIFY, SHRINK, HUNT, PLUGIN, INSPECT, EXPORT = (
     "verify", "shrink", "hunt", "plugin", "inspect", "export")
 GENERATE, PRODUCTS_CMD, TOLERANCES_CMD = "generate", "products", "tolerances"
+FAMILIES_CMD = "families"
 #: the commands that select cases of a golden file with the same filters
 SELECTING = frozenset({VERIFY, INSPECT, EXPORT})
 #: the commands that judge calls (and the plugin, which judges a golden file's)
@@ -144,6 +145,13 @@ ACCUMULATE = Option(
     repro=True, commands=LIVE, doc="assumed accumulation",
     help="Override the accumulation the error budget assumes ('input' = the input dtype, as "
          "the Atlas training/inference path).")
+OVERFLOW_MODE = Option(
+    "overflow_mode", "--overflow-mode", None, kind=Kind.CHOICE,
+    choices=("inf-nan", "saturation"), repro=True, commands=frozenset({VERIFY, PLUGIN}),
+    doc="overflow mode of special values (None: each product's default)",
+    help="Judge special values in this overflow mode where the product offers it. "
+         "Default: each product's own (Atlas A2/A3: inf-nan; Atlas training/inference: "
+         "saturation, their only mode). See docs/contract.md section 10.")
 XFAIL = Option(
     "xfail", "--xfail", None, kind=Kind.FILE, repro=True, commands=frozenset({VERIFY, PLUGIN}),
     doc="known-failure list (TOML)",
@@ -181,6 +189,13 @@ DETERMINISTIC = Option(
     doc="deterministic mode",
     help="Ask the implementation for deterministic mode; with --repeat, any difference is "
          "NONDETERMINISTIC.")
+STALE_CHECK = Option(
+    "stale_check", "--stale-check", True, kind=Kind.SWITCH, repro=True,
+    commands=frozenset({VERIFY, PLUGIN}), doc="call each valid case twice, judge both",
+    help="Call each valid case a second time in the same worker, right after a different "
+         "call (its twin: negated values, another memory layout), and judge both answers: "
+         "one right and one wrong is reported as 'depends on earlier calls' (state kept "
+         "between calls). On by default; --no-stale-check halves the calls.")
 JOBS = Option(
     "jobs", "--jobs", 1, kind=Kind.INT, minimum=1, show_default=True,
     doc="local worker processes", help="Run cases on N local worker processes.")
@@ -222,14 +237,15 @@ HTML = Option(
 
 OP = Option(
     None, "--op", DEFAULT_OPERATOR, metavar="NAME", show_default=True, doc="operator",
-    commands=frozenset({GENERATE, PRODUCTS_CMD, TOLERANCES_CMD, HUNT}),
+    commands=frozenset({GENERATE, PRODUCTS_CMD, TOLERANCES_CMD, FAMILIES_CMD, HUNT}),
     help="Operator, by name or alias (`aclcheck ops` lists them).")
 
 #: The options that run cases, in the order commands list them (the aclnn adapter's own
 #: options, aclcheck.impls.aclnn_options, follow --results on verify).
 IMPLEMENTATION: tuple[Option, ...] = (IMPL, RESULTS)
 SELECTION: tuple[Option, ...] = (PRODUCTS, DTYPES, FORMATS, FAMILIES, IDS)
-JUDGEMENT: tuple[Option, ...] = (STANDARDS, TOLERANCES, ACCUMULATE, XFAIL, STRICT_XFAIL)
-RUNNING: tuple[Option, ...] = (ISOLATE, TIMEOUT, MEMORY_LIMIT, REPEAT, DETERMINISTIC, SHARD,
-                               JOBS, EXECUTOR, MAX_TIME)
+JUDGEMENT: tuple[Option, ...] = (STANDARDS, TOLERANCES, ACCUMULATE, OVERFLOW_MODE, XFAIL,
+                                 STRICT_XFAIL)
+RUNNING: tuple[Option, ...] = (ISOLATE, TIMEOUT, MEMORY_LIMIT, REPEAT, DETERMINISTIC,
+                               STALE_CHECK, SHARD, JOBS, EXECUTOR, MAX_TIME)
 REPORTING: tuple[Option, ...] = (BASELINE, VERBOSE, WIDTH, JSON, JUNIT, HTML)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
+from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from aclcheck.store import open_golden, read_results
 from aclcheck.store.exchange import raw_bytes
@@ -74,7 +75,11 @@ def harness(folder: Path, wrong_status: str | None = None) -> dict[str, bytes]:
             with np.errstate(over="ignore"):
                 values = correctly_rounded(values, FLOAT_FORMATS[out["dtype"]])
         dtype = ml_dtypes.bfloat16 if out["dtype"] == "bfloat16" else RAW_TYPES[out["dtype"]]
-        data = np.asarray(values).astype(dtype).tobytes()
+        values = np.asarray(values).astype(dtype)
+        if (out["dtype"] in FLOAT_FORMATS
+                and product_modes(case["product"])[0] == OverflowMode.SATURATION):
+            values = saturate(values, FLOAT_FORMATS[out["dtype"]])  # the board's mode
+        data = values.tobytes()
         (case_dir / "out.bin").write_bytes(data)
         written[case["id"]] = data
     return written

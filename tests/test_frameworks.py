@@ -97,7 +97,11 @@ def test_every_valid_nonempty_float32_call_of_the_default_suite_passes(
         impl: Implementation) -> None:
     positive = ("divisible", "nondivisible", "upsampling", "global", "identity", "rank3",
                 "alignment", "exactint", "special", "layout")
-    args = ["verify", str(CI_SUITE), "--impl", impl.name, "--dtype", "float32"]
+    # the framework's list names the cases where its IEEE inf differs from the saturation
+    # mode of the training/inference products (docs/contract.md section 10)
+    known = CI_SUITE.parent / f"{impl.name.split(':')[0]}-cpu.xfail.toml"
+    args = ["verify", str(CI_SUITE), "--impl", impl.name, "--dtype", "float32",
+            "--xfail", str(known)]
     for family in positive:
         args += ["--family", family]
     result = CliRunner().invoke(cli, args)

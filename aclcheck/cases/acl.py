@@ -71,13 +71,17 @@ class Product:
     id: str
     tag: str  # short tag used in case ids
     doc_name: str
+    #: the overflow modes its devices offer, the default first (docs/contract.md §10)
+    overflow_modes: tuple[str, ...] = ("inf-nan", "saturation")
 
 
 PRODUCTS: dict[str, Product] = {
     p.id: p
     for p in (
-        Product("atlas-training", "train", "Atlas training series products"),
-        Product("atlas-inference", "infer", "Atlas inference series products"),
+        Product("atlas-training", "train", "Atlas training series products",
+                ("saturation",)),
+        Product("atlas-inference", "infer", "Atlas inference series products",
+                ("saturation",)),
         Product("atlas-a2", "a2", "Atlas A2 training products / Atlas A2 inference products"),
         Product("atlas-a3", "a3",
                 "Atlas A3 training series products / Atlas A3 inference series products"),

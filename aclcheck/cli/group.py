@@ -32,6 +32,8 @@ COMMANDS: dict[str, Lazy] = {
                 "families."),
     "products": Lazy("aclcheck.cli.products:products", "Print what each product supports "
                      "(dtypes, formats, ranks, accumulation)."),
+    "families": Lazy("aclcheck.cli.families:families", "List every case family with the "
+                     "fact it aims at and its cases by default."),
     "tolerances": Lazy("aclcheck.cli.tolerances:tolerances", "Print the tolerance "
                        "standards: the rule and the numbers per dtype."),
     "generate": Lazy("aclcheck.cli.generate:generate", "Generate a golden suite: inputs and "

@@ -16,6 +16,7 @@ from rich.table import Table
 from aclcheck.cases import CaseData
 from aclcheck.cases.acl import UNSPECIFIED
 from aclcheck.cli.common import handle_errors, stdout_console
+from aclcheck.cli.coverage_view import show_coverage
 from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
 from aclcheck.judging.exactness import exact_ties
@@ -221,6 +222,10 @@ def _results_listing(path: Path, as_json: bool, id_pattern: tuple[str, ...] | No
 @click.option("--check", is_flag=True,
               help="Read every dataset (fletcher32), validate schema and index; exit 3 on damage.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@click.option("--coverage", is_flag=True,
+              help="Which hardware edges, shape classes, layouts, value classes and dtypes "
+                   "the listed valid cases reach, edge by edge (none: what a trimmed suite "
+                   "no longer covers); reads the index and case records only.")
 @click.option("--ties", is_flag=True,
               help="Count each listed case's exact rounding ties (elements whose exact "
                    "result is halfway between two values of the dtype, on the product's "
@@ -228,7 +233,8 @@ def _results_listing(path: Path, as_json: bool, id_pattern: tuple[str, ...] | No
 @handle_errors
 def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
             format_: tuple[str, ...], family: tuple[str, ...], id_pattern: tuple[str, ...] | None,
-            case_id: str | None, check: bool, as_json: bool, ties: bool) -> None:
+            case_id: str | None, check: bool, as_json: bool, coverage: bool,
+            ties: bool) -> None:
     """List the cases of a golden file, show one case, or check the file's integrity.
 
     Listing reads only the file's index, so it stays fast on large suites (--ties
@@ -241,9 +247,10 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
       aclcheck inspect suite.h5 --id 'a2-*-strided'
       aclcheck inspect suite.h5 --case a2-bf16-NCHW-nondiv0-n2c3h17w9-o5x4-normal
       aclcheck inspect suite.h5 --check
+      aclcheck inspect suite.h5 --coverage --product atlas-a2
     """
-    if check and case_id:
-        raise click.UsageError("--check and --case are exclusive")
+    if sum((check, case_id is not None, coverage)) > 1:
+        raise click.UsageError("--check, --case and --coverage are exclusive")
     if check:
         try:
             report = check_file(file)
@@ -273,6 +280,9 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
             return
         rows = select(gf.index, products=product, dtypes=dtype, formats=format_,
                       families=family, id_pattern=id_pattern)
+        if coverage:
+            show_coverage(str(file), [gf.case(e.id) for e in rows], as_json)
+            return
         if as_json:
             click.echo(json.dumps({"file": str(file), "meta": _json_meta(gf.meta),
                                    "total": len(gf.index),

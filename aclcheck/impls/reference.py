@@ -1,4 +1,5 @@
-"""`--impl reference`: the float64 reference rounded once to the case dtype.
+"""`--impl reference`: the float64 reference rounded once to the case dtype (and, on a
+product that computes in saturation mode, converted as that mode does).
 
 It answers invalid calls with the contract's expected status, so it passes every case by
 construction: a self-test of the pipeline (store, comparison, reports), not a kernel.
@@ -11,6 +12,7 @@ from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
 from aclcheck.cases.call import Outcome
 from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded
 from aclcheck.impls.base import CallInputs, Implementation, timed_call
+from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
 from aclcheck.ops import operator_of
 
 
@@ -38,7 +40,10 @@ class ReferenceImpl(Implementation):
         def compute() -> object:
             out = self.buffers.take(case.expected_output()[1])
             out = operator_of(case).golden(case, values, out)
-            return correctly_rounded(out, fmt).astype(NUMPY_DTYPES[case.dtype])
+            rounded = correctly_rounded(out, fmt).astype(NUMPY_DTYPES[case.dtype])
+            if product_modes(case.product)[0] == OverflowMode.SATURATION:
+                return saturate(rounded, fmt)
+            return rounded
 
         output, seconds, raised = timed_call(compute)
         return Outcome(status=SUCCESS if raised is None else None, output=output,

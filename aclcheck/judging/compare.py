@@ -3,12 +3,9 @@
 Everything is computed in float64 from the raw outputs, chunk by chunk over the leading
 dims (and over rows of very large planes), so memory stays at a few chunk-sized
 temporaries plus one plane-block of m (the operator's backward of its inputs' magnitudes,
-from the case's NumericModel) whatever the case size. Special values follow one rule for
-every standard: NaN and +-inf must match the golden; a finite golden beyond the dtype's
-overflow threshold must come out as inf of its sign (either is fine within the budget of
-the threshold); where the terms' summed magnitude can overflow the accumulator, inf or
-NaN is accepted. A special value that breaks the rule counts as an element with infinite
-error under every standard.
+from the case's NumericModel) whatever the case size. Special values follow the rules of
+the product's overflow mode (judging.overflow; docs/contract.md section 10) for every
+standard; one that breaks them counts as an element with infinite error.
 """
 
 from __future__ import annotations
@@ -28,6 +25,7 @@ from aclcheck.judging.exactness import BlockBounds, Prover
 from aclcheck.judging.findings import Hint, Hints, Worst, WorstTally, special_notes
 from aclcheck.judging.magnitude import Magnitude, MagnitudeTally
 from aclcheck.judging.model import ExactPlan, NumericModel
+from aclcheck.judging.overflow import OverflowMode
 from aclcheck.judging.overrides import Overrides
 from aclcheck.judging.pieces import Piece, SpecialCounts, load, make_piece
 from aclcheck.judging.rule import Standard, StandardResult, Tally
@@ -139,6 +137,8 @@ class _Totals:
         self.max_budget_ratio = 0.0
         self.near_threshold = 0
         self.acc_overflow = 0
+        self.saturated = 0
+        self.unjudged = 0
 
     def add(self, counts: SpecialCounts) -> None:
         """A piece's special values."""
@@ -147,6 +147,8 @@ class _Totals:
         self.special_ok += counts.matched
         self.near_threshold += counts.near_threshold
         self.acc_overflow += counts.acc_overflow
+        self.saturated += counts.saturated
+        self.unjudged += counts.unjudged
 
     def update(self, ch: Piece, fmt: FloatFormat) -> None:
         if ch.g.size == 0:
@@ -299,15 +301,27 @@ class _Run:
                 proof = _BlockProof(exact, BlockBounds(exact, partial(
                     self.numbers.numerics.quanta, inputs, idx)), lead, idx)
             base = _flat_start(idx, self.shape)
+            unjudged = self.unjudged_planes(g3)
             for ps, rs, cs in _chunks(g3.shape[0], h, w):
                 start = base + ps.start * plane + (rs.start or 0) * w + (cs.start or 0)
                 self.chunk(g3[ps, rs, cs], a3[ps, rs, cs], m3[ps, rs, cs], rs, cs, start,
                            None if proof is None else (proof, ps.start),
-                           None if factors is None else factors[ps])
+                           None if factors is None else factors[ps],
+                           None if unjudged is None else unjudged[ps, rs, cs])
+
+    def unjudged_planes(self, g3: np.ndarray) -> np.ndarray | None:
+        """Saturation mode: the elements of planes whose golden holds inf or NaN (an inf
+        or NaN input reaches its plane's golden), which that mode does not judge."""
+        if self.numbers.overflow != OverflowMode.SATURATION:
+            return None
+        planes = ~np.isfinite(g3).all(axis=(1, 2))
+        if not planes.any():
+            return None
+        return np.broadcast_to(planes[:, None, None], g3.shape)
 
     def piece(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice,
               cols: slice, proof: tuple[_BlockProof, int] | None,
-              planes: np.ndarray | None) -> Piece:
+              planes: np.ndarray | None, unjudged: np.ndarray | None = None) -> Piece:
         """The Piece of one chunk: values, budget terms, special values, exact elements."""
         fmt = self.fmt
         full = rows == slice(None) and cols == slice(None)
@@ -325,15 +339,17 @@ class _Run:
         ch, specials = make_piece(
             g, a, extra3.reshape(-1), fmt, m=m3.reshape(-1),
             acc_overflow=self.model.acc_overflow, extra0=extra0,
-            exact=None if proof is None else proof[0].prover(m3, proof[1], rows, cols))
+            exact=None if proof is None else proof[0].prover(m3, proof[1], rows, cols),
+            mode=self.numbers.overflow,
+            unjudged=None if unjudged is None else np.ascontiguousarray(unjudged).reshape(-1))
         if specials is not None:
             self.totals.add(specials)
         return ch
 
     def chunk(self, g3: np.ndarray, a3: np.ndarray, m3: np.ndarray, rows: slice, cols: slice,
               start: int, proof: tuple[_BlockProof, int] | None = None,
-              planes: np.ndarray | None = None) -> None:
-        ch = self.piece(g3, a3, m3, rows, cols, proof, planes)
+              planes: np.ndarray | None = None, unjudged: np.ndarray | None = None) -> None:
+        ch = self.piece(g3, a3, m3, rows, cols, proof, planes, unjudged)
         self.totals.update(ch, self.fmt)
         budget = ch.budget
         ratio = np.divide(ch.err, budget)
@@ -371,7 +387,8 @@ class _Run:
                         for rule, tally in zip(self.rules, self.tallies, strict=True))
         notes = list(dict.fromkeys(note for r in results for note in r.notes))
         notes.extend(special_notes(self.totals.near_threshold, self.totals.acc_overflow,
-                                   self.fmt, self.model))
+                                   self.fmt, self.model, self.numbers.overflow,
+                                   self.totals.saturated, self.totals.unjudged))
         hints = results[0].hints
         if self.gate.explained < self.gate.fails:  # some failures the gate cannot explain
             hints += self.hints.hints(float(metrics["error_balance"]), float(metrics["mere"]))

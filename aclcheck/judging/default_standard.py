@@ -77,7 +77,7 @@ class Aclcheck(Standard):
             tally.exact.possible = True
             if not self.widened:
                 new = tally.exact.update(ch.exact, ch.raw_g, ch.raw_a, ch.off_nearest,
-                                         self.fmt, fail)
+                                         self.fmt, fail, ch.saturating)
                 tally.fails += new
                 tally.explained += new
         return fail

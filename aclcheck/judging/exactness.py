@@ -142,13 +142,17 @@ class ExactTally:
         return self.away + self.toward + self.off + self.far
 
     def update(self, prover: Prover, g: np.ndarray, a: np.ndarray, suspects: np.ndarray,
-               fmt: FloatFormat, fail: np.ndarray) -> int:
+               fmt: FloatFormat, fail: np.ndarray, saturating: bool = False) -> int:
         """Judge a piece (g, a raw float64; suspects: the flat indices whose output may
         not be RNE(g), Piece.off_nearest): proven-exact elements whose output is not the
-        RNE value fail. Marks them in `fail`, returns how many were not marked before."""
+        RNE value fail (in saturation mode an RNE of inf is the largest finite value of
+        its sign). Marks them in `fail`, returns how many were not marked before."""
         if suspects.size == 0:
             return 0
-        bad = suspects[np.not_equal(a[suspects], correctly_rounded(g[suspects], fmt))]
+        want = correctly_rounded(g[suspects], fmt)
+        if saturating:
+            want = np.where(np.isinf(want), np.copysign(fmt.max_value, want), want)
+        bad = suspects[np.not_equal(a[suspects], want)]
         if bad.size == 0:
             return 0
         bad = bad[prover.proven(bad)]

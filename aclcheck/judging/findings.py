@@ -32,6 +32,8 @@ class HintCode(StrEnum):
     BIASED_BELOW = "biased-below"
     TIES_AWAY = "ties-away"
     NOT_RNE = "not-rne"
+    #: one answer right, the other wrong, the same call made twice (running.recall)
+    DEPENDS_ON_EARLIER_CALLS = "depends-on-earlier-calls"
 
 
 @dataclass(frozen=True)
@@ -159,14 +161,22 @@ class Hints:
 
 
 def special_notes(near_threshold: int, acc_overflow: int, fmt: FloatFormat,
-                  model: BudgetModel) -> list[str]:
-    """Notes on the special values the overflow rules accepted."""
+                  model: BudgetModel, mode: str = "inf-nan", saturated: int = 0,
+                  unjudged: int = 0) -> list[str]:
+    """Notes on the special values the overflow rules (of `mode`) accepted."""
     out = []
     if near_threshold:
         out.append(f"{near_threshold} element(s) within the budget of the "
                    f"{fmt.name} overflow threshold: inf accepted")
     if acc_overflow:
-        out.append(f"{acc_overflow} element(s) accepted as inf/NaN: the terms' "
+        accepted = "inf/NaN" if mode == "inf-nan" else "any finite value (saturation mode)"
+        out.append(f"{acc_overflow} element(s) accepted as {accepted}: the terms' "
                    f"summed magnitude can overflow the {model.path.accumulate.name} "
                    "accumulator")
+    if saturated:
+        out.append(f"{saturated} element(s) saturated to the largest finite {fmt.name} "
+                   "value where the golden overflows (saturation mode)")
+    if unjudged:
+        out.append(f"{unjudged} element(s) not judged: planes with inf/NaN inputs "
+                   "(saturation mode, docs/contract.md section 10)")
     return out

@@ -7,7 +7,7 @@ operator knows). The runner feeds it; reports render what it returns.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from aclcheck.cases.acl import SUCCESS, status_name
 from aclcheck.cases.call import Capabilities, Outcome, ReturnedValue
 from aclcheck.judging.compare import Comparison, compare
 from aclcheck.judging.model import CaseModel
+from aclcheck.judging.overflow import judged_mode
 from aclcheck.judging.verdicts import CaseVerdict, Verdict, divergence_note
 
 
@@ -26,6 +27,8 @@ class JudgeOptions:
     standards: tuple[str, ...] = ("aclcheck",)
     overrides: object | None = None
     accumulate: str | None = None
+    #: the overflow mode to judge special values in (None: each product's default)
+    overflow_mode: str | None = None
 
 
 def _base(case: Case, verdict: Verdict, message: str, **kw: object) -> CaseVerdict:
@@ -123,10 +126,14 @@ def judge_success(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capa
     if golden is None or golden.size == 0:
         return _base(case, Verdict.PASS, "empty tensor: nothing to compare", **common)
     assert model.numbers is not None  # a valid call of a float dtype
-    result: Comparison = compare(model.numbers, data.values(), golden, output, opts.standards,
+    numbers, mode_note = model.numbers, None
+    if opts.overflow_mode is not None:
+        mode, mode_note = judged_mode(numbers.product, opts.overflow_mode)
+        numbers = replace(numbers, overflow=mode)
+    result: Comparison = compare(numbers, data.values(), golden, output, opts.standards,
                                  opts.overrides)  # type: ignore[arg-type]
     standards = {s.name: s.passed for s in result.standards}
-    notes = tuple(result.notes) + tuple(outcome.notes)
+    notes = tuple(result.notes) + tuple(outcome.notes) + ((mode_note,) if mode_note else ())
     metrics = _json_metrics(result.metrics)
     if not result.passed:
         gate = result.standards[0] if result.standards else None

@@ -20,6 +20,7 @@ import numpy as np
 
 from aclcheck.cases.record import Case, Expectation
 from aclcheck.dtypes import FloatFormat
+from aclcheck.judging.overflow import OverflowMode
 
 Block = tuple[slice, ...]  # a block of the leading (batch) axes of an output
 
@@ -131,6 +132,8 @@ class NumericModel:
     numerics: Numerics
     #: the operator's own window tables (its reference and bug models read them)
     windows: tuple[object, ...] = ()
+    #: how special values are judged: the product's overflow mode (judging.overflow)
+    overflow: OverflowMode = OverflowMode.INF_NAN
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import numpy as np
 from aclcheck.dtypes import BFLOAT16, FloatFormat, half_ulp
 from aclcheck.judging.budget import element_budget
 from aclcheck.judging.exactness import Prover
+from aclcheck.judging.overflow import OverflowMode, classify
 
 
 def load(src: np.ndarray) -> np.ndarray:
@@ -50,6 +51,7 @@ class Piece:
     mask: np.ndarray | None = None  # elements compared numerically (None: all)
     exact: Prover | None = None  # which elements are proven exact
     extra0: np.ndarray | None = None  # E without the scale term (path notes)
+    saturating: bool = False  # saturation mode: RNE past the threshold is the largest value
 
     @cached_property
     def d(self) -> np.ndarray:
@@ -132,52 +134,52 @@ class SpecialCounts:
     inf_bad: int = 0  # other special-value failures
     matched: int = 0  # special values that follow the rules
     near_threshold: int = 0  # inf accepted for a finite golden within budget of overflow
-    acc_overflow: int = 0  # inf/NaN accepted where the accumulator can overflow
+    acc_overflow: int = 0  # inf/NaN (saturation: any finite value) accepted where the
+    #                        accumulator can overflow
+    saturated: int = 0  # saturation: the largest finite value where the golden overflows
+    unjudged: int = 0  # saturation: elements of planes with inf/NaN, not judged
 
 
 def make_piece(g: np.ndarray, a: np.ndarray, extra: np.ndarray, fmt: FloatFormat, *,
                m: np.ndarray, acc_overflow: float, exact: Prover | None,
-               extra0: np.ndarray | None) -> tuple[Piece, SpecialCounts | None]:
+               extra0: np.ndarray | None, mode: OverflowMode = OverflowMode.INF_NAN,
+               unjudged: np.ndarray | None = None) -> tuple[Piece, SpecialCounts | None]:
     """The piece of flat golden `g`, actual `a` and budget term `extra` (m: the terms'
-    summed magnitude, acc_overflow: where the accumulator can overflow); with the special
+    summed magnitude, acc_overflow: where the accumulator can overflow; mode: the
+    product's overflow mode, unjudged: elements it does not judge); with the special
     values' counts when the piece holds any (or values beyond the overflow threshold)."""
-    piece = Piece(g, a, extra, fmt, None, g.size, g, a, None, exact, extra0)
+    piece = Piece(g, a, extra, fmt, None, g.size, g, a, None, exact, extra0,
+                  mode == OverflowMode.SATURATION)
     if (math.isfinite(float(piece.err.max()))
-            and float(piece.reach.max()) < fmt.overflow_threshold):
+            and float(piece.reach.max()) < fmt.overflow_threshold
+            and (unjudged is None or not unjudged.any())):
         return piece, None
-    return _special(g, a, extra, fmt, m, acc_overflow, exact, extra0)
+    return _special(g, a, extra, fmt, m, acc_overflow, exact, extra0, mode, unjudged)
 
 
 def _special(g: np.ndarray, a: np.ndarray, extra: np.ndarray, fmt: FloatFormat,
              m: np.ndarray, acc_overflow: float, exact: Prover | None,
-             extra0: np.ndarray | None) -> tuple[Piece, SpecialCounts]:
-    """Classify special values by the overflow rules; zero them out of the numeric
-    comparison and mark the failures."""
-    gfin, afin = np.isfinite(g), np.isfinite(a)
-    gnan, anan = np.isnan(g), np.isnan(a)
-    absg = np.abs(g)
-    thr = fmt.overflow_threshold
-    inf_possible = gfin & (absg + extra >= thr)
-    must_inf = gfin & (absg - extra >= thr)
-    acc_over = gfin & (m >= acc_overflow)
-    numeric = gfin & afin & ~must_inf
-    same_inf = np.isinf(a) & (np.sign(a) == np.sign(g))
-    near = inf_possible & ~must_inf & same_inf
-    acc_ok = ~afin & acc_over & ~near & ~(must_inf & same_inf)
-    ok = (gnan & anan) | (np.isinf(g) & (a == g)) | (must_inf & same_inf) | near | acc_ok
-    bad = ~numeric & ~ok
-    nan_bad = int(np.count_nonzero(bad & (gnan | anan)))
+             extra0: np.ndarray | None, mode: OverflowMode,
+             unjudged: np.ndarray | None) -> tuple[Piece, SpecialCounts]:
+    """Classify special values by the overflow mode's rules (judging.overflow); zero
+    them out of the numeric comparison and mark the failures."""
+    s = classify(g, a, extra, m, fmt, acc_overflow, mode, unjudged)
+    numeric, ok, bad = s.numeric, s.ok, s.bad
+    nan_bad = int(np.count_nonzero(bad & (np.isnan(g) | np.isnan(a))))
     counts = SpecialCounts(
         nan_bad=nan_bad,
         inf_bad=int(np.count_nonzero(bad)) - nan_bad,
         matched=int(np.count_nonzero(ok)),
-        near_threshold=int(np.count_nonzero(near)),
-        acc_overflow=int(np.count_nonzero(acc_ok)),
+        near_threshold=s.near_threshold,
+        acc_overflow=s.acc_overflow,
+        saturated=s.saturated,
+        unjudged=s.unjudged,
     )
     gz = np.where(numeric, g, 0.0)
     az = np.where(numeric, a, 0.0)
     ez = np.where(numeric, extra, 0.0)
     piece = Piece(gz, az, ez, fmt, bad if bad.any() else None, int(np.count_nonzero(numeric)),
                   g, a, numeric, exact,
-                  None if extra0 is None else np.where(numeric, extra0, 0.0))
+                  None if extra0 is None else np.where(numeric, extra0, 0.0),
+                  mode == OverflowMode.SATURATION)
     return piece, counts

@@ -7,13 +7,14 @@ reads the operator's CaseModel).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from aclcheck.cases.acl import PRODUCTS
+from aclcheck.cases.coverage import Coverage
 from aclcheck.cases.record import Call, Case, CaseData, Expectation, Role
 from aclcheck.errors import SuiteError
 from aclcheck.judging.model import CaseModel, NumericPath
@@ -112,6 +113,15 @@ class CaseSpace(Protocol):
 
 
 @dataclass(frozen=True)
+class FamilyNote:
+    """What one case family aims at (what `aclcheck families` lists)."""
+
+    aims: str  # the fact or bug class it exercises, one line
+    section: str = ""  # the docs/contract.md section stating the fact ("" where none)
+    products: str = "every product"  # the products the fact belongs to
+
+
+@dataclass(frozen=True)
 class Operator:
     """Everything specific to one operator, in the order a newcomer writes it."""
 
@@ -149,6 +159,10 @@ class Operator:
     display: Display
     # -- how its failures are diagnosed (None: by magnitude and signature counts only)
     diagnosis: Diagnosis | None = None
+    #: family -> what it aims at (`aclcheck families`); every family has one
+    family_notes: Mapping[str, FamilyNote] = field(default_factory=dict)
+    #: which edges a file's cases reach (`aclcheck inspect --coverage`; None: no report)
+    coverage: Callable[[Iterable[Case]], Coverage] | None = None
 
     def product(self, name: str) -> ProductRules:
         """The product's rules (SuiteError listing the valid ones otherwise)."""

@@ -59,6 +59,7 @@ class VerifyConfig:
     standards: tuple[str, ...] = config_field(o.STANDARDS)
     tolerances: str | None = config_field(o.TOLERANCES)
     accumulate: str | None = config_field(o.ACCUMULATE)
+    overflow_mode: str | None = config_field(o.OVERFLOW_MODE)
     xfail: str | None = config_field(o.XFAIL)
     strict_xfail: bool = config_field(o.STRICT_XFAIL)
     # -- how calls run
@@ -67,6 +68,7 @@ class VerifyConfig:
     memory_limit: int | None = config_field(o.MEMORY_LIMIT)
     repeat: int = config_field(o.REPEAT)
     deterministic: bool = config_field(o.DETERMINISTIC)
+    stale_check: bool | None = config_field(o.STALE_CHECK)
     jobs: int = config_field(o.JOBS)
     executor: str | None = config_field(o.EXECUTOR)
     # -- what is reported
@@ -150,9 +152,10 @@ class VerifyConfig:
         overrides = load_overrides(self.tolerances) if self.tolerances else None
         return RunOptions(
             judge=JudgeOptions(standards=self.standard_names, overrides=overrides,
-                               accumulate=self.accumulate),
+                               accumulate=self.accumulate,
+                               overflow_mode=self.overflow_mode),
             isolate=self.isolate, timeout=self.timeout, repeat=self.repeat,
-            deterministic=self.deterministic,
+            deterministic=self.deterministic, recall=self.stale_check is not False,
             memory_limit=self.memory_limit * 2**20 if self.memory_limit else None,
         )
 
@@ -188,10 +191,8 @@ def _flag_args(flag: str, value: Any, default: Any) -> list[str]:
     """The command-line words that give `flag` this value ([] for the default)."""
     if value == default or value is None:
         return []
-    if isinstance(value, bool):  # an on/off switch whose default is None says which
-        if default is None:
-            return [flag] if value else ["--no-" + flag.removeprefix("--")]
-        return [flag] if value else []
+    if isinstance(value, bool):  # a flag, or an on/off switch off its default
+        return [flag] if value else ["--no-" + flag.removeprefix("--")]
     if isinstance(value, tuple):
         return [word for item in value for word in (flag, str(item))]
     if isinstance(value, float) and value.is_integer():

@@ -28,6 +28,7 @@ from aclcheck.judging.reproduce import CaseEvidence
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import TIMEOUT_S
+from aclcheck.running import recall
 from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.running.integrity import IntegrityGuard
 from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
@@ -58,6 +59,9 @@ class RunOptions:
     isolate_invalid: bool = True
     #: hang allowance floor in seconds (see aclcheck.running.hangs)
     hang_floor: float = HANG_FLOOR_S
+    #: call each valid case again right after its twin and judge both answers
+    #: (aclcheck.running.recall: the stale-state check)
+    recall: bool = True
 
 
 def isolates(impl: Implementation, opts: RunOptions) -> bool:
@@ -145,6 +149,14 @@ class CaseRunner:
         if call.case.expected_status != SUCCESS and outcome.output is not None:
             self.isolated().recycle()
 
+    def fresh_worker(self, case: Case) -> None:
+        """Before the stale-state check's calls: a fresh worker where one is a fork away
+        (an isolated, fork-safe adapter; not a device adapter's fresh interpreter), so
+        that what the case's first call left behind cannot mask what its twin leaves (a
+        plan cached per shape, say)."""
+        if self._needs_isolation(case) and self.impl.fork_safe:
+            self.isolated().recycle()
+
     @property
     def pipelined(self) -> bool:
         """Every call goes to the worker, one at a time: the parent can read and judge
@@ -220,15 +232,35 @@ def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
     return Prepared(model, loaded, CallInputs(case, loaded.inputs))
 
 
+def call_again(runner: CaseRunner, prepared: Prepared, first: Outcome) -> Outcome | None:
+    """The stale-state check's calls (aclcheck.running.recall): the case's twin, then the
+    case again, in one worker (a fresh one where that is cheap); the second outcome
+    (None: not checked)."""
+    if not runner.opts.recall or not recall.wanted(prepared.call, first):
+        return None
+    spatial = operator_of(prepared.call.case).spatial_rank
+    runner.fresh_worker(prepared.call.case)
+    runner.call(recall.twin(prepared.call, spatial))  # its answer is not the case's
+    return runner.call(prepared.call)
+
+
 def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
-             caps: Capabilities) -> CaseVerdict:
-    """Judge what came back (repeating the call if asked), with notes (the caller adds
-    the repro line: aclcheck.running.config.VerifyConfig.repro)."""
+             caps: Capabilities, again: Outcome | None = None) -> CaseVerdict:
+    """Judge what came back (and the second answer of the stale-state check, repeating
+    the call if asked), with notes (the caller adds the repro line:
+    aclcheck.running.config.VerifyConfig.repro)."""
     opts = runner.opts
     if outcome.unusable is not None:  # the same for every case: one usage error
         raise UsageError(outcome.unusable)
     verdict = judge(prepared.model, prepared.data, outcome, caps, opts.judge)
-    verdict = _with_clues(verdict, prepared.data, outcome)
+    failing = outcome  # the answer whose numbers the verdict reports
+    if again is not None and not recall.same_answer(outcome.output, again.output):
+        first_passed = verdict.verdict is Verdict.PASS
+        verdict = recall.merged(verdict, judge(prepared.model, prepared.data, again, caps,
+                                               opts.judge))
+        if first_passed and verdict.verdict is not Verdict.PASS:
+            failing = again
+    verdict = _with_clues(verdict, prepared.data, failing)
     if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
         verdict = _judge_repeats(runner, prepared.call, outcome, verdict)
     if runner.deterministic_note:
@@ -257,7 +289,8 @@ def run_case(runner: CaseRunner, loaded: CaseData, caps: Capabilities) -> CaseVe
     prepared = prepare(runner, loaded, caps)
     if isinstance(prepared, CaseVerdict):
         return prepared
-    return conclude(runner, prepared, runner.call(prepared.call), caps)
+    outcome = runner.call(prepared.call)
+    return conclude(runner, prepared, outcome, caps, call_again(runner, prepared, outcome))
 
 
 def _judge_repeats(runner: CaseRunner, call: CallInputs, first: Outcome,
@@ -335,27 +368,31 @@ def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
     worker = runner.isolated()
     pending: Prepared | None = None
 
-    def collect() -> Outcome:
+    def collect() -> tuple[Outcome, Outcome | None]:
+        """The pending call's outcome, and its second one (the stale-state check's calls
+        run now, before the next case is submitted: one call in flight at a time)."""
         assert pending is not None
         outcome = worker.collect()
         runner.after_isolated(pending.call, outcome)
-        return outcome
+        return outcome, call_again(runner, pending, outcome)
 
     for case in cases:
         loaded = source.load(case)  # overlaps with the worker computing `pending`
         prepared = prepare(runner, loaded, caps)
         if isinstance(prepared, CaseVerdict):
             if pending is not None:
-                yield conclude(runner, pending, collect(), caps)
+                outcome, again = collect()
+                yield conclude(runner, pending, outcome, caps, again)
                 pending = None
             yield prepared
             continue
         if pending is None:
             worker.submit(prepared.call)
         else:
-            outcome = collect()
+            outcome, again = collect()
             worker.submit(prepared.call)  # the worker starts on this one...
-            yield conclude(runner, pending, outcome, caps)  # ...while we judge
+            yield conclude(runner, pending, outcome, caps, again)  # ...while we judge
         pending = prepared
     if pending is not None:
-        yield conclude(runner, pending, collect(), caps)
+        outcome, again = collect()
+        yield conclude(runner, pending, outcome, caps, again)

@@ -27,6 +27,7 @@
  *                         (and compute nothing when they differ: no out-of-bounds reads)
  */
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -467,10 +468,22 @@ static double load(const aclTensor *t, int64_t index) {
     return t->dtype == DT_FLOAT16 ? half_to_double(h) : bf16_to_double(h);
 }
 
+/* Atlas training/inference compute in saturation mode only (docs/contract.md section
+ * 10): an overflowing result is the largest finite value of its sign, NaN is 0. The
+ * A2/A3 and 950 SoCs default to inf-nan mode (IEEE). */
+static int saturation_mode(void) {
+    const char *soc = aclrtGetSocName();
+    return !(strncmp(soc, "Ascend910B", 10) == 0 || strncmp(soc, "Ascend910_93", 12) == 0
+             || strncmp(soc, "Ascend950", 9) == 0);
+}
+
 static void store(aclTensor *t, int64_t index, double v) {
     char *p = (char *)t->data + (size_t)index * item_size(t->dtype);
+    int sat = saturation_mode();
+    if (sat && isnan(v)) v = 0.0;
     if (t->dtype == DT_FLOAT) {
         float f = (float)v;
+        if (sat && isinf(f)) f = copysignf(FLT_MAX, f);
         memcpy(p, &f, sizeof f);
         return;
     }
@@ -479,6 +492,8 @@ static void store(aclTensor *t, int64_t index, double v) {
         return;
     }
     uint16_t h = t->dtype == DT_FLOAT16 ? double_to_half(v) : double_to_bf16(v);
+    if (sat && t->dtype == DT_FLOAT16 && (h & 0x7fff) == 0x7c00) h = (h & 0x8000) | 0x7bff;
+    if (sat && t->dtype != DT_FLOAT16 && (h & 0x7fff) == 0x7f80) h = (h & 0x8000) | 0x7f7f;
     memcpy(p, &h, sizeof h);
 }
 

@@ -9,6 +9,8 @@
     glue        the PyTorch, MindSpore, Paddle and aclnn calls
     bugs        what-if models: alternative computations a broken kernel may do
     diagnose    a failing case's evidence (models re-judged) and signature facts
+    hardware    the families at the hardware's edges (tiling model: ops/adaptive/tiling)
+    coverage    which edges a file's cases reach (`aclcheck inspect --coverage`)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from aclcheck.ops.adaptive_avg_pool2d_backward import (
     numerics,
     reference,
 )
+from aclcheck.ops.adaptive_avg_pool2d_backward.coverage import case_coverage
 from aclcheck.ops.adaptive_avg_pool2d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.space import SPACE
@@ -61,6 +64,8 @@ OPERATOR = Operator(
         products_note="All three tensors share dtype and format. Null pointer: 161001; other "
                       "invalid calls: 161002 (order: null, rank, N/C, dtype, format). NHWC, "
                       "another out dtype or out H/W: undocumented (reported, not judged)."),
+    family_notes=families.NOTES,
+    coverage=case_coverage,
     diagnosis=Diagnosis(facts=diagnose.facts, evidence=diagnose.evidence,
                         windows=diagnose.windows, family=diagnose.family),
 )

@@ -15,8 +15,9 @@ import numpy as np
 from aclcheck.cases import derive_seed
 from aclcheck.cases.values import SPECIAL_DISTS
 from aclcheck.dtypes import ALL_DTYPES
-from aclcheck.ops.adaptive_avg_pool2d_backward import contract
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract, hardware
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case, make_id
+from aclcheck.ops.operator import FamilyNote
 
 RANDOM_DISTS = ("normal", "uniform", "small", "outliers")
 ALIGN_SIZES = (15, 16, 17, 255, 256, 257)
@@ -203,12 +204,51 @@ FAMILIES: dict[str, tuple[str, ShapeFn]] = {
     "rounding": ("round", _rounding),
     "index": ("index", _index),
 }
+#: Families at the hardware's edges (aclcheck.ops.adaptive_avg_pool2d_backward.hardware):
+#: their shapes follow from the product, dtype and rank of a slot, not from a draw.
+HARDWARE_FAMILIES: tuple[str, ...] = tuple(hardware.FAMILIES)
 #: Families built from the contract's rules rather than shapes.
 RULE_FAMILIES = ("invalid",)
-#: Large index families: only when asked for.
+#: Large index and hardware-edge families: only when asked for.
 ON_REQUEST = ("stress",)
-ALL_FAMILIES: tuple[str, ...] = tuple(FAMILIES) + RULE_FAMILIES + ON_REQUEST
-DEFAULT_FAMILIES: tuple[str, ...] = tuple(FAMILIES) + RULE_FAMILIES
+ALL_FAMILIES: tuple[str, ...] = (tuple(FAMILIES) + HARDWARE_FAMILIES + RULE_FAMILIES
+                                 + ON_REQUEST)
+DEFAULT_FAMILIES: tuple[str, ...] = tuple(FAMILIES) + HARDWARE_FAMILIES + RULE_FAMILIES
+_NOTE = FamilyNote
+#: What each family aims at (`aclcheck families`).
+NOTES: dict[str, FamilyNote] = {
+    "divisible": _NOTE("windows that tile the input exactly (H % Ho == 0, W % Wo == 0): "
+                       "the direct, non-atomic path of Atlas A2/A3", "9.1"),
+    "nondivisible": _NOTE("overlapping windows of uneven size (in % out != 0): the "
+                          "integer window bounds and the atomic adds", "1"),
+    "upsampling": _NOTE("Ho > H or Wo > W: windows of one element, shared by several "
+                        "outputs", "1"),
+    "global": _NOTE("1x1 outputs over small planes: the fill path every product takes",
+                    "9.6"),
+    "identity": _NOTE("Ho = H, Wo = W: every window one element (a copy)", "1"),
+    "rank3": _NOTE("3-D calls (C, H, W) in ND and NCL", "4"),
+    "alignment": _NOTE("C and W of 15/16/17 and 255/256/257: 32-byte alignment of the "
+                       "vector lanes", "9.5"),
+    "exactint": _NOTE("small windows whose goldens are exact integers (any order adds "
+                      "them exactly)", "6"),
+    "special": _NOTE("inf, NaN, signed zeros, subnormals, values near the dtype's "
+                     "largest: the product's overflow mode", "10"),
+    "empty": _NOTE("an empty tensor: success with no kernel run, out left as it was",
+                   "4"),
+    "layout": _NOTE("channels-last, strided (storage offset) and H/W-transposed views",
+                    "9.5"),
+    "rounding": _NOTE("exact rounding ties of the FLOAT32 -> FLOAT16/BFLOAT16 "
+                      "conversion (binades, subnormals, the overflow threshold)", "6"),
+    "index": _NOTE("window bounds i·in crossing 2^11, 2^15, 2^16 and 2^24 (W = 1 past "
+                   "2^24), float quotients just below an integer", "9.7"),
+    **{name: _NOTE(f.aims, f.section, f.products) for name, f in hardware.FAMILIES.items()},
+    "invalid": _NOTE("every documented rule of an invalid call, in every dtype; every "
+                     "dtype a product lacks", "5"),
+    "stress": _NOTE("on request: i·in past 2^24 and 2^31, 1x1 planes of 2^24 and 2^25, "
+                    "every N·C slice edge, FLOAT32 UB passes (hundreds of MB)", "9.7"),
+}
+#: Stress variants before the hardware-edge ones (`--count 3` and more reaches those).
+_STRESS_INDEX_VARIANTS = 2
 
 
 def _rank_for(fmt: str, family: str, rng: np.random.Generator) -> int | None:
@@ -240,6 +280,16 @@ def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
         return None  # FP32 output: no conversion from a wider accumulator to tie on
     seed = derive_seed(suite_seed, family, product, dtype, fmt, index)
     rng = np.random.default_rng([seed, 0])
+    if family in hardware.FAMILIES or (family == "stress"
+                                       and index >= _STRESS_INDEX_VARIANTS):
+        s = _hardware_shapes(family, product, dtype, fmt, index)
+        if s is None:
+            return None
+        label = "stress" if family == "stress" else hardware.FAMILIES[family].label
+        cid = make_id(product, dtype, fmt, f"{label}{index}", s.self_shape, s.grad_shape,
+                      s.distribution, s.layout)
+        return Case(cid, family, product, dtype, fmt, s.self_shape, s.grad_shape, seed,
+                    s.distribution, s.layout)
     if family == "stress":
         label, fn = "stress", _stress
     else:
@@ -252,6 +302,22 @@ def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
                   s.distribution, s.layout)
     return Case(cid, family, product, dtype, fmt, s.self_shape, s.grad_shape, seed,
                 s.distribution, s.layout)
+
+
+def _hardware_shapes(family: str, product: str, dtype: str, fmt: str,
+                     index: int) -> Shapes | None:
+    """A hardware-edge draw as Shapes: the family's recipe for the slot, or (stress) the
+    hardware edges too large for the default suite, one per index past the index ones."""
+    slot = hardware.Slot(product, dtype, contract.FORMAT_RANK.get(fmt), index)
+    if family == "stress":
+        draws = hardware.stress_draws(slot)
+        k = index - _STRESS_INDEX_VARIANTS
+        d = draws[k] if k < len(draws) else None
+    else:
+        d = hardware.draw(family, slot)
+    if d is None:
+        return None
+    return Shapes(d.self_shape, d.grad_shape, d.distribution, d.layout)
 
 
 # -- invalid calls: one case per documented rule ------------------------------------------

@@ -32,6 +32,7 @@ from aclcheck.judging.model import (
     NumericModel,
     NumericPath,
 )
+from aclcheck.judging.overflow import product_modes
 from aclcheck.ops.adaptive.windows import SpreadPlan, pow2_positions, spread_plan
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
@@ -172,7 +173,8 @@ def numeric_model(product: str, dtype: str, grad_shape: tuple[int, ...],
     return NumericModel(product, fmt, path, axis_names(lead + 2), PLANE_AXES,
                         AxisTables((None,) * lead + (ph.counts, pw.counts)),
                         exact_plan(path, fmt, ph, pw, lead),
-                        Numerics2D((int(in_hw[0]), int(in_hw[1])), fmt), (ph, pw))
+                        Numerics2D((int(in_hw[0]), int(in_hw[1])), fmt), (ph, pw),
+                        product_modes(product)[0])
 
 
 def model(case: Case, accumulate: str | None = None) -> CaseModel:

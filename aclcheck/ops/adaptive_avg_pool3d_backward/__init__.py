@@ -52,6 +52,7 @@ OPERATOR = Operator(
     paths=numerics.paths,
     case_bytes=reference.case_bytes,
     glue=GLUE,
+    family_notes=families.NOTES,
     display=Display(
         axis_names=numerics.axis_names, map_axes=("H", "W"), shapes_text=shapes_text,
         magnitude_source="|gradOutput|",

@@ -22,6 +22,7 @@ from aclcheck.cases import derive_seed
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id
+from aclcheck.ops.operator import FamilyNote
 
 RANDOM_DISTS = ("normal", "uniform", "small", "outliers")
 SPECIAL_DISTS = ("special", "inf-fill", "nan-fill", "subnormal", "near-max")
@@ -381,3 +382,34 @@ def invalid_cases(product: str, dtypes: tuple[str, ...], formats: tuple[str, ...
                       case.self_shape, case.grad_shape, case.distribution)
         cases.append(case.replace(id=cid))
     return cases
+
+
+# -- what each family aims at (`aclcheck families --op aapool3d-bwd`) --------------------------
+
+_A2A3 = "atlas-a2, atlas-a3"
+#: docs/contract.md section 12 states these facts and points to docs/contract-3d.md.
+NOTES: dict[str, FamilyNote] = {
+    "divisible": FamilyNote("windows tiling every axis: one term per element (fp32-disjoint "
+                            "path)", "12", _A2A3),
+    "nondivisible": FamilyNote("overlapping windows on D, H and W: atomic FP32 adds", "12",
+                               _A2A3),
+    "upsampling": FamilyNote("outputs larger than the input on an axis", "12", _A2A3),
+    "global": FamilyNote("the 1x1x1 path: factor rounded to the dtype, then one multiply",
+                         "12"),
+    "identity": FamilyNote("output size = input size: the backward copies", "12", _A2A3),
+    "rank4": FamilyNote("CDHW calls (rank 4, no batch axis)", "12"),
+    "alignment": FamilyNote("N*C around the kernel's 8 / 16 lane alignment", "12"),
+    "exactint": FamilyNote("terms that are small integers: an exact golden", "12"),
+    "special": FamilyNote("inf, NaN, subnormal and near-max gradOutputs", "12"),
+    "layout": FamilyNote("channels-last-3d, strided and transposed views", "12"),
+    "rounding": FamilyNote("exact ties of the output dtype: round to nearest even", "12",
+                           _A2A3),
+    "index": FamilyNote("i*in crossing 2^24 on one axis (float32 window bounds)", "12",
+                        _A2A3),
+    "empty": FamilyNote("a zero dim anywhere: invalid (161002), unlike the 2D operator",
+                        "12"),
+    "invalid": FamilyNote("every first-phase rule, and the calls page and implementation "
+                          "disagree on (unspecified)", "12"),
+    "stress": FamilyNote("N*C around the A2/A3 tiling's switch to slicing N*C (on request)",
+                         "12", _A2A3),
+}
