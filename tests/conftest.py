@@ -9,6 +9,8 @@ never import this file; they reach the helpers through fixtures too (`cli_run`,
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -164,3 +166,25 @@ def reference_rows() -> Callable[[GoldenFile, str], list[ResultRow]]:
 def write_golden_fixture() -> Callable[[Path, Selection, str], Path]:
     """write_golden(folder, selection, suite) -> folder/suite.h5 of the selection's cases."""
     return write_golden
+
+
+STANDIN_SOURCE = Path(__file__).parent / "aclnn_standin" / "aclnn_standin.c"
+STANDIN_PARTS = {"ACL": "libascendcl.so", "NNOPBASE": "libnnopbase.so",
+                 "OPAPI": "libopapi.so"}
+
+
+@pytest.fixture(scope="session")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """libascendcl.so, libnnopbase.so and libopapi.so built from the one stand-in C file,
+    once per session for every module (two builds loaded RTLD_GLOBAL in one process would
+    bind one build's operator library to the other's error-message store)."""
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler ('cc' is not on PATH): the aclnn stand-in cannot be built")
+    out = tmp_path_factory.mktemp("standin")
+    for part, lib in STANDIN_PARTS.items():
+        cmd = [cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wl,-z,now", f"-DSTANDIN_{part}",
+               "-o", str(out / lib), str(STANDIN_SOURCE), "-lm"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stderr}"
+    return out

@@ -134,8 +134,8 @@ def test_normalize_format(name, canonical):
 
 
 def test_unknown_format_and_product_list_valid():
-    with pytest.raises(ValueError, match="unknown format 'NDHWC'.*ND, NCHW, NCL"):
-        contract.normalize_format("NDHWC")
+    with pytest.raises(ValueError, match="unknown format 'NHWCX'.*ND, NCHW, NCL"):
+        contract.normalize_format("NHWCX")
     with pytest.raises(ValueError, match="unknown product 'atlas-b9'.*atlas-training.*atlas-a3"):
         contract.product("atlas-b9")
 

@@ -299,13 +299,14 @@ def test_impls_lists_both_with_their_versions() -> None:
     assert "mindspore:ascend" in result.output and "paddle:gpu" in result.output
 
 
+@pytest.mark.parametrize("suffix", ["", "-3d"])
 @pytest.mark.parametrize("name", FRAMEWORKS)
-def test_known_failure_lists_are_scoped_to_their_framework(name: str) -> None:
-    """Every entry of golden/<framework>-cpu.xfail.toml has a reason and applies only to
-    that framework (a list can never excuse another implementation's failures)."""
+def test_known_failure_lists_are_scoped_to_their_framework(name: str, suffix: str) -> None:
+    """Every entry of golden/<framework>-cpu[-3d].xfail.toml has a reason and applies only
+    to that framework (a list can never excuse another implementation's failures)."""
     from aclcheck.judging import xfail
 
-    listed = xfail.load(CI_SUITE.parent / f"{name}-cpu.xfail.toml")
+    listed = xfail.load(CI_SUITE.parent / f"{name}-cpu{suffix}.xfail.toml")
     assert listed.entries
     for entry in listed.entries:
         assert entry.reason.strip() and entry.verdicts

@@ -38,13 +38,16 @@ def status_name(status: int) -> str:
 
 #: aclFormat enum values.
 ACL_FORMAT_ENUM: dict[str, int] = {
-    "NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "FRACTAL_NZ": 29, "NCL": 47,
+    "NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "NDHWC": 27,
+    "FRACTAL_NZ": 29, "NCDHW": 30, "NDC1HWC0": 32, "FRACTAL_Z_3D": 33, "NCL": 47,
 }
 #: Private formats: always rejected.
-PRIVATE_FORMATS: tuple[str, ...] = ("NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ")
-#: Every format name aclcheck knows, public ones first (the order seeds of the case
-#: families rotate on: new names go at the end).
-ALL_FORMATS: tuple[str, ...] = ("ND", "NCHW", "NCL", "NHWC") + PRIVATE_FORMATS
+PRIVATE_FORMATS: tuple[str, ...] = ("NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "NDC1HWC0",
+                                    "FRACTAL_Z_3D")
+#: Every format name aclcheck knows (new names go at the end; an operator whose case
+#: draws rotate on format order keeps its own frozen order).
+ALL_FORMATS: tuple[str, ...] = ("ND", "NCHW", "NCL", "NHWC", "NC1HWC0", "FRACTAL_Z",
+                                "FRACTAL_NZ", "NCDHW", "NDHWC", "NDC1HWC0", "FRACTAL_Z_3D")
 
 #: Largest rank of an aclTensor.
 MAX_RANK = 8

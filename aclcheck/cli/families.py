@@ -8,8 +8,10 @@ import click
 from rich.table import Table
 
 from aclcheck.cli.common import handle_errors, stdout_console
-from aclcheck.ops import default_operator
+from aclcheck.cli.options import click_option
+from aclcheck.ops import operator
 from aclcheck.ops.operator import Operator
+from aclcheck.options import OP
 from aclcheck.suite.selection import Selection, build_suite
 
 
@@ -35,15 +37,17 @@ def families_table(op: Operator, counts: Counter[str]) -> Table:
 
 
 @click.command()
+@click_option(OP)
 @handle_errors
-def families() -> None:
+def families(op: str) -> None:
     """List every case family with the fact it aims at and its cases by default.
 
     \b
     Examples:
       aclcheck families
+      aclcheck families --op aapool3d-bwd
       aclcheck generate -o hw.h5 --family cores --family ubpass   # just those
     """
-    op = default_operator()
-    counts = Counter(c.family for c in build_suite(Selection(op=op.name)))
-    stdout_console().print(families_table(op, counts))
+    chosen = operator(op)
+    counts = Counter(c.family for c in build_suite(Selection(op=chosen.name)))
+    stdout_console().print(families_table(chosen, counts))

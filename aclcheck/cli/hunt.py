@@ -146,13 +146,14 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
     comments = [f"found by aclcheck hunt{op_flag} --seed {seed} ({v.verdict.value} under "
                 f"{adapter.name}): {s.verdict.message}" for _, v, s in found]
     casewriter.write_case_file(where / CASES_NAME,
-                               casewriter.toml_file(cases, f"hunt-seed{seed}", comments), mode)
+                               casewriter.toml_file(cases, f"hunt-seed{seed}", comments), mode,
+                               chosen.name)
     generate(where / GOLDEN_NAME, cases,
              run_meta(f"aclcheck hunt{op_flag} --seed {seed}", f"hunt-seed{seed}"), force=True)
     out.print(f"wrote {case_path} and {golden_path} ({len(cases)} case(s))", markup=False,
               highlight=False)
     for case in cases:
         out.print("repro: " + repro_commands(str(case_path), str(golden_path), case.id,
-                                             config),
+                                             config, chosen.name),
                   markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(EXIT_NONCONFORMANT)

@@ -20,7 +20,7 @@ from aclcheck.dtypes import FLOAT_FORMATS, float_format
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
 from aclcheck.judging.gate import UNJUDGED
 from aclcheck.judging.pieces import load
-from aclcheck.ops import operator_of
+from aclcheck.ops import DEFAULT, operator_of
 from aclcheck.report.casedump import AxisWindows, dump
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
@@ -34,10 +34,13 @@ from aclcheck.triage.shrink import ShrinkResult, diagnosis_codes, shrink
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def repro_commands(case_file: str, golden: str, case_id: str, config: VerifyConfig) -> str:
-    """Regenerate a case file's golden and verify one case of it (the verify repro)."""
-    generate = shlex.join(["aclcheck", "generate", "--cases-file", case_file, "-o", golden,
-                           "--force"])
+def repro_commands(case_file: str, golden: str, case_id: str, config: VerifyConfig,
+                   op: str = DEFAULT) -> str:
+    """Regenerate a case file's golden and verify one case of it (the verify repro). A case
+    file names no operator: `generate` is told `op` where it is not the default."""
+    op_args = [] if op == DEFAULT else ["--op", op]
+    generate = shlex.join(["aclcheck", "generate", "--cases-file", case_file, *op_args,
+                           "-o", golden, "--force"])
     return f"{generate} && {replace(config, golden=golden).repro(case_id)}"
 
 
@@ -180,6 +183,6 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standards: tuple[str, ...],
         out.print("(save the entry above as minimal.toml, or rerun with --append FILE)",
                   markup=False, highlight=False)
     out.print("repro: " + repro_commands(case_file, str(Path(case_file).with_suffix(".h5")),
-                                         minimal.id, config),
+                                         minimal.id, config, minimal.OPERATOR),
               markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(EXIT_NONCONFORMANT)

@@ -44,13 +44,16 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None, op: Operat
     for col in ("product", "dtype", "accumulates in", "c", "atol", "windows", "1x1 path"):
         # names and formats are never cut: the table grows (and wraps the free text)
         table.add_column(col, no_wrap=col in ("product", "dtype", "c", "atol"))
+    rank = op.spatial_rank
+    axes = [a.upper() for a in op.display.axis_names(rank + 2)[-rank:]]  # H, W (D, H, W)
     for prod in op.products.values():
         for dtype in prod.dtypes:
             params = std.params_for(dtype, prod.id, overrides)
             general, global_ = op.paths(prod.id, dtype, str(params["accumulate"]) or None)
-            acc = general.accumulate
-            windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}")
-            one = f"fill 1/(H*W) in {global_.scale_format.name}"
+            acc = (general or global_).accumulate
+            windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}"
+                       if general is not None else "none on this product")
+            one = f"fill 1/({'*'.join(axes)}) in {global_.scale_format.name}"
             table.add_row(prod.id, dtype, _u_text(acc.name, acc.unit_roundoff),
                           _fmt_value(params["c"]), _fmt_value(params["atol"]), windows, one)
     table.caption = escape(

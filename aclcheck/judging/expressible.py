@@ -41,6 +41,8 @@ def not_expressible(model: CaseModel, caps: Capabilities) -> str | None:
     if exp.check == Check.PRODUCT_DTYPE \
             and len({case.tensor_desc(r.name).dtype for r in inputs}) == 1:
         return f"dtype {case.dtype} support is a product rule; {caps.name} models no product"
+    if exp.check == Check.PRODUCT:
+        return f"{exp.reason}: a product rule; {caps.name} models no product"
     out = case.output().key
     if any(getattr(case, f"{out}_{fact}") is not None for fact in ("shape", "dtype", "format")):
         return f"{caps.name} allocates its own out tensor"

@@ -4,6 +4,7 @@
     adaptive/                        what the adaptive-pooling operators share: window
                                      bounds and tables, their case space
     adaptive_avg_pool2d_backward/    aclnnAdaptiveAvgPool2dBackward
+    adaptive_avg_pool3d_backward/    aclnnAdaptiveAvgPool3dBackward
     materialize                      a case's tensors and golden, from its record
 
 Everything else reaches an operator through `operator(name)` or `operator_of(case)`;
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 from aclcheck.cases import Case
 from aclcheck.errors import SuiteError
-from aclcheck.ops import adaptive_avg_pool2d_backward
+from aclcheck.ops import adaptive_avg_pool2d_backward, adaptive_avg_pool3d_backward
 from aclcheck.ops.operator import Operator
 from aclcheck.options import DEFAULT_OPERATOR
 
 #: Every operator by name, the default first.
 OPERATORS: dict[str, Operator] = {
-    op.name: op for op in (adaptive_avg_pool2d_backward.OPERATOR,)
+    op.name: op for op in (adaptive_avg_pool2d_backward.OPERATOR,
+                           adaptive_avg_pool3d_backward.OPERATOR)
 }
 DEFAULT = DEFAULT_OPERATOR
 

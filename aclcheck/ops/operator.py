@@ -150,8 +150,9 @@ class Operator:
     # -- its reference and numeric paths
     golden: Callable[[Case, Mapping[str, np.ndarray], np.ndarray | None], np.ndarray]
     model: Callable[[Case, str | None], CaseModel]  # what judging reads, once per case
-    #: (product, dtype, accumulate) -> its windowed and its global path (`tolerances`)
-    paths: Callable[[str, str, str | None], tuple[NumericPath, NumericPath]]
+    #: (product, dtype, accumulate) -> its windowed path (None: the product has none) and
+    #: its global path (`tolerances`)
+    paths: Callable[[str, str, str | None], tuple[NumericPath | None, NumericPath]]
     case_bytes: Callable[[Case], int]  # memory to materialise a case (generate's limit)
     # -- its glue and how it is shown
     glue: Glue

@@ -1,8 +1,9 @@
 """A compact terminal picture of where a failing case's errors sit.
 
-Draws an `Evidence` map (worst error/allowed over the N*C planes, per (H, W) cell) with
-one block character per cell, darker and redder the further over budget, downsampled to
-the terminal width. Plain characters carry the levels too, so logs without colour read.
+Draws an `Evidence` map (worst error/allowed over every plane of the leading axes, per
+(H, W) cell) with one block character per cell, darker and redder the further over
+budget, downsampled to the terminal width. Plain characters carry the levels too, so
+logs without colour read.
 """
 
 from __future__ import annotations

@@ -170,3 +170,22 @@ def pow2_positions(plan: SpreadPlan) -> np.ndarray:
     if plan.index.size == 0:
         return np.zeros(plan.in_size, dtype=bool)
     return np.all(pow2[plan.index], axis=0)
+
+
+def check_out(out: np.ndarray, shape: tuple[int, ...], grad_output: np.ndarray) -> None:
+    """Refuse an `out=` array the result cannot be written into as it is.
+
+    It must be a writable, C-contiguous float64 array of exactly the result's shape (no
+    silent reshape or cast: a wrong buffer is a caller's bug) and share no memory with
+    grad_output (the result would overwrite terms not yet read).
+    """
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.dtype != np.float64:
+        raise TypeError(f"out must be float64, got {out.dtype}")
+    if tuple(out.shape) != shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}, the result {shape}")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be C-contiguous and writable")
+    if np.may_share_memory(out, grad_output):
+        raise ValueError("out shares memory with grad_output")

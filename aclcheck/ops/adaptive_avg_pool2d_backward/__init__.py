@@ -3,7 +3,7 @@
     contract    what it accepts and the status of every call (docs/contract.md)
     record      its case record (the on-disk schema) and case ids
     families    the seeded case families and the invalid-call rules
-    values      the values of its inputs; ties: gradOutputs on exact rounding ties
+    values      the values of its inputs (ties: aclcheck.ops.adaptive.ties)
     space       its call space for shrink and hunt (the adaptive-pooling space)
     reference   the float64 backward (numpy, and the compiled _spread.c)
     glue        the PyTorch, MindSpore, Paddle and aclnn calls

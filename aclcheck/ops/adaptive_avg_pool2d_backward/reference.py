@@ -33,6 +33,7 @@ from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.ops.adaptive.windows import (
     SpreadPlan,
     Workspace,
+    check_out,
     spread_axis,
     spread_plan,
     window_areas,
@@ -56,25 +57,6 @@ DEFAULT_CHUNK_ELEMS = 1 << 18
 #: costs more than it saves there.
 NATIVE_PARALLEL_MIN_ELEMS = 1 << 17
 NATIVE_ROWS_PER_THREAD = 4
-
-
-def check_out(out: np.ndarray, shape: tuple[int, ...], grad_output: np.ndarray) -> None:
-    """Refuse an `out=` array the result cannot be written into as it is.
-
-    It must be a writable, C-contiguous float64 array of exactly the result's shape (no
-    silent reshape or cast: a wrong buffer is a caller's bug) and share no memory with
-    grad_output (the result would overwrite terms not yet read).
-    """
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
-    if out.dtype != np.float64:
-        raise TypeError(f"out must be float64, got {out.dtype}")
-    if tuple(out.shape) != shape:
-        raise ValueError(f"out has shape {tuple(out.shape)}, the result {shape}")
-    if not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError("out must be C-contiguous and writable")
-    if np.may_share_memory(out, grad_output):
-        raise ValueError("out shares memory with grad_output")
 
 
 def native_available() -> bool:

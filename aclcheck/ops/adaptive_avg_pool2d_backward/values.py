@@ -1,5 +1,5 @@
 """The values of aclnnAdaptiveAvgPool2dBackward's inputs: the distributions of its
-families, exact-integer and tie-making gradOutputs (aclcheck.ops.adaptive_avg_pool2d_backward.ties),
+families, exact-integer and tie-making gradOutputs (aclcheck.ops.adaptive.ties),
 and the logical values of each input role of a case."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.cases.values import SPECIAL_DISTS, other_values, random_floats, special_floats
 from aclcheck.dtypes import FLOAT_FORMATS, round_to
+from aclcheck.ops.adaptive.ties import tie_grad
 from aclcheck.ops.adaptive.windows import spread_plan
-from aclcheck.ops.adaptive_avg_pool2d_backward.ties import tie_grad
 
 #: Value distributions. The first four are the vendor suites' random ones; the rest are
 #: special-purpose (exact golden, IEEE special values, overflow edge).
