@@ -50,10 +50,10 @@ COMMANDS: dict[str, Lazy] = {
     "import": Lazy("aclcheck.cli.exchange:import_", "Read FOLDER/<case_id>/out.bin and "
                    "status.txt (written by a harness into an `aclcheck export` folder) into "
                    "a results file."),
-    "diff": Lazy("aclcheck.cli.reports:diff", "Compare two verify JSON reports (new failures, "
+    "diff": Lazy("aclcheck.cli.diff:diff", "Compare two verify JSON reports (new failures, "
                  "fixed cases, metric regressions), or two golden files (data drift: index, "
                  "records, byte-identical datasets)."),
-    "merge": Lazy("aclcheck.cli.reports:merge", "Join shard outputs into one: verify JSON "
+    "merge": Lazy("aclcheck.cli.merge:merge", "Join shard outputs into one: verify JSON "
                   "reports, or golden files made with `generate --shard K/N` (the result "
                   "equals an unsharded run, case for case)."),
     "report": Lazy("aclcheck.cli.report:report", "Render REPORT.json (from `aclcheck verify "

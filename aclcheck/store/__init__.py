@@ -26,7 +26,14 @@ Merging shard files lives in aclcheck.suite.merge.
 from aclcheck.dtypes import decode_array, dtype_name, encode_array, storage_dtype
 from aclcheck.errors import OutputFileError
 from aclcheck.store.atomic import check_output_path
-from aclcheck.store.check import CheckReport, check_file, check_golden, check_results, peek_format
+from aclcheck.store.check import (
+    CheckReport,
+    check_file,
+    check_golden,
+    check_results,
+    is_golden,
+    peek_format,
+)
 from aclcheck.store.codec import (
     CASE_ID_RE,
     CHUNK_BYTES,
@@ -64,7 +71,7 @@ __all__ = [
     "GoldenWriter", "IndexEntry", "OutputFileError", "ResultRow", "check_file",
     "check_golden", "check_ids", "check_output_path", "check_results", "chunk_shape",
     "decode_array", "dtype_name", "encode_array", "index_columns", "index_entry", "iter_results",
-    "open_golden", "parse_shape_text", "peek_format", "read_results", "record_attrs",
+    "is_golden", "open_golden", "parse_shape_text", "peek_format", "read_results", "record_attrs",
     "record_from_attrs", "results_meta", "run_meta", "shape_text", "storage_dtype",
     "text_attr", "write_golden", "write_results",
 ]

@@ -126,6 +126,11 @@ def peek_format(path: str | Path) -> str | None:
     return plain_value(fmt) if fmt is not None else None
 
 
+def is_golden(path: str | Path) -> bool:
+    """Whether `path` is an aclcheck golden file (by its root attribute, not its name)."""
+    return peek_format(path) == FORMAT_GOLDEN
+
+
 def check_results(path: str | Path) -> CheckReport:
     """Read every dataset of a results file and validate it against its index."""
     p = Path(path)
