@@ -69,6 +69,20 @@ def test_the_reference_passes_everything(tmp_path: Path, suite3d: Path) -> None:
     assert code == 0 and {c["verdict"] for c in cases} == {"PASS"}
 
 
+def test_the_reference_passes_special_values_in_each_products_overflow_mode(
+        tmp_path: Path) -> None:
+    """Every product's special-value cases of the 3D suite, the saturating products
+    (training, inference) included: the judge and the reference agree on the mode."""
+    path = tmp_path / "special.h5"
+    code, out = run("generate", "-o", str(path), "--op", ALIAS, "--family", "special")
+    assert code == 0, out
+    code, cases = verdicts(tmp_path, path, "reference")
+    products = {c["id"].split("-")[0] for c in cases}
+    assert {"train", "infer", "a2", "a3"} <= products, products
+    assert code == 0 and {c["verdict"] for c in cases} == {"PASS"}, [
+        (c["id"], c["message"]) for c in cases if c["verdict"] != "PASS"]
+
+
 def test_a_bit_exact_a2_emulation_passes(tmp_path: Path, suite3d: Path) -> None:
     code, cases = verdicts(tmp_path, suite3d, "tests.kernels3d:window_order", *NUMERIC)
     assert code == 0 and {c["verdict"] for c in cases} == {"PASS"}

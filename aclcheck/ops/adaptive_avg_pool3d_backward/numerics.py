@@ -49,6 +49,7 @@ from aclcheck.judging.model import (
     NumericModel,
     NumericPath,
 )
+from aclcheck.judging.overflow import product_modes
 from aclcheck.ops.adaptive.windows import pow2_positions
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
 from aclcheck.ops.adaptive_avg_pool3d_backward.reference import Plans, backward, plans
@@ -258,7 +259,8 @@ def numeric_model(product: str, dtype: str, grad_shape: tuple[int, ...],
     lead = len(grad_shape) - 3
     return NumericModel(product, fmt, path, axis_names(lead + 3), PLANE_AXES,
                         AxisTables((None,) * lead + tuple(plan.counts for plan in p)),
-                        exact_plan(path, fmt, p, lead), Numerics3D(dhw, fmt, p), p)
+                        exact_plan(path, fmt, p, lead), Numerics3D(dhw, fmt, p), p,
+                        product_modes(product)[0])
 
 
 def model(case: Case, accumulate: str | None = None) -> CaseModel:
