@@ -151,3 +151,11 @@ def test_only_valid_calls_with_an_answer_are_called_again() -> None:
     invalid = CallInputs(call.case.replace(grad_shape=(2, 4, 2, 2)), call.inputs)
     assert not recall.wanted(invalid, Outcome(output=out))
     assert recall.same_answer(out, out.copy()) and not recall.same_answer(out, out + 1)
+
+
+def test_stored_results_are_not_called_twice() -> None:
+    """A results file holds one answer per case: the stale-state check has nothing to
+    call again, so it is off there, whatever the option says."""
+    assert VerifyConfig(golden="x.h5").run_options().recall
+    assert not VerifyConfig(golden="x.h5", stale_check=False).run_options().recall
+    assert not VerifyConfig(golden="x.h5", results="r.h5").run_options().recall

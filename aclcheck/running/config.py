@@ -155,7 +155,9 @@ class VerifyConfig:
                                accumulate=self.accumulate,
                                overflow_mode=self.overflow_mode),
             isolate=self.isolate, timeout=self.timeout, repeat=self.repeat,
-            deterministic=self.deterministic, recall=self.stale_check is not False,
+            deterministic=self.deterministic,
+            # stored results are one answer per case: nothing to call twice
+            recall=self.stale_check is not False and self.results is None,
             memory_limit=self.memory_limit * 2**20 if self.memory_limit else None,
         )
 
