@@ -75,6 +75,19 @@ def test_read_only_output_folder_is_a_usage_error(golden: Path, tmp_path: Path) 
     assert code == 2 and "not writable" in out
 
 
+def test_a_folder_that_refuses_new_files_is_a_usage_error_for_root_too(
+        golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Permission bits pass (as for root, or a read-only mount): the folder is still
+    tried with a real file before any case runs."""
+    def read_only_mount(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr("aclcheck.report.files.tempfile.mkstemp", read_only_mount)
+    code, out = run(str(golden), "--json", str(tmp_path / "r.json"))
+    assert code == 2 and "not writable" in out and "Read-only file system" in out, out
+    assert not (tmp_path / "r.json").exists()
+
+
 @pytest.mark.parametrize(("target", "flag"), [
     ("aclcheck.report.json_report.write", "--json"),
     ("aclcheck.report.junit.write", "--junit"),
