@@ -127,7 +127,8 @@ def test_soc_names_map_to_products(soc: str, product: str | None) -> None:
 # -- conformance with the stand-in -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("soc", list(SOCS))
+@pytest.mark.parametrize("soc", [s if i < 2 else pytest.param(s, marks=pytest.mark.slow)
+                                 for i, s in enumerate(SOCS)])  # the rest: -m slow
 def test_every_case_of_the_device_product_passes_with_exact_statuses(
         golden: Path, standin: Path, soc: str) -> None:
     code, out, report = verify(golden, standin, env={"ACLCHECK_STANDIN_SOC": soc})

@@ -120,6 +120,7 @@ def test_export_writes_storage_bits_goldens_and_a_complete_manifest(cli_run: Cli
     assert bf16["tensors"]["self"]["element_size"] == 2
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_round_trip_is_bit_exact_for_every_dtype_and_verifies(cli_run: CliRun, golden: Path,
                                                              tmp_path: Path) -> None:
     folder = tmp_path / "x"

@@ -93,6 +93,7 @@ def test_float32_valid_cases_pass(impl: Implementation) -> None:
         (v.case_id, v.message) for v in got if v.verdict != Verdict.PASS]
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_every_valid_nonempty_float32_call_of_the_default_suite_passes(
         impl: Implementation) -> None:
     positive = ("divisible", "nondivisible", "upsampling", "global", "identity", "rank3",

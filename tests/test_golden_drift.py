@@ -42,6 +42,7 @@ def test_committed_file_is_small_and_intact(name: str) -> None:
     assert report.ok, report.problems
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 @pytest.mark.parametrize("name", SUITES)
 def test_regenerated_suite_matches_committed_file(tmp_path: Path, name: str) -> None:
     obtained = tmp_path / f"{name}.h5"

@@ -110,6 +110,7 @@ def test_clock_compares_similar_sizes_only() -> None:
     assert clock.allowance(60, first=False)[0] == 5.0  # the big call does not count
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_spinning_calls_are_detected_fast_on_the_ci_suite() -> None:
     """Fast means: by the adaptive hang rule (the floor, or a multiple of comparable
     calls), never by waiting out the --timeout cap. The cap is set far above anything

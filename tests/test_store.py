@@ -440,6 +440,7 @@ def test_failure_while_committing_removes_temp(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_random_bit_flips_never_escape_as_other_errors(
         tmp_path: Path, small_suite: tuple[Path, list[Case]]) -> None:
     """Damage anywhere (metadata included) is reported as InputFileError or not at all

@@ -202,6 +202,7 @@ def test_determinism_repeat(golden: Path, tmp_path: Path) -> None:
     assert "run-to-run variation" in out
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_torch_repeat_is_deterministic(golden: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     rep = tmp_path / "r.json"
