@@ -3,12 +3,14 @@ lists (TOML or JSON), and the JSON documents aclcheck reads back (.bin manifests
 
 Everything comes out as plain data (dicts, lists, str, int, float, bool) after the same
 guards: a regular file (a FIFO or device is never opened), at most `max_bytes`, UTF-8,
-nesting at most MAX_DEPTH deep. Every error is a ConfigError with one line in one style:
+nesting at most MAX_DEPTH deep. Every error has one line in one style:
 
     FILE: entry N, field 'name': what is wrong
 
+and the class the caller names (`error`: ConfigError by default; SuiteError for case
+files, InputFileError for documents aclcheck wrote), so no caller re-raises it.
 `Entry` gives typed access to one table of a list ([[cases]], [[xfail]]), naming the
-entry and the field in its errors. Callers map ConfigError onto their own error class.
+entry and the field in its errors.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aclcheck.errors import AclcheckError, ConfigError
+
 #: Largest config file read (bytes).
 MAX_CONFIG_BYTES = 16 << 20
 #: Deepest nesting of tables / lists accepted.
@@ -28,18 +32,8 @@ MAX_DEPTH = 32
 _MISSING: Any = object()
 
 
-class ConfigError(ValueError):
-    """A config file that cannot be used; str() is the one-line message."""
-
-    def __init__(self, source: str, message: str, entry: int | None = None,
-                 field: str | None = None) -> None:
-        where = source
-        if entry is not None:
-            where += f": entry {entry}"
-        if field is not None:
-            where += f", field {field!r}" if entry is not None else f": field {field!r}"
-        super().__init__(f"{where}: {message}")
-        self.source, self.entry, self.field, self.message = source, entry, field, message
+#: The class of a reader's errors (anything with AclcheckError.at).
+ErrorType = type[AclcheckError]
 
 
 def syntax_of(path: Path) -> str:
@@ -48,34 +42,34 @@ def syntax_of(path: Path) -> str:
 
 
 def read_document(path: str | Path, what: str, *, syntax: str | None = None,
-                  max_bytes: int = MAX_CONFIG_BYTES) -> Any:
+                  max_bytes: int = MAX_CONFIG_BYTES, error: ErrorType = ConfigError) -> Any:
     """Parse a TOML or JSON file into plain data (`what` names it in errors, e.g.
-    "case file"); `syntax` defaults to the file's suffix."""
+    "case file"); `syntax` defaults to the file's suffix; errors are `error`s."""
     p = Path(path)
     source = str(p)
     kind = syntax or syntax_of(p)
     try:
         if not p.is_file():
             reason = "no such file" if not p.exists() else "not a regular file"
-            raise ConfigError(source, f"cannot read {what}: {reason}")
+            raise error.at(source, f"cannot read {what}: {reason}")
         size = p.stat().st_size
         if size > max_bytes:
-            raise ConfigError(source, f"cannot read {what}: {size} bytes, over the "
+            raise error.at(source, f"cannot read {what}: {size} bytes, over the "
                                       f"{max_bytes}-byte limit")
         raw = p.read_bytes()
     except OSError as exc:
-        raise ConfigError(source, f"cannot read {what}: {exc.strerror or exc}") from None
+        raise error.at(source, f"cannot read {what}: {exc.strerror or exc}") from None
     try:
         text = raw.decode("utf-8")
         data = json.loads(text) if kind == "json" else tomllib.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         detail = " ".join(str(exc).split())
-        raise ConfigError(source, f"not valid {kind.upper()}: {detail}") from None
+        raise error.at(source, f"not valid {kind.upper()}: {detail}") from None
     except RecursionError:
-        raise ConfigError(source, f"not valid {kind.upper()}: nested too deeply") from None
+        raise error.at(source, f"not valid {kind.upper()}: nested too deeply") from None
     depth = nesting_depth(data)
     if depth > MAX_DEPTH:
-        raise ConfigError(source, f"nested {depth} levels deep (at most {MAX_DEPTH})")
+        raise error.at(source, f"nested {depth} levels deep (at most {MAX_DEPTH})")
     return data
 
 
@@ -98,13 +92,14 @@ def nesting_depth(data: Any) -> int:
     return deepest
 
 
-def top_level(data: Any, source: str, allowed: Collection[str], hint: str) -> dict[str, Any]:
+def top_level(data: Any, source: str, allowed: Collection[str], hint: str,
+              error: ErrorType = ConfigError) -> dict[str, Any]:
     """The top-level table, refusing keys outside `allowed` (`hint` says what is valid)."""
     if not isinstance(data, dict):
-        raise ConfigError(source, f"expected {hint}")
+        raise error.at(source, f"expected {hint}")
     extra = sorted(set(data) - set(allowed))
     if extra:
-        raise ConfigError(source, f"unknown top-level key {extra[0]!r} ({hint})")
+        raise error.at(source, f"unknown top-level key {extra[0]!r} ({hint})")
     return data
 
 
@@ -115,25 +110,26 @@ class Entry:
     data: Mapping[str, Any]
     source: str
     number: int
+    error_type: ErrorType = ConfigError
 
     @classmethod
     def of(cls, value: Any, source: str, number: int, allowed: Collection[str],
-           required: Collection[str] = ()) -> Entry:
+           required: Collection[str] = (), error: ErrorType = ConfigError) -> Entry:
         """Check the entry's shape: a table with known keys and the required ones."""
         if not isinstance(value, dict):
-            raise ConfigError(source, f"entry must be a table/object, got "
+            raise error.at(source, f"entry must be a table/object, got "
                               f"{type(value).__name__}", number, "-")
         unknown = sorted(set(value) - set(allowed))
         if unknown:
-            raise ConfigError(source, f"unknown key (valid: {', '.join(sorted(allowed))})",
+            raise error.at(source, f"unknown key (valid: {', '.join(sorted(allowed))})",
                               number, unknown[0])
         for key in required:
             if key not in value:
-                raise ConfigError(source, "missing required key", number, key)
-        return cls(value, source, number)
+                raise error.at(source, "missing required key", number, key)
+        return cls(value, source, number, error)
 
-    def error(self, field: str, message: str) -> ConfigError:
-        return ConfigError(self.source, message, self.number, field)
+    def error(self, field: str, message: str) -> AclcheckError:
+        return self.error_type.at(self.source, message, self.number, field)
 
     def __contains__(self, key: str) -> bool:
         return key in self.data

@@ -1,15 +1,83 @@
-"""Floating-point formats the operator accepts: rounding, ULP, and the storage codec.
+"""Every dtype fact in one place: the aclDataType names, aliases and enum values, the
+numpy dtype and id tag of each, the bit-level facts of the floating-point formats
+(rounding, ULP, quanta, the error of a rounded scale) and the storage codec.
 
-One place that knows float16 / float32 / bfloat16 bit-level facts, so the reference,
-the store and the comparison never disagree about what "one ULP" or "bf16" means.
+The reference, the store, the contract and the comparison never disagree about what
+"one ULP", "bf16" or "fp16" means. Which dtypes an operator accepts on a product is
+that operator's contract (aclcheck.ops), not a dtype fact.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import ml_dtypes
 import numpy as np
+
+from aclcheck.errors import SuiteError
+from aclcheck.options import ACCUMULATE_CHOICES
+
+# -- names ---------------------------------------------------------------------------------
+
+#: Compute dtypes some product supports.
+COMPUTE_DTYPES: tuple[str, ...] = ("float16", "float32", "bfloat16")
+#: Other aclDataType names, usable only to make invalid calls.
+OTHER_DTYPES: tuple[str, ...] = (
+    "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
+)
+ALL_DTYPES: tuple[str, ...] = COMPUTE_DTYPES + OTHER_DTYPES
+
+DTYPE_ALIASES: dict[str, str] = {
+    "fp16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "float": "float32",
+    "bf16": "bfloat16",
+    "fp64": "float64",
+    "double": "float64",
+}
+
+#: aclDataType enum values (docs/contract.md §2 and the CANN headers).
+ACL_DTYPE_ENUM: dict[str, int] = {
+    "float32": 0, "float16": 1, "int8": 2, "int32": 3, "uint8": 4, "int16": 6, "uint16": 7,
+    "uint32": 8, "int64": 9, "uint64": 10, "float64": 11, "bool": 12, "bfloat16": 27,
+}
+
+NUMPY_DTYPES: dict[str, Any] = {
+    "float16": np.float16,
+    "float32": np.float32,
+    "bfloat16": ml_dtypes.bfloat16,
+    "float64": np.float64,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "bool": np.bool_,
+}
+DTYPE_TAGS: dict[str, str] = {"float16": "fp16", "float32": "fp32", "bfloat16": "bf16",
+                              "float64": "fp64"}
+
+
+def dtype_tag(name: str) -> str:
+    return DTYPE_TAGS.get(name, name)
+
+
+def normalize_dtype(name: str) -> str:
+    """Canonical dtype name for a user-supplied one (case-insensitive, aliases allowed)."""
+    key = str(name).strip().lower()
+    key = DTYPE_ALIASES.get(key, key)
+    if key not in ALL_DTYPES:
+        raise SuiteError(f"unknown dtype {name!r}; valid: {', '.join(ALL_DTYPES)}")
+    return key
+
+
+# -- floating-point formats -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -67,6 +135,20 @@ FLOAT_FORMATS: dict[str, FloatFormat] = {f.name: f for f in (FLOAT16, FLOAT32, B
 def float_format(name: str) -> FloatFormat:
     """The FloatFormat of a canonical compute dtype name (KeyError if not a compute dtype)."""
     return FLOAT_FORMATS[name]
+
+
+def accumulation_format(choice: str, dtype: str) -> FloatFormat:
+    """The format an accumulation choice names for inputs of `dtype`: "input" (the input
+    dtype) or a compute dtype name or alias (fp16, bf16, ...); ValueError otherwise."""
+    key = str(choice).strip().lower()
+    if key == "input":
+        return float_format(dtype)
+    try:
+        return float_format(normalize_dtype(key))
+    except (ValueError, KeyError):
+        raise ValueError(
+            f"unknown accumulation {choice!r}; valid: {', '.join(ACCUMULATE_CHOICES)}"
+        ) from None
 
 
 def round_to(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
@@ -176,7 +258,7 @@ def quantum(values: np.ndarray) -> np.ndarray:
 def quantum_exponent(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """log2 of quantum() for an array of a 16-bit format, from its bits (int32; zeros
     and non-finite values give a large sentinel). Integer work on the 2-byte values: the
-    comparison's exactness analysis calls it on every gradOutput block."""
+    comparison's exactness analysis calls it on every input block."""
     mant_bits = fmt.precision - 1
     exp_bits = 15 - mant_bits
     bias = (1 << (exp_bits - 1)) - 1
@@ -189,6 +271,19 @@ def quantum_exponent(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     res = _CTZ[low] + np.maximum(field, 1) - (bias + mant_bits)
     bad = (low == 0) | (field == (1 << exp_bits) - 1)
     return np.where(bad, _QUANTUM_NONE, res)
+
+
+def plane_quanta(values: np.ndarray, planes: int, fmt: FloatFormat) -> np.ndarray:
+    """Per plane of `values` (any shape whose leading dims hold `planes` planes): the
+    smallest quantum() of its values (inf for an all-zero plane; 0 for every plane when
+    there are no values). Values of a 16-bit `fmt` are read from their bits."""
+    values = np.asarray(values)
+    if planes == 0 or values.size == 0:
+        return np.zeros(planes)
+    if values.dtype == fmt.np_dtype and fmt.bits_dtype.itemsize == 2:
+        e = quantum_exponent(values, fmt).reshape(planes, -1).min(axis=1)
+        return np.where(e < 1 << 19, np.ldexp(1.0, np.minimum(e, 1100)), np.inf)
+    return quantum(values.astype(np.float64)).reshape(planes, -1).min(axis=1)
 
 
 #: Trailing zeros of the powers of two up to 2**16 (index: the power), for quantum bits.
@@ -248,6 +343,27 @@ def max_ulp_distance(exact: np.ndarray, golden: np.ndarray, fmt: FloatFormat) ->
     return max(int(diff.max()), -int(diff.min()))
 
 
+def scale_error(products: Iterable[int], fmt: FloatFormat) -> float:
+    """Largest relative error of 1/p rounded to `fmt` over the window sizes p.
+
+    Both a direct rounding of the float64 reciprocal and one through float32 (what a fill
+    from a float scalar does) are considered; the larger error counts.
+    """
+    p = np.unique(np.asarray(list(products), dtype=np.float64))
+    p = p[p > 0]
+    if p.size == 0:
+        return 0.0
+    exact = 1.0 / p
+    with np.errstate(over="ignore", under="ignore"):
+        direct = correctly_rounded(exact, fmt)
+        via32 = round_to(exact, fmt).astype(np.float64)
+    err = np.maximum(np.abs(direct * p - 1.0), np.abs(via32 * p - 1.0))
+    return float(err.max())
+
+
+# -- storage -------------------------------------------------------------------------------
+
+
 def to_storage(values: np.ndarray) -> np.ndarray:
     """Array as it is stored in HDF5: bfloat16 as uint16 bits, others unchanged."""
     arr = np.asarray(values)
@@ -264,3 +380,40 @@ def from_storage(stored: np.ndarray, dtype_name: str) -> np.ndarray:
             raise TypeError(f"bfloat16 data must be stored as uint16, found {arr.dtype}")
         return arr.view(ml_dtypes.bfloat16)
     return arr
+
+
+def encode_array(values: np.ndarray) -> tuple[np.ndarray, str]:
+    """(array as stored, dtype name): bfloat16 as uint16 bits, bool as uint8 0/1."""
+    arr = np.asarray(values)
+    if arr.dtype == np.bool_:
+        return arr.astype(np.uint8), "bool"
+    name = dtype_name(arr.dtype)
+    return to_storage(arr), name
+
+
+def decode_array(stored: np.ndarray, name: str) -> np.ndarray:
+    """Inverse of `encode_array`."""
+    if name == "bool":
+        return np.asarray(stored) != 0
+    return from_storage(stored, name)
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """Canonical name of a numpy dtype ('bfloat16' for ml_dtypes.bfloat16)."""
+    dt = np.dtype(dtype)
+    if dt == np.dtype(ml_dtypes.bfloat16):
+        return "bfloat16"
+    if dt == np.bool_:
+        return "bool"
+    return dt.name
+
+
+def storage_dtype(name: str) -> np.dtype:
+    """The numpy dtype a tensor of dtype `name` is stored as."""
+    if name == "bfloat16":
+        return np.dtype(np.uint16)
+    if name == "bool":
+        return np.dtype(np.uint8)
+    if name not in NUMPY_DTYPES:
+        raise KeyError(name)
+    return np.dtype(NUMPY_DTYPES[name])

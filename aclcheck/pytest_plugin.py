@@ -29,14 +29,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from aclcheck import options as o
+from aclcheck.options import Kind, Option
+
 if TYPE_CHECKING:
-    from aclcheck.gate import Gate
+    from aclcheck.cases.call import Capabilities
     from aclcheck.impls.base import Implementation
-    from aclcheck.judge import Capabilities
-    from aclcheck.runner import CaseRunner, RunOptions
+    from aclcheck.judging.gate import Gate
+    from aclcheck.judging.verdicts import CaseVerdict
+    from aclcheck.judging.xfail import XfailEntry, XfailList
+    from aclcheck.running.runner import CaseRunner, RunOptions
     from aclcheck.store import GoldenFile, IndexEntry
-    from aclcheck.verdicts import CaseVerdict
-    from aclcheck.xfail import XfailEntry, XfailList
 
 PLUGIN_NAME = "aclcheck-gate"
 #: options that mean nothing without --aclcheck-golden
@@ -78,30 +81,37 @@ def failure_text(v: CaseVerdict) -> str:
 # -- options and activation ------------------------------------------------------------------
 
 
+def plugin_options() -> tuple[Option, ...]:
+    """The options of `aclcheck verify` the plugin takes, as `--aclcheck-*`."""
+    return tuple(opt for opt in (*o.IMPLEMENTATION, *o.JUDGEMENT, *o.RUNNING)
+                 if o.PLUGIN in opt.commands)
+
+
+def _dest(opt: Option) -> str:
+    return "aclcheck_" + opt.flag.removeprefix("--").replace("-", "_")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("aclcheck", "aclcheck conformance gate (one test per case)")
     group.addoption("--aclcheck-golden", metavar="FILE", default=None,
                     help="Golden file whose cases become test items (enables the plugin).")
-    group.addoption("--aclcheck-impl", metavar="NAME", default="reference",
-                    help="Implementation: reference, torch, torch:cpu|cuda|npu, "
-                         "module:function, or a plugin name (default: reference).")
-    group.addoption("--aclcheck-standard", metavar="NAME", action="append", default=None,
-                    help="Tolerance standard (repeatable: the first gates, the others "
-                         "are shown beside it; default: aclcheck).")
-    group.addoption("--aclcheck-tolerances", metavar="FILE", default=None,
-                    help="TOML file overriding standard parameters per dtype / product.")
-    group.addoption("--aclcheck-xfail", metavar="FILE", default=None,
-                    help="Known-failure list (TOML): listed failures are reported as xfailed.")
-    group.addoption("--aclcheck-strict-xfail", action="store_true", default=False,
-                    help="A listed case that passes fails (XPASS(strict)).")
-    group.addoption("--aclcheck-isolate", action="store_true", default=None,
-                    help="Run the implementation in a worker process: crashes and hangs "
-                         "fail one case, not the run (default for fork-safe adapters).")
-    group.addoption("--aclcheck-no-isolate", dest="aclcheck_isolate", action="store_false",
-                    help="Run the implementation in the pytest process (debuggers).")
-    group.addoption("--aclcheck-timeout", metavar="S", type=float, default=60.0,
-                    help="Hard cap in seconds per call in the isolated worker (default: 60; "
-                         "hangs are detected sooner).")
+    for opt in plugin_options():  # one declaration each, shared with `aclcheck verify`
+        flag, dest = "--aclcheck-" + opt.flag.removeprefix("--"), _dest(opt)
+        default = "" if opt.default in (None, False, ()) else f" (default: {opt.default:g})" \
+            if isinstance(opt.default, float) else f" (default: {opt.default})"
+        if opt.kind == Kind.FLAG:
+            group.addoption(flag, dest=dest, action="store_true", default=False, help=opt.help)
+        elif opt.kind == Kind.SWITCH:
+            group.addoption(flag, dest=dest, action="store_true", default=None, help=opt.help)
+            group.addoption("--aclcheck-no-" + opt.flag.removeprefix("--"), dest=dest,
+                            action="store_false", help=f"The opposite of {flag}.")
+        else:
+            metavar = opt.metavar or ("S" if opt.kind == Kind.FLOAT else "FILE")
+            group.addoption(flag, dest=dest, metavar=metavar,
+                            action="append" if opt.multiple else "store",
+                            type=float if opt.kind == Kind.FLOAT else None,
+                            default=None if opt.multiple else opt.default,
+                            help=opt.help + default)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -130,15 +140,22 @@ class GoldenGate:
     """Per-process state (open golden file, adapter, executor) and the active hooks."""
 
     def __init__(self, config: pytest.Config, golden: str) -> None:
-        from aclcheck import xfail
-        from aclcheck.config import VerifyConfig
         from aclcheck.errors import AclcheckError
-        from aclcheck.file_guard import Role, Snapshot, check_apart
-        from aclcheck.impls import ImplementationUnavailable, UnknownImplementation
-        from aclcheck.impls.remote import open_impl
-        from aclcheck.judge import Capabilities
-        from aclcheck.standards import STANDARDS
+
+        try:
+            self._setup(config, golden)
+        except AclcheckError as exc:  # the plugin's one mapping of aclcheck's errors
+            named = f"--aclcheck-{exc.option.removeprefix('--')}: " if exc.option else ""
+            raise pytest.UsageError(named + str(exc)) from None
+
+    def _setup(self, config: pytest.Config, golden: str) -> None:
+        from aclcheck.cases.call import Capabilities
+        from aclcheck.errors import AclcheckError, UsageError
+        from aclcheck.judging import xfail
+        from aclcheck.running.config import VerifyConfig
+        from aclcheck.running.remote import open_impl
         from aclcheck.store import open_golden
+        from aclcheck.store.file_guard import Role, Snapshot, check_apart
 
         self.config = config
         self.path = (config.invocation_params.dir / golden).resolve()
@@ -148,42 +165,31 @@ class GoldenGate:
                    for flag, path in (("--junitxml", getattr(config.option, "xmlpath", None)),
                                       ("--html", getattr(config.option, "htmlpath", None)))
                    if isinstance(path, str) and path]
-        try:  # pytest's own reports never replace the golden file either
-            check_apart([Role("--aclcheck-golden", self.path)], outputs)
-        except AclcheckError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        # pytest's own reports never replace the golden file either
+        check_apart([Role("--aclcheck-golden", self.path)], outputs)
         #: (verdict, expected status) of the case items run in this process (the
         #: controller's, with xdist: it sees every worker's reports)
         self.seen: dict[str, tuple[str, Any]] = {}
         self.lines: list[tuple[str, bool]] = []  # the gate's lines (failing or a warning)
         #: the same configuration `aclcheck verify` uses: run options and repro lines
-        self.verify_config = VerifyConfig(
-            golden=golden, impl=config.getoption("aclcheck_impl"),
-            standards=tuple(config.getoption("aclcheck_standard") or ()),
-            tolerances=config.getoption("aclcheck_tolerances"),
-            xfail=config.getoption("aclcheck_xfail"),
-            strict_xfail=config.getoption("aclcheck_strict_xfail"),
-            isolate=config.getoption("aclcheck_isolate"),
-            timeout=config.getoption("aclcheck_timeout"))
+        values: dict[str, Any] = {}
+        for opt in plugin_options():
+            value = config.getoption(_dest(opt))
+            values[str(opt.field)] = tuple(value or ()) if opt.multiple else value
+        self.verify_config = VerifyConfig(golden=golden, **values)
         self.spec: str = self.verify_config.impl
         self.strict: bool = self.verify_config.strict_xfail
         self.standards = self.verify_config.standard_names
-        for name in self.standards:
-            if name not in STANDARDS:
-                raise pytest.UsageError(f"--aclcheck-standard: unknown standard {name!r}; "
-                                        f"valid: {', '.join(STANDARDS)}")
-        try:
-            self.opts: RunOptions = self.verify_config.run_options()
-            xfail_path = self.verify_config.xfail
-            self.xfails: XfailList | None = xfail.load(xfail_path) if xfail_path else None
-            self.golden: GoldenFile = open_golden(self.path)
-        except AclcheckError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        self.verify_config.check()
+        self.opts: RunOptions = self.verify_config.run_options()
+        xfail_path = self.verify_config.xfail
+        self.xfails: XfailList | None = xfail.load(xfail_path) if xfail_path else None
+        self.golden: GoldenFile = open_golden(self.path)
         try:
             self.opened = open_impl(self.spec, self.verify_config.isolate)
-        except (UnknownImplementation, ImplementationUnavailable, AclcheckError) as exc:
+        except AclcheckError as exc:  # named by its option, as pytest shows it
             self.golden.close()
-            raise pytest.UsageError(f"--aclcheck-impl {self.spec}: {exc}") from None
+            raise UsageError(f"--aclcheck-impl {self.spec}: {exc}") from None
         self.impl: Implementation = self.opened.impl
         self.caps: Capabilities = Capabilities.of(self.impl)
         self._executor: CaseRunner | None = None
@@ -193,7 +199,7 @@ class GoldenGate:
         """The runner's executor, built on first use (an isolated worker starts lazily);
         it owns the zygote from then on."""
         if self._executor is None:
-            from aclcheck.runner import CaseRunner
+            from aclcheck.running.runner import CaseRunner
 
             self._executor = CaseRunner(self.impl, self.opts, zygote=self.opened.zygote)
             self.opened.zygote = None
@@ -202,12 +208,9 @@ class GoldenGate:
     def run(self, case_id: str, position: int) -> CaseVerdict:
         from dataclasses import replace
 
-        from aclcheck.runner import LoadedCase, run_case
+        from aclcheck.running.runner import run_case
 
-        case = self.golden.case(case_id)
-        grad, self_ = self.golden.inputs(case_id)
-        loaded = LoadedCase(case, grad, self_, self.golden.golden(case_id))
-        verdict = run_case(self.executor, loaded, self.caps)
+        verdict = run_case(self.executor, self.golden.data(case_id), self.caps)
         return replace(verdict, index=position, repro=self.verify_config.repro(case_id))
 
     def known(self, case_id: str) -> XfailEntry | None:
@@ -244,7 +247,7 @@ class GoldenGate:
         workers: the controller sees every case's report)."""
         if hasattr(session.config, "workerinput") or session.config.option.collectonly:
             return
-        from aclcheck.gate import Gate
+        from aclcheck.judging.gate import Gate
         from aclcheck.report.console import gate_lines
 
         gate = self.gate()
@@ -255,8 +258,8 @@ class GoldenGate:
 
     def gate(self) -> Gate:
         """The session's gate from the case reports seen (pytest judges each case)."""
-        from aclcheck.gate import Finding, Kind, catch_all, decide
-        from aclcheck.verdicts import CaseVerdict, Verdict
+        from aclcheck.judging.gate import Finding, Kind, catch_all, decide
+        from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
         verdicts = [CaseVerdict(nodeid.rpartition("::")[2], Verdict(value), "",
                                 expected_status=status)
@@ -346,7 +349,7 @@ class CaseItem(pytest.Item):
                                               raises=KnownFailure))
 
     def runtest(self) -> None:
-        from aclcheck.verdicts import Verdict
+        from aclcheck.judging.verdicts import Verdict
 
         v = _gate(self.config).run(self.name, self.position)
         self.user_properties.append(("aclcheck_verdict", v.verdict.value))

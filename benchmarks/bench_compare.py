@@ -3,7 +3,7 @@
 Target (issue 4): one large case (64 M float32 elements) compared with every metric costs
 at most 4x numpy.allclose on the same arrays, and at most 3x the two arrays' size in
 extra memory (peak traced allocations during the call). Target (issue 12): the
-exactness analysis (aclcheck.exactness: which elements the path computes exactly, and
+exactness analysis (aclcheck.judging.exactness: which elements the path computes exactly, and
 the RNE check there) adds at most 10 %: compare() runs side by side with the analysis
 switched off. It only runs for FLOAT16/BFLOAT16 outputs, so measure with --dtype float16.
 
@@ -23,10 +23,10 @@ from unittest import mock
 
 import numpy as np
 
-from aclcheck.cases import NUMPY_DTYPES
-from aclcheck.compare import Context, compare
-from aclcheck.reference import backward
-from aclcheck.standards import STANDARDS
+from aclcheck.dtypes import NUMPY_DTYPES
+from aclcheck.judging.standards import STANDARDS
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 
 def make_case(elements: int, dtype: str = "float32", one_plane: bool = False, seed: int = 0):
@@ -75,7 +75,8 @@ def peak_bytes(fn) -> int:
 def exactness_off() -> Iterator[None]:
     """compare() without the exactness analysis (no element proven exact): the baseline
     of the analysis' cost."""
-    with mock.patch("aclcheck.compare.exact_plan", lambda *args: None):
+    with mock.patch("aclcheck.ops.adaptive_avg_pool2d_backward.numerics.exact_plan",
+                    lambda *args: None):
         yield
 
 

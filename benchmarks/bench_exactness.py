@@ -2,7 +2,7 @@
 analysis, side by side.
 
 Target (issue 12): the analysis (which elements the product's path computes exactly, and
-the round-to-nearest-even check there; aclcheck/exactness.py) adds at most 20 % to
+the round-to-nearest-even check there; aclcheck/judging/exactness.py) adds at most 20 % to
 verify on the default suite. The script writes the default suite (seed 0) to a temporary
 file, then runs `aclcheck verify FILE --impl reference` in-process (click's runner)
 alternately with the analysis on and switched off, and keeps each one's best time.
@@ -22,9 +22,9 @@ from bench_compare import exactness_off  # the same switch (run as a script from
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.generate import generate
 from aclcheck.store import run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.generate import generate
+from aclcheck.suite.selection import Selection, build_suite
 
 
 def main() -> None:

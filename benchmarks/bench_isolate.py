@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from aclcheck.families import DEFAULT_FAMILIES
-from aclcheck.generate import generate
+from aclcheck.ops.adaptive_avg_pool2d_backward.families import DEFAULT_FAMILIES
 from aclcheck.store import run_meta
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.generate import generate
+from aclcheck.suite.selection import Selection, build_suite
 
 
 def one_run(golden: Path, impl_name: str, isolate: bool) -> float:

@@ -1,11 +1,11 @@
 """Benchmark: the float64 reference backward against PyTorch CPU, side by side.
 
-Times aclcheck.reference.backward against torch.ops.aten._adaptive_avg_pool2d_backward in
-float64 and in float32 on the issue's shapes, taking turns (the machine is shared and
-noisy): in each of several rounds every function runs a few times back to back after a
-short pause (see best_of; --block 1 --pause 0 interleaves single calls instead). It prints
-the best time of each, the ratios torch / ours, their geometric mean and whether the
-targets are met:
+Times the operator's reference.backward (aclcheck.ops.adaptive_avg_pool2d_backward)
+against torch.ops.aten._adaptive_avg_pool2d_backward in float64 and in float32 on the
+issue's shapes, taking turns (the machine is shared and noisy): in each of several rounds
+every function runs a few times back to back after a short pause (see best_of; --block 1
+--pause 0 interleaves single calls instead). It prints the best time of each, the ratios
+torch / ours, their geometric mean and whether the targets are met:
 
     geometric mean of torch_f64 / ours >= 3, and no shape with torch_f64 / ours < 1.
 
@@ -17,8 +17,8 @@ golden) end to end. Target: peak below 2.5x (bytes of the case's inputs + float6
     python benchmarks/bench_reference.py --memory       # + peak memory (~1 min, 6 GiB RAM)
     python benchmarks/bench_reference.py --no-speed --throughput --loops 20   # threads vs jobs
 
-"ours" is the path backward() takes here: the compiled kernel (aclcheck._spread) when it
-is built, else numpy; the column "numpy ms" times the numpy path (ACLCHECK_PURE_NUMPY=1)
+"ours" is the path backward() takes here: the compiled kernel (the operator's _spread) when
+it is built, else numpy; the column "numpy ms" times the numpy path (ACLCHECK_PURE_NUMPY=1)
 side by side, for the kernel's speed-up. ACLCHECK_THREADS=n caps the kernel's threads.
 "ours" writes each result into a caller-owned buffer (`out=` from a ResultBuffers, as the
 generate and verify loops do); "fresh" calls backward() without `out=`: every large result
@@ -43,8 +43,9 @@ from functools import partial
 
 import numpy as np
 
-from aclcheck import reference
-from aclcheck.reference import DEFAULT_CHUNK_ELEMS, ResultBuffers, backward
+from aclcheck.arrays import ResultBuffers
+from aclcheck.ops.adaptive_avg_pool2d_backward import reference
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import DEFAULT_CHUNK_ELEMS, backward
 
 #: (N, C, H, W) of self -> (Ho, Wo) of gradOutput, from the issue.
 SHAPES: list[tuple[tuple[int, int, int, int], tuple[int, int]]] = [
@@ -225,7 +226,8 @@ def _rss_now_bytes() -> int:
 
 def memory_child(kind: str, mode: str) -> dict[str, float]:
     """Runs in a fresh process: peak RSS above the pre-input baseline, in bytes."""
-    from aclcheck.cases import Case, make_tensors
+    from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+    from aclcheck.ops.materialize import make_tensors
 
     self_shape, grad_shape = MEMORY_CASES[kind]
     nbytes = {"grad": math.prod(grad_shape) * 4, "self": math.prod(self_shape) * 4,

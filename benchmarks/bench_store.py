@@ -33,10 +33,12 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from aclcheck import store
-from aclcheck.cases import Case, CaseTensors, make_tensors
+from aclcheck.cases import CaseData
 from aclcheck.cli import cli
 from aclcheck.cli.inspect import list_lines, select
-from aclcheck.suite import Selection, build_suite
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.materialize import make_tensors
+from aclcheck.suite.selection import Selection, build_suite
 
 # (dtype, layout, self shape, grad shape): large tensors, mixed dtypes and layouts
 LARGE = (
@@ -86,11 +88,11 @@ def interleaved(repeat: int, fns: dict[str, Callable[[], object]]) -> dict[str, 
     return best
 
 
-def arrays_of(items: list[tuple[Case, CaseTensors]]) -> list[tuple[str, np.ndarray]]:
+def arrays_of(items: list[tuple[Case, CaseData]]) -> list[tuple[str, np.ndarray]]:
     """The arrays as the store keeps them (bf16 as uint16 bits), for bare h5py."""
     out = []
     for case, t in items:
-        for name, st in (("grad_output", t.grad_output), ("self", t.self)):
+        for name, st in t.inputs.items():
             if st is not None:
                 out.append((f"{case.id}/{name}", store.encode_array(st.storage)[0]))
         if t.golden is not None:

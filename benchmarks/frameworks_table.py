@@ -9,6 +9,8 @@ beside the default one and with its list golden/<framework>-cpu.xfail.toml.
     python benchmarks/frameworks_table.py --unexplained        # what the lists miss (exit 1 if
                                                                # any) and entries now unused
     python benchmarks/frameworks_table.py golden/other.h5 --impl paddle --unexplained
+    python benchmarks/frameworks_table.py golden/ci-suite-3d.h5     # the 3D operator's suite,
+                                                               # its golden/*-cpu-3d lists
 
 Exit codes: 0 done (with --unexplained: nothing unexplained), 1 unexplained failures or
 XPASS, 2 a framework could not run.
@@ -35,8 +37,11 @@ SHORT_DTYPE = {"float16": "fp16", "float32": "fp32", "bfloat16": "bf16"}
 UNEXPLAINED = ("FAIL", "WRONG_STATUS", "UNIMPLEMENTED", "NONDETERMINISTIC", "ERROR", "XPASS")
 
 
-def xfail_list(impl: str) -> Path:
-    return ROOT / "golden" / f"{impl}-cpu.xfail.toml"
+def xfail_list(impl: str, golden: Path = ROOT / "golden" / "ci-suite.h5") -> Path:
+    """golden/<framework>-cpu<suffix>.xfail.toml, the suffix that of the suite's name
+    (ci-suite.h5: none; ci-suite-3d.h5: -3d)."""
+    suffix = Path(golden).stem.removeprefix("ci-suite")
+    return ROOT / "golden" / f"{impl}-cpu{suffix}.xfail.toml"
 
 
 def run_verify(golden: Path, impl: str, timeout: float) -> dict[str, Any]:
@@ -47,8 +52,8 @@ def run_verify(golden: Path, impl: str, timeout: float) -> dict[str, Any]:
                "--timeout", str(timeout), "--json", str(report)]
         for name in STANDARDS:
             cmd += ["--standard", name]
-        if xfail_list(impl).is_file():
-            cmd += ["--xfail", str(xfail_list(impl))]
+        if xfail_list(impl, golden).is_file():
+            cmd += ["--xfail", str(xfail_list(impl, golden))]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode not in (0, 1) or not report.is_file():
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -124,16 +129,16 @@ def unexplained(reports: dict[str, dict[str, Any]]) -> list[str]:
     return found
 
 
-def stale_entries(reports: dict[str, dict[str, Any]]) -> list[str]:
+def stale_entries(reports: dict[str, dict[str, Any]], golden: Path) -> list[str]:
     """Known-failure entries that explain no failure of this run (candidates to remove)."""
-    from aclcheck import xfail
+    from aclcheck.judging import xfail
 
     found = []
     for impl, report in reports.items():
-        if not xfail_list(impl).is_file():
+        if not xfail_list(impl, golden).is_file():
             continue
         known = [c["id"] for c in report["cases"] if c["verdict"] == "XFAIL"]
-        for entry in xfail.load(xfail_list(impl)).entries:
+        for entry in xfail.load(xfail_list(impl, golden)).entries:
             if not any(entry.matches(cid, report["implementation"]) for cid in known):
                 found.append(f"{impl}: stale entry {entry.pattern!r} ({entry.reason})")
     return found
@@ -161,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.unexplained:
         found = unexplained(reports)
         print("\n".join(found) if found else "nothing unexplained: every failure is listed")
-        stale = stale_entries(reports)
+        stale = stale_entries(reports, Path(args.golden))
         print("\n".join(stale) if stale else "no stale entries: every entry explains a failure")
         return 1 if found else 0
     impls = ", ".join(r["implementation"] for r in reports.values())

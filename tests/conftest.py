@@ -3,17 +3,53 @@
 Golden files: one session-scoped fixture per shared kind, each generated once per session (and
 per xdist worker) under tmp_path_factory; a module names the kind it needs (often through
 a one-line `golden` alias). Tests that damage a golden file copy it first. Test modules
-never import this file; plain helpers live in tests/tests_support.py (`tests.tests_support`).
+never import this file; they reach the helpers through fixtures too (`cli_run`,
+`reference_rows`, `write_golden`).
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from aclcheck.suite import Selection
-from tests.tests_support import write_golden
+from aclcheck.cli import cli
+from aclcheck.impls.base import CallInputs
+from aclcheck.impls.reference import ReferenceImpl
+from aclcheck.store import GoldenFile, ResultRow, run_meta
+from aclcheck.suite.generate import generate
+from aclcheck.suite.selection import Selection, build_suite
+
+
+def write_golden(folder: Path, selection: Selection, suite: str) -> Path:
+    """A golden file `folder`/suite.h5 of the selection's cases."""
+    path = folder / "suite.h5"
+    generate(path, build_suite(selection), run_meta("test", suite))
+    return path
+
+
+def _reference_rows(gf: GoldenFile, product: str) -> list[ResultRow]:
+    """What a perfect implementation would store for every case of one product."""
+    impl = ReferenceImpl()
+    rows = []
+    for entry in gf.index:
+        if entry.product != product:
+            continue
+        case = gf.case(entry.id)
+        outcome = impl.run(CallInputs(case, gf.data(entry.id).inputs))
+        status = outcome.status if outcome.status is not None else 0
+        rows.append(ResultRow(entry.id, status, outcome.output, outcome.time_s))
+    return rows
+
+
+def _cli_run(*args: str) -> tuple[int, str]:
+    """Run the aclcheck CLI in-process: (exit code, output); exceptions propagate."""
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
 
 
 def _make(factory: pytest.TempPathFactory, suite: str, selection: Selection) -> Path:
@@ -109,3 +145,46 @@ def rounding_golden(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _make(tmp_path_factory, "rounding",
                  Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
                            families=("rounding", "index", "divisible")))
+
+
+# -- helpers, as fixtures ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cli_run() -> Callable[..., tuple[int, str]]:
+    """Run the aclcheck CLI in-process: cli_run(*args) -> (exit code, output)."""
+    return _cli_run
+
+
+@pytest.fixture(scope="session")
+def reference_rows() -> Callable[[GoldenFile, str], list[ResultRow]]:
+    """What a perfect implementation would store for every case of one product."""
+    return _reference_rows
+
+
+@pytest.fixture(name="write_golden", scope="session")
+def write_golden_fixture() -> Callable[[Path, Selection, str], Path]:
+    """write_golden(folder, selection, suite) -> folder/suite.h5 of the selection's cases."""
+    return write_golden
+
+
+STANDIN_SOURCE = Path(__file__).parent / "aclnn_standin" / "aclnn_standin.c"
+STANDIN_PARTS = {"ACL": "libascendcl.so", "NNOPBASE": "libnnopbase.so",
+                 "OPAPI": "libopapi.so"}
+
+
+@pytest.fixture(scope="session")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """libascendcl.so, libnnopbase.so and libopapi.so built from the one stand-in C file,
+    once per session for every module (two builds loaded RTLD_GLOBAL in one process would
+    bind one build's operator library to the other's error-message store)."""
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler ('cc' is not on PATH): the aclnn stand-in cannot be built")
+    out = tmp_path_factory.mktemp("standin")
+    for part, lib in STANDIN_PARTS.items():
+        cmd = [cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wl,-z,now", f"-DSTANDIN_{part}",
+               "-o", str(out / lib), str(STANDIN_SOURCE), "-lm"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stderr}"
+    return out

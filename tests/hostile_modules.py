@@ -15,7 +15,7 @@ from pathlib import Path
 CORRECT = '''
 import numpy as np
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
-from aclcheck.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 
 def correct(grad_output, self):
@@ -39,16 +39,16 @@ BLOCK_ON_IMPORT = "import time\ntime.sleep(3600)\n" + CORRECT + "\nfn = correct\
 
 #: replaces aclcheck's judge with one that passes everything, then computes wrong answers
 PATCH_JUDGE_ON_IMPORT = CORRECT + '''
-import aclcheck.judge, aclcheck.runner
-from aclcheck.verdicts import Verdict
+import aclcheck.judging.judge, aclcheck.running.runner
+from aclcheck.judging.verdicts import Verdict
 
 
 def _always_pass(case, golden, grad, outcome, caps, opts):
-    return aclcheck.judge._base(case, Verdict.PASS, "patched")
+    return aclcheck.judging.judge._base(case, Verdict.PASS, "patched")
 
 
-aclcheck.judge.judge = _always_pass
-aclcheck.runner.judge = _always_pass
+aclcheck.judging.judge.judge = _always_pass
+aclcheck.running.runner.judge = _always_pass
 print("\\x1b[2J\\x1b[31mKERNEL TEXT AT IMPORT\\x1b[0m")
 fn = wrong
 '''
@@ -57,7 +57,7 @@ fn = wrong
 #: parent that believed it would kill itself when it retires the "worker")
 ZYGOTE_LIES_ABOUT_PIDS = CORRECT + '''
 import os
-import aclcheck.zygote as z
+import aclcheck.running.zygote as z
 
 _real_send = z._send
 
@@ -76,7 +76,7 @@ fn = correct
 
 _CHANNEL = '''
 import gc, os, struct, sys, time, json
-from aclcheck import wire
+from aclcheck.running import wire
 
 
 def channel():
@@ -158,7 +158,7 @@ def fn(grad_output, self):
 #: answers, then stops reading its calls (the next send must not block the parent)
 STOPS_READING = CORRECT + '''
 import time
-from aclcheck import wire
+from aclcheck.running import wire
 
 
 def _never(*args, **kwargs):
@@ -263,17 +263,17 @@ def fn(grad_output, self):
 # -- attacks on aclcheck's own process (--no-isolate) --------------------------------------
 
 PATCHES_JUDGE_WHEN_CALLED = CORRECT + '''
-import aclcheck.judge, aclcheck.runner, aclcheck.compare
-from aclcheck.verdicts import Verdict
+import aclcheck.judging.judge, aclcheck.running.runner, aclcheck.judging.compare
+from aclcheck.judging.verdicts import Verdict
 
 
 def _always_pass(case, golden, grad, outcome, caps, opts):
-    return aclcheck.judge._base(case, Verdict.PASS, "patched")
+    return aclcheck.judging.judge._base(case, Verdict.PASS, "patched")
 
 
 def fn(grad_output, self):
-    aclcheck.runner.judge = _always_pass
-    aclcheck.compare.compare.__code__ = (lambda *a, **k: None).__code__
+    aclcheck.running.runner.judge = _always_pass
+    aclcheck.judging.compare.compare.__code__ = (lambda *a, **k: None).__code__
     return correct(grad_output, self) * 3
 '''
 

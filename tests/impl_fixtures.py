@@ -15,9 +15,8 @@ import time
 
 import numpy as np
 
-from aclcheck.cases import NUMPY_DTYPES
-from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
-from aclcheck.reference import backward
+from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
 
 def _dtype_name(a: np.ndarray) -> str:

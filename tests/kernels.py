@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import ml_dtypes
 import numpy as np
 
-from aclcheck.contract import window_bounds
+from aclcheck.ops.adaptive.windows import window_bounds
 
 Kernel = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Bounds = Callable[[int, int], tuple[np.ndarray, np.ndarray]]
@@ -174,7 +174,7 @@ def a2_like(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
 def reference_rounded(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     """The float64 reference, correctly rounded to the output dtype."""
     from aclcheck.dtypes import correctly_rounded, float_format
-    from aclcheck.reference import backward
+    from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
     out = backward(grad_output, tuple(self.shape[-2:]))
     name = "bfloat16" if self.dtype == ml_dtypes.bfloat16 else np.dtype(self.dtype).name
@@ -268,7 +268,7 @@ def window_sum_truncating(grad_output: np.ndarray, self: np.ndarray) -> np.ndarr
 
 def exact_truncating(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     """The float64 reference rounded toward zero (truncation of an exact sum)."""
-    from aclcheck.reference import backward
+    from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
     return _toward_zero(backward(grad_output, tuple(self.shape[-2:])), self.dtype)
 

@@ -15,21 +15,24 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from aclcheck import contract
-from aclcheck.cases import (
-    Case,
-    derive_seed,
-    make_id,
-    make_inputs,
-    make_tensors,
-    tensor_values,
-)
+from aclcheck.cases import derive_seed
+from aclcheck.cases.layouts import LAYOUTS
 from aclcheck.dtypes import FLOAT_FORMATS
-from aclcheck.families import ALIGN_SIZES, DEFAULT_FAMILIES, FAMILIES, RULES, SPECIAL_DISTS
-from aclcheck.layouts import LAYOUTS
-from aclcheck.reference import backward
-from aclcheck.sharding import round_robin as shard
-from aclcheck.suite import Selection, build_suite
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
+from aclcheck.ops.adaptive_avg_pool2d_backward.families import (
+    ALIGN_SIZES,
+    DEFAULT_FAMILIES,
+    FAMILIES,
+    HARDWARE_FAMILIES,
+    RULES,
+    SPECIAL_DISTS,
+)
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case, make_id
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.adaptive_avg_pool2d_backward.values import tensor_values
+from aclcheck.ops.materialize import make_inputs, make_tensors
+from aclcheck.suite.selection import Selection, build_suite
+from aclcheck.suite.sharding import round_robin as shard
 
 
 @pytest.fixture(scope="module")
@@ -186,25 +189,30 @@ def test_parallel_workers_give_same_bits(suite):
 #: changes a distribution's stream changes it too, and then goldens must be regenerated;
 #: bumped on 2026-11-29 when the reference began to form each term with one rounding,
 #: and on 2026-11-30 when invalid-call rules became probed in every supported dtype and
-#: the rounding and index families joined).
-DEFAULT_SUITE_DIGEST = "8fa3450756830c78"
+#: the rounding and index families joined; on 2026-12-02 when the hardware-edge families
+#: joined, every case before them unchanged: BEFORE_HARDWARE_DIGEST).
+DEFAULT_SUITE_DIGEST = "b4b3eb1ad46f6363"
+BEFORE_HARDWARE_DIGEST = "8fa3450756830c78"
 
 
 def test_default_suite_pinned():
     """Ids, seeds and every tensor of the default suite (seed 0). A change here means stored
     golden files no longer regenerate bit-identically: bump it only on purpose."""
-    h = hashlib.sha256()
+    h, before = hashlib.sha256(), hashlib.sha256()
     for c in build_suite(Selection()):
         h.update(digest(c).encode())
-    assert len(build_suite(Selection())) == 548
+        if c.family not in HARDWARE_FAMILIES:
+            before.update(digest(c).encode())
+    assert len(build_suite(Selection())) == 608
     assert h.hexdigest()[:16] == DEFAULT_SUITE_DIGEST
+    assert before.hexdigest()[:16] == BEFORE_HARDWARE_DIGEST
 
 
 # -- families ------------------------------------------------------------------------------
 
 
 def test_every_default_family_present(suite):
-    assert set(DEFAULT_FAMILIES) == set(FAMILIES) | {"invalid"}
+    assert set(DEFAULT_FAMILIES) == set(FAMILIES) | set(HARDWARE_FAMILIES) | {"invalid"}
     assert {c.family for c in suite} == set(DEFAULT_FAMILIES)
     assert all(c.family != "stress" for c in suite)
 

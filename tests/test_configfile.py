@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from aclcheck import xfail
-from aclcheck.configfile import MAX_DEPTH, ConfigError, Entry, nesting_depth, read_document
-from aclcheck.errors import UsageError
-from aclcheck.standards import load_overrides
-from aclcheck.suite import SuiteError, load_case_file
+from aclcheck.configfile import MAX_DEPTH, Entry, nesting_depth, read_document
+from aclcheck.errors import ConfigError, SuiteError, UsageError
+from aclcheck.judging import xfail
+from aclcheck.judging.overrides import load_overrides
+from aclcheck.suite.casefile import load_case_file
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

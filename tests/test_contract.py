@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aclcheck import contract
-from aclcheck.contract import (
+from aclcheck.ops.adaptive.windows import window_bounds, window_end, window_start
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
+from aclcheck.ops.adaptive_avg_pool2d_backward.contract import (
     ASSIST_LIMIT,
     PARAM_INVALID,
     PARAM_NULLPTR,
@@ -21,9 +22,6 @@ from aclcheck.contract import (
     Call,
     TensorDesc,
     expected_status,
-    window_bounds,
-    window_end,
-    window_start,
 )
 
 # -- window bounds -------------------------------------------------------------------------
@@ -136,8 +134,8 @@ def test_normalize_format(name, canonical):
 
 
 def test_unknown_format_and_product_list_valid():
-    with pytest.raises(ValueError, match="unknown format 'NDHWC'.*ND, NCHW, NCL"):
-        contract.normalize_format("NDHWC")
+    with pytest.raises(ValueError, match="unknown format 'NHWCX'.*ND, NCHW, NCL"):
+        contract.normalize_format("NHWCX")
     with pytest.raises(ValueError, match="unknown product 'atlas-b9'.*atlas-training.*atlas-a3"):
         contract.product("atlas-b9")
 
@@ -173,8 +171,8 @@ def call(product: str = "atlas-a2", dtype: str = "float32", fmt: str = "NCHW",
                           str(over.get(f"{name}_dtype", dtype)),
                           str(over.get(f"{name}_format", fmt)))
 
-    return Call(product, desc("grad", grad_shape), desc("self", self_shape),
-                desc("out", self_shape))
+    return Call(product, {"grad_output": desc("grad", grad_shape),
+                          "self": desc("self", self_shape), "out": desc("out", self_shape)})
 
 
 def status(c: Call) -> tuple[int, str]:

@@ -27,13 +27,18 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from aclcheck.budget import resolve_accumulate
-from aclcheck.cases import Case, make_inputs, make_tensors
-from aclcheck.compare import Comparison, Context, compare
 from aclcheck.dtypes import float_format, half_ulp
-from aclcheck.reference import backward, term_counts
-from aclcheck.standards import DEFAULT_C, PUBLISHED, STANDARDS
-from aclcheck.suite import Selection, build_suite
+from aclcheck.judging.compare import Comparison
+from aclcheck.judging.default_standard import DEFAULT_C
+from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
+from aclcheck.judging.standards import PUBLISHED, STANDARDS
+from aclcheck.ops.adaptive.windows import term_counts
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import resolve_accumulate
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.materialize import make_inputs, make_tensors
+from aclcheck.suite.selection import Selection, build_suite
 from tests import kernels
 
 ALL = tuple(STANDARDS)
@@ -89,6 +94,19 @@ ALL_KERNELS: dict[str, kernels.Kernel] = {
 TIE_TARGETS = {"atlas-training": ("float16",), "atlas-inference": ("float16",),
                "atlas-a2": ("float16", "bfloat16"), "atlas-a3": ("float16", "bfloat16")}
 INDEX_KERNELS = ("float_bounds", "half_bounds", "int16_bounds")
+#: Products that compute in saturation mode (docs/contract.md section 10): the kernels,
+#: written in IEEE arithmetic, run there with that mode's output conversion.
+SATURATING = tuple(p for p in TIE_TARGETS
+                   if product_modes(p)[0] == OverflowMode.SATURATION)
+
+
+def saturated(out: np.ndarray, nan: bool = True) -> np.ndarray:
+    """An output as a saturation-mode device converts it (judging.overflow.saturate):
+    inf to the largest finite value, and (nan=True) NaN to 0."""
+    fmt = float_format(np.dtype(out.dtype).name)
+    if nan:
+        return saturate(out, fmt)
+    return np.where(np.isinf(out), np.copysign(fmt.max_value, out), out).astype(out.dtype)
 
 
 @functools.cache
@@ -102,6 +120,8 @@ def outcomes(kernel: str, suite_name: str) -> tuple[tuple[Item, Comparison | Non
     for item in suite(suite_name):
         with np.errstate(all="ignore"):
             out = fn(item.grad, item.self_)
+            if item.case.product in SATURATING:  # a broken kernel's NaN is its bug: kept
+                out = saturated(out, nan=kernel not in kernels.BROKEN)
         if out.shape != item.golden.shape or out.dtype != item.self_.dtype:
             res.append((item, None))
             continue
@@ -160,8 +180,10 @@ def test_broken_kernels_fail_where_expected() -> None:
     assert layouts and "contiguous" not in layouts
     assert {dtypes[c].layout for c in flagged("channels_last_as_contiguous", "default")} == {
         "channels_last"}
+    # (bigglobal aside: its FLOAT16 count of 65 520 overflows in this kernel's FP16 terms,
+    # a bug on the 1x1 fill path of every product)
     fp16 = {dtypes[c].product for c in flagged("fp16_accumulation", "default")
-            if dtypes[c].dtype == "float16"}
+            if dtypes[c].dtype == "float16" and dtypes[c].family != "bigglobal"}
     assert fp16 <= set(FP32_PRODUCTS) and fp16  # the training path accumulates in FP16
     assert len(flagged("wrong_shape", "default")) == len(suite("default"))
 

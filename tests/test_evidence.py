@@ -9,12 +9,19 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from aclcheck import evidence
-from aclcheck.cases import Case, make_tensors
-from aclcheck.compare import Context, compare
-from aclcheck.evidence import HIST_LOG2_EDGES, JSON_INF, MAP_CELLS, Evidence, EvidenceBuilder
+from aclcheck.judging import evidence
+from aclcheck.judging.evidence import (
+    HIST_LOG2_EDGES,
+    JSON_INF,
+    MAP_CELLS,
+    Evidence,
+    EvidenceBuilder,
+)
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.report.errormap import error_map, shrink_map
-from aclcheck.verdicts import CaseVerdict, Verdict
 from tests import kernels
 
 
@@ -158,3 +165,11 @@ def test_terminal_map_fits_the_width_and_marks_failures() -> None:
 def test_shrink_map_takes_the_worst_of_each_block() -> None:
     grid = np.arange(16, dtype=float).reshape(4, 4)
     np.testing.assert_array_equal(shrink_map(grid, 2, 2), [[5, 7], [13, 15]])
+
+
+def test_a_map_of_one_level_is_said_not_drawn() -> None:
+    """Every cell far over budget: a solid block shows nothing, one line says so."""
+    ev = Evidence((3, 4, 6), np.full((4, 6), 1e6), np.ones(3, dtype=np.int64), 1,
+                  np.zeros(4, dtype=np.int64))
+    text = error_map(ev, 40).plain
+    assert "every cell >256 (no pattern to draw)" in text and "█" not in text

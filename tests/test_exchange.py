@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from aclcheck.binexchange import raw_bytes
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
-from aclcheck.reference import backward
+from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from aclcheck.store import open_golden, read_results
-from tests.tests_support import cli_run
+from aclcheck.store.exchange import raw_bytes
+
+#: the `cli_run` fixture: run the CLI in-process -> (exit code, output)
+CliRun = Callable[..., tuple[int, str]]
 
 #: what a harness knows: raw little-endian element types by manifest dtype name
 RAW_TYPES = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "bfloat16": "<u2",
@@ -28,7 +32,7 @@ def golden(two_products_golden: Path) -> Path:
     return two_products_golden
 
 
-def export(golden: Path, folder: Path, *args: str) -> dict:
+def export(cli_run: CliRun, golden: Path, folder: Path, *args: str) -> dict:
     code, out = cli_run("export", str(golden), str(folder), *args)
     assert code == 0, out
     return json.loads((folder / "manifest.json").read_text())
@@ -71,15 +75,19 @@ def harness(folder: Path, wrong_status: str | None = None) -> dict[str, bytes]:
             with np.errstate(over="ignore"):
                 values = correctly_rounded(values, FLOAT_FORMATS[out["dtype"]])
         dtype = ml_dtypes.bfloat16 if out["dtype"] == "bfloat16" else RAW_TYPES[out["dtype"]]
-        data = np.asarray(values).astype(dtype).tobytes()
+        values = np.asarray(values).astype(dtype)
+        if (out["dtype"] in FLOAT_FORMATS
+                and product_modes(case["product"])[0] == OverflowMode.SATURATION):
+            values = saturate(values, FLOAT_FORMATS[out["dtype"]])  # the board's mode
+        data = values.tobytes()
         (case_dir / "out.bin").write_bytes(data)
         written[case["id"]] = data
     return written
 
 
-def test_export_writes_storage_bits_goldens_and_a_complete_manifest(golden: Path,
+def test_export_writes_storage_bits_goldens_and_a_complete_manifest(cli_run: CliRun, golden: Path,
                                                                      tmp_path: Path) -> None:
-    manifest = export(golden, tmp_path / "x")
+    manifest = export(cli_run, golden, tmp_path / "x")
     gf = open_golden(golden)
     assert manifest["format"] == "aclcheck-bin-exchange" and manifest["byte_order"] == "little"
     assert [c["id"] for c in manifest["cases"]] == gf.ids()
@@ -112,10 +120,11 @@ def test_export_writes_storage_bits_goldens_and_a_complete_manifest(golden: Path
     assert bf16["tensors"]["self"]["element_size"] == 2
 
 
-def test_round_trip_is_bit_exact_for_every_dtype_and_verifies(golden: Path,
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
+def test_round_trip_is_bit_exact_for_every_dtype_and_verifies(cli_run: CliRun, golden: Path,
                                                              tmp_path: Path) -> None:
     folder = tmp_path / "x"
-    export(golden, folder)
+    export(cli_run, golden, folder)
     written = harness(folder)
     code, out = cli_run("import", str(folder), "-o", str(tmp_path / "board.h5"))
     assert code == 0, out
@@ -133,10 +142,10 @@ def test_round_trip_is_bit_exact_for_every_dtype_and_verifies(golden: Path,
     assert code == 0, out
 
 
-def test_wrong_statuses_and_missing_answers_reach_the_verdicts(golden: Path,
+def test_wrong_statuses_and_missing_answers_reach_the_verdicts(cli_run: CliRun, golden: Path,
                                                              tmp_path: Path) -> None:
     folder = tmp_path / "x"
-    manifest = export(golden, folder, "--product", "atlas-a2")
+    manifest = export(cli_run, golden, folder, "--product", "atlas-a2")
     assert {c["product"] for c in manifest["cases"]} == {"atlas-a2"}
     null_case = next(c["id"] for c in manifest["cases"] if c["null"])
     harness(folder, wrong_status=null_case)
@@ -154,9 +163,10 @@ def test_wrong_statuses_and_missing_answers_reach_the_verdicts(golden: Path,
     assert sum(v["verdict"] not in ("PASS", "MISTRUSTED") for v in verdicts.values()) == 2
 
 
-def test_bad_files_are_one_line_errors_naming_the_file(golden: Path, tmp_path: Path) -> None:
+def test_bad_files_are_one_line_errors_naming_the_file(
+        cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     folder = tmp_path / "x"
-    manifest = export(golden, folder, "--family", "global", "--product", "atlas-training")
+    manifest = export(cli_run, golden, folder, "--family", "global", "--product", "atlas-training")
     harness(folder)
     first = manifest["cases"][0]
     out_bin = folder / first["dir"] / "out.bin"
@@ -181,13 +191,14 @@ def test_bad_files_are_one_line_errors_naming_the_file(golden: Path, tmp_path: P
     assert not (tmp_path / "r.h5").exists()
 
 
-def test_export_refuses_a_used_folder_unless_forced(golden: Path, tmp_path: Path) -> None:
+def test_export_refuses_a_used_folder_unless_forced(
+        cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     folder = tmp_path / "x"
-    manifest = export(golden, folder, "--family", "global", "--product", "atlas-a2")
+    manifest = export(cli_run, golden, folder, "--family", "global", "--product", "atlas-a2")
     harness(folder)
     code, out = cli_run("export", str(golden), str(folder), "--family", "global")
     assert code == 2 and "--force" in out
-    export(golden, folder, "--family", "global", "--product", "atlas-a2", "--force")
+    export(cli_run, golden, folder, "--family", "global", "--product", "atlas-a2", "--force")
     assert not any((folder / c["dir"] / "out.bin").exists() for c in manifest["cases"])
     code, out = cli_run("export", str(golden), str(tmp_path / "y"), "--id", "nothing*")
     assert code == 2 and "no case matches" in out

@@ -19,10 +19,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck.cases import Case
 from aclcheck.cli import cli
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.store import text_attr
-from aclcheck.store.schema import record_attrs, set_attrs
+from aclcheck.store.codec import set_attrs
+from aclcheck.store.records import record_attrs
 
 SEED = 20261130
 BIT_FLIPS = 200

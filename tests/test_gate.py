@@ -4,12 +4,15 @@ and distributed runs, all end to end on real golden files and reports."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from aclcheck import sharding
-from tests.tests_support import cli_run
+from aclcheck.suite import sharding
+
+#: the `cli_run` fixture: run the CLI in-process -> (exit code, output)
+CliRun = Callable[..., tuple[int, str]]
 
 FAMILIES = ("divisible", "nondivisible", "upsampling", "global", "layout", "invalid")
 
@@ -31,7 +34,8 @@ def comparable(case: dict) -> dict:
 # -- known-failure lists ----------------------------------------------------------------
 
 
-def test_xfail_list_turns_known_failures_into_xfail(golden: Path, tmp_path: Path) -> None:
+def test_xfail_list_turns_known_failures_into_xfail(
+        cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     xf = tmp_path / "known.toml"
     xf.write_text('[[xfail]]\nid = "*-nondiv*"\nreason = "off-by-one end index, bug 42"\n'
                   'impl = "kernels:*"\n')
@@ -47,7 +51,7 @@ def test_xfail_list_turns_known_failures_into_xfail(golden: Path, tmp_path: Path
     assert code == (1 if failing_elsewhere else 0), out
 
 
-def test_xpass_fails_only_when_strict(golden: Path, tmp_path: Path) -> None:
+def test_xpass_fails_only_when_strict(cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     xf = tmp_path / "known.toml"
     xf.write_text('[[xfail]]\nid = "*-div*"\nreason = "was broken once"\n')
     args = ["verify", str(golden), "--impl", "reference", "--family", "divisible",
@@ -58,7 +62,7 @@ def test_xpass_fails_only_when_strict(golden: Path, tmp_path: Path) -> None:
     assert code == 1
 
 
-def test_bad_xfail_file_is_a_usage_error(golden: Path, tmp_path: Path) -> None:
+def test_bad_xfail_file_is_a_usage_error(cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     xf = tmp_path / "bad.toml"
     xf.write_text('[[xfail]]\nid = "x"\nwhy = "typo"\n')
     code, out = cli_run("verify", str(golden), "--xfail", str(xf))
@@ -68,7 +72,8 @@ def test_bad_xfail_file_is_a_usage_error(golden: Path, tmp_path: Path) -> None:
 # -- baselines and diffs -----------------------------------------------------------------
 
 
-def test_baseline_and_diff_show_new_failures_and_fixes(golden: Path, tmp_path: Path) -> None:
+def test_baseline_and_diff_show_new_failures_and_fixes(
+        cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     common = ["--dtype", "float32", "--family", "nondivisible", "--family", "divisible"]
     assert cli_run("verify", str(golden), "--impl", "kernels:window_sum", *common,
@@ -86,7 +91,7 @@ def test_baseline_and_diff_show_new_failures_and_fixes(golden: Path, tmp_path: P
     assert code == 0 and "new failures: 0" in out
 
 
-def test_diff_of_a_non_report_exits_3(tmp_path: Path) -> None:
+def test_diff_of_a_non_report_exits_3(cli_run: CliRun, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     code, out = cli_run("diff", str(bad), str(bad))
@@ -106,7 +111,8 @@ def test_shards_are_balanced_deterministic_and_complete() -> None:
     assert parts == [sharding.select(list(reversed(sizes)), k, 4) for k in range(1, 5)]
 
 
-def test_merged_shard_reports_equal_the_unsharded_run(golden: Path, tmp_path: Path) -> None:
+def test_merged_shard_reports_equal_the_unsharded_run(
+        cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     full = tmp_path / "full.json"
     impl = ["--impl", "kernels:window_sum"]
     cli_run("verify", str(golden), *impl, "--json", str(full))
@@ -126,7 +132,7 @@ def test_merged_shard_reports_equal_the_unsharded_run(golden: Path, tmp_path: Pa
     assert dup[0] == 2 and "given twice" in dup[1]
 
 
-def test_bad_shard_spec_is_a_usage_error(golden: Path) -> None:
+def test_bad_shard_spec_is_a_usage_error(cli_run: CliRun, golden: Path) -> None:
     code, out = cli_run("verify", str(golden), "--shard", "5/4")
     assert code == 2
 
@@ -134,7 +140,7 @@ def test_bad_shard_spec_is_a_usage_error(golden: Path) -> None:
 # -- parallel and distributed ------------------------------------------------------------
 
 
-def test_jobs_equal_serial(golden: Path, tmp_path: Path) -> None:
+def test_jobs_equal_serial(cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     serial, parallel = tmp_path / "s.json", tmp_path / "p.json"
     args = ["verify", str(golden), "--impl", "kernels:off_by_one_end", "--family",
             "nondivisible", "--family", "upsampling", "--family", "invalid"]
@@ -145,7 +151,7 @@ def test_jobs_equal_serial(golden: Path, tmp_path: Path) -> None:
         comparable(c) for c in report_cases(serial)]
 
 
-def test_dask_executor_equals_serial(golden: Path, tmp_path: Path) -> None:
+def test_dask_executor_equals_serial(cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     serial, remote = tmp_path / "s.json", tmp_path / "d.json"
     args = ["verify", str(golden), "--impl", "kernels:window_sum", "--family",
@@ -160,7 +166,7 @@ def test_dask_executor_equals_serial(golden: Path, tmp_path: Path) -> None:
         comparable(c) for c in report_cases(serial)]
 
 
-def test_unreachable_dask_scheduler_is_a_usage_error(golden: Path) -> None:
+def test_unreachable_dask_scheduler_is_a_usage_error(cli_run: CliRun, golden: Path) -> None:
     pytest.importorskip("distributed")
     code, out = cli_run("verify", str(golden), "--executor", "dask://127.0.0.1:9",
                         "--family", "divisible")
@@ -168,8 +174,8 @@ def test_unreachable_dask_scheduler_is_a_usage_error(golden: Path) -> None:
 
 
 def test_xfail_entries_match_by_verdict_and_may_pass(tmp_path: Path) -> None:
-    from aclcheck import xfail
-    from aclcheck.verdicts import CaseVerdict, Verdict
+    from aclcheck.judging import xfail
+    from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
     xf = tmp_path / "k.toml"
     xf.write_text('[[xfail]]\nid = "a2-*"\nreason = "precision"\nverdicts = ["FAIL"]\n'

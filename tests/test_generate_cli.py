@@ -10,13 +10,13 @@ import h5py
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import generate as gen
 from aclcheck import store
-from aclcheck.baseline import diff_golden
 from aclcheck.cli import cli
 from aclcheck.errors import UsageError
-from aclcheck.merge import merge_golden
-from aclcheck.suite import Selection, build_suite
+from aclcheck.store.diff import diff_golden
+from aclcheck.suite import generate as gen
+from aclcheck.suite.merge import merge_golden
+from aclcheck.suite.selection import Selection, build_suite
 
 SMALL = ["--product", "atlas-a2", "--format", "NCHW", "--family", "nondivisible",
          "--family", "layout", "--family", "special", "--count", "2"]

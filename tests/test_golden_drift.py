@@ -13,42 +13,47 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck import store
-from aclcheck.baseline import diff_golden
 from aclcheck.cli import cli
+from aclcheck.store.diff import diff_golden
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
-ARGS_FILE = GOLDEN / "ci-suite.args"
-SUITE_FILE = GOLDEN / "ci-suite.h5"
+#: The committed suites: the 2D operator's and the 3D operator's.
+SUITES = ("ci-suite", "ci-suite-3d")
 MAX_BYTES = 5 * 1024 * 1024
-REGENERATE = ("aclcheck generate -o golden/ci-suite.h5 --force "
-              "$(grep -v '^#' golden/ci-suite.args)")
 
 
-def suite_args() -> list[str]:
-    """The flags in golden/ci-suite.args ('#' comments, shell quoting)."""
-    return shlex.split(ARGS_FILE.read_text(), comments=True)
+def suite_args(name: str) -> list[str]:
+    """The flags in golden/<name>.args ('#' comments, shell quoting)."""
+    return shlex.split((GOLDEN / f"{name}.args").read_text(), comments=True)
 
 
-def test_args_file_is_a_definition_not_a_destination() -> None:
-    args = suite_args()
-    assert args, "golden/ci-suite.args holds no flags"
+@pytest.mark.parametrize("name", SUITES)
+def test_args_file_is_a_definition_not_a_destination(name: str) -> None:
+    args = suite_args(name)
+    assert args, f"golden/{name}.args holds no flags"
     assert not {"-o", "--output", "--force"} & set(args)
 
 
-def test_committed_file_is_small_and_intact() -> None:
-    assert SUITE_FILE.stat().st_size < MAX_BYTES
-    report = store.check_file(SUITE_FILE)
+@pytest.mark.parametrize("name", SUITES)
+def test_committed_file_is_small_and_intact(name: str) -> None:
+    suite = GOLDEN / f"{name}.h5"
+    assert suite.stat().st_size < MAX_BYTES
+    report = store.check_file(suite)
     assert report.ok, report.problems
 
 
-def test_regenerated_suite_matches_committed_file(tmp_path: Path) -> None:
-    obtained = tmp_path / "ci-suite.h5"
-    res = CliRunner().invoke(cli, ["generate", "-o", str(obtained), *suite_args()])
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
+@pytest.mark.parametrize("name", SUITES)
+def test_regenerated_suite_matches_committed_file(tmp_path: Path, name: str) -> None:
+    obtained = tmp_path / f"{name}.h5"
+    res = CliRunner().invoke(cli, ["generate", "-o", str(obtained), *suite_args(name)])
     assert res.exit_code == 0, res.output
-    diffs = diff_golden(SUITE_FILE, obtained)
+    diffs = diff_golden(GOLDEN / f"{name}.h5", obtained)
     if diffs:
+        regenerate = (f"aclcheck generate -o golden/{name}.h5 --force "
+                      f"$(grep -v '^#' golden/{name}.args)")
         pytest.fail(
-            f"golden/ci-suite.h5 differs from a fresh generation ({obtained}):\n  "
+            f"golden/{name}.h5 differs from a fresh generation ({obtained}):\n  "
             + "\n  ".join(diffs)
-            + f"\nIf the change is intended, regenerate and commit: {REGENERATE}"
+            + f"\nIf the change is intended, regenerate and commit: {regenerate}"
         )

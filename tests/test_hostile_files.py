@@ -18,8 +18,12 @@ import numpy as np
 import pytest
 
 from aclcheck.store import ResultRow, open_golden, text_attr, write_results
-from aclcheck.suite import Selection
-from tests.tests_support import cli_run
+from aclcheck.suite.selection import Selection
+
+#: the `cli_run` fixture: run the CLI in-process -> (exit code, output)
+CliRun = Callable[..., tuple[int, str]]
+#: the `assert_bad_input` fixture
+BadInput = Callable[..., str]
 
 SELECTION = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCHW",),
                       families=("divisible", "layout"), seed=3)
@@ -41,16 +45,20 @@ def first_case(path: Path) -> str:
         return gf.ids()[0]
 
 
-def assert_bad_input(path: Path, *args: str, fragment: str = "", code: int = 3) -> str:
-    """verify (or the given command) exits `code` with one error line naming the file."""
-    argv = list(args) or ["verify", str(path), "--impl", "reference"]
-    got, out = cli_run(*argv)
-    assert got == code, out
-    errors = [line for line in out.splitlines() if line.startswith("aclcheck: error:")]
-    assert len(errors) == 1 and str(path) in errors[0], out
-    assert fragment in errors[0], out
-    assert "Traceback" not in out and "PASS" not in out
-    return errors[0]
+@pytest.fixture
+def assert_bad_input(cli_run: CliRun) -> BadInput:
+    """assert_bad_input(path, *args, fragment="", code=3): verify (or the given command)
+    exits `code` with one error line naming the file."""
+    def check(path: Path, *args: str, fragment: str = "", code: int = 3) -> str:
+        argv = list(args) or ["verify", str(path), "--impl", "reference"]
+        got, out = cli_run(*argv)
+        assert got == code, out
+        errors = [line for line in out.splitlines() if line.startswith("aclcheck: error:")]
+        assert len(errors) == 1 and str(path) in errors[0], out
+        assert fragment in errors[0], out
+        assert "Traceback" not in out and "PASS" not in out
+        return errors[0]
+    return check
 
 
 def edit(path: Path, fn: Callable[[h5py.File, str], None]) -> str:
@@ -91,7 +99,8 @@ def set_index(f: h5py.File, column: str, row: int, value: object) -> None:
 
 
 @pytest.mark.parametrize("kind", ["relative", "absolute"])
-def test_export_of_an_unsafe_id_exits_3_and_touches_nothing(golden: Path, tmp_path: Path,
+def test_export_of_an_unsafe_id_exits_3_and_touches_nothing(
+        assert_bad_input: BadInput, golden: Path, tmp_path: Path,
                                                              kind: str) -> None:
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -129,7 +138,8 @@ def external_golden(f: h5py.File, cid: str, target: Path) -> None:
                     external=[(str(target), 0, size)])
 
 
-def test_external_storage_is_refused_unread(golden: Path, tmp_path: Path) -> None:
+def test_external_storage_is_refused_unread(
+        assert_bad_input: BadInput, golden: Path, tmp_path: Path) -> None:
     secret = tmp_path / "secret.bin"
     secret.write_bytes(b"S" * (1 << 16))
     edit(golden, lambda f, cid: external_golden(f, cid, secret))
@@ -141,7 +151,8 @@ def test_external_storage_is_refused_unread(golden: Path, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("kind", ["external", "soft"])
-def test_links_are_not_followed(golden: Path, tmp_path: Path, kind: str) -> None:
+def test_links_are_not_followed(
+        assert_bad_input: BadInput, golden: Path, tmp_path: Path, kind: str) -> None:
     other = tmp_path / "other.h5"
     with h5py.File(other, "w") as f:
         f["secret"] = np.arange(10.0)
@@ -226,7 +237,8 @@ def hide_case(f: h5py.File, cid: str) -> None:
     (retype_record, "dtype attribute 'float16' != record 'float32'"),
     (duplicate_index_row, "listed twice"),
 ])
-def test_verify_detects_what_inspect_check_does(golden: Path, damage: Callable[..., None],
+def test_verify_detects_what_inspect_check_does(
+        assert_bad_input: BadInput, cli_run: CliRun, golden: Path, damage: Callable[..., None],
                                                 fragment: str) -> None:
     cid = edit(golden, damage)
     line = assert_bad_input(golden, fragment=fragment)
@@ -259,18 +271,21 @@ def huge_index(f: h5py.File, cid: str) -> None:
     (gzip_bomb, "!= self shape"),
     (huge_index, "read limit"),
 ])
-def test_declared_sizes_are_checked_before_reading(golden: Path, damage: Callable[..., None],
+def test_declared_sizes_are_checked_before_reading(
+        assert_bad_input: BadInput, golden: Path, damage: Callable[..., None],
                                                     fragment: str) -> None:
     edit(golden, damage)
     assert_bad_input(golden, fragment=fragment)
 
 
-def test_read_limit_applies_to_valid_files(golden: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_limit_applies_to_valid_files(
+        assert_bad_input: BadInput, golden: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACLCHECK_MAX_READ_MB", "0.0001")
     assert_bad_input(golden, fragment="over the read limit")
 
 
-def test_generate_refuses_oversized_cases_before_allocating(tmp_path: Path) -> None:
+def test_generate_refuses_oversized_cases_before_allocating(
+        cli_run: CliRun, tmp_path: Path) -> None:
     cases = tmp_path / "big.json"
     cases.write_text(json.dumps([{"product": "atlas-a2", "dtype": "fp32", "format": "NCHW",
                                   "self_shape": [1, 4, 4096, 4096],
@@ -314,7 +329,9 @@ def text_case_count(f: h5py.File, cid: str) -> None:
 
 @pytest.mark.parametrize("damage", [string_seed, negative_dims, golden_group, scalar_index,
                                     unknown_product, text_case_count, huge_golden])
-def test_corrupt_files_exit_3_not_4(golden: Path, damage: Callable[..., None]) -> None:
+def test_corrupt_files_exit_3_not_4(
+        assert_bad_input: BadInput, cli_run: CliRun, golden: Path,
+        damage: Callable[..., None]) -> None:
     edit(golden, damage)
     assert_bad_input(golden)
     code, out = cli_run("inspect", str(golden), "--check")
@@ -328,7 +345,7 @@ def test_corrupt_files_exit_3_not_4(golden: Path, damage: Callable[..., None]) -
                                "self_shape": [1, 1, 10**30, 1], "grad_shape": [1, 1, 1, 1]}]),
      "over the limit"),
 ])
-def test_pathological_case_files_exit_2(tmp_path: Path, name: str, text: str,
+def test_pathological_case_files_exit_2(cli_run: CliRun, tmp_path: Path, name: str, text: str,
                                         fragment: str) -> None:
     path = tmp_path / name
     path.write_text(text)
@@ -336,7 +353,8 @@ def test_pathological_case_files_exit_2(tmp_path: Path, name: str, text: str,
     assert code == 2 and fragment in out and "Traceback" not in out
 
 
-def test_disk_full_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disk_full_is_one_line(
+        cli_run: CliRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from aclcheck.store import writer
 
     def full(*args: object, **kw: object) -> None:
@@ -356,7 +374,8 @@ def test_disk_full_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 # -- results files, reports, manifests: the same rules --------------------------------------
 
 
-def test_results_file_with_external_output_is_refused(golden: Path, tmp_path: Path) -> None:
+def test_results_file_with_external_output_is_refused(
+        assert_bad_input: BadInput, golden: Path, tmp_path: Path) -> None:
     secret = tmp_path / "secret.bin"
     secret.write_bytes(b"S" * 64)
     cid = first_case(golden)
@@ -369,7 +388,8 @@ def test_results_file_with_external_output_is_refused(golden: Path, tmp_path: Pa
                      fragment="external storage")
 
 
-def test_results_index_with_a_duplicate_id_is_refused(golden: Path, tmp_path: Path) -> None:
+def test_results_index_with_a_duplicate_id_is_refused(
+        assert_bad_input: BadInput, golden: Path, tmp_path: Path) -> None:
     results = tmp_path / "r.h5"
     write_results(results, "x", [ResultRow("a", 1, None, 0.0), ResultRow("b", 1, None, 0.0)])
     with h5py.File(results, "r+") as f:
@@ -381,13 +401,14 @@ def test_results_index_with_a_duplicate_id_is_refused(golden: Path, tmp_path: Pa
                      fragment="listed twice")
 
 
-def test_deeply_nested_report_exits_3(tmp_path: Path) -> None:
+def test_deeply_nested_report_exits_3(assert_bad_input: BadInput, tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     report.write_text("[" * 50_000 + "]" * 50_000)
     assert_bad_input(report, "diff", str(report), str(report), fragment="nested")
 
 
-def test_manifest_and_harness_files_are_checked(golden: Path, tmp_path: Path) -> None:
+def test_manifest_and_harness_files_are_checked(
+        assert_bad_input: BadInput, cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     xfer = tmp_path / "xfer"
     assert cli_run("export", str(golden), str(xfer))[0] == 0
     manifest = xfer / "manifest.json"
@@ -411,7 +432,8 @@ def test_manifest_and_harness_files_are_checked(golden: Path, tmp_path: Path) ->
 # -- diff: only reports or golden files, of the same golden file ----------------------------
 
 
-def test_diff_refuses_a_file_that_is_neither_report_nor_golden(golden: Path,
+def test_diff_refuses_a_file_that_is_neither_report_nor_golden(
+        assert_bad_input: BadInput, golden: Path,
                                                                tmp_path: Path) -> None:
     other = tmp_path / "notes.txt"
     other.write_text("hello")
@@ -419,7 +441,7 @@ def test_diff_refuses_a_file_that_is_neither_report_nor_golden(golden: Path,
     assert_bad_input(other, "diff", str(golden), str(other), fragment="not a golden file")
 
 
-def test_diff_of_reports_of_other_golden_files_needs_force(golden: Path,
+def test_diff_of_reports_of_other_golden_files_needs_force(cli_run: CliRun, golden: Path,
                                                            tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     assert cli_run("verify", str(golden), "--impl", "reference", "--json", str(a))[0] == 0
@@ -437,7 +459,7 @@ def test_diff_of_reports_of_other_golden_files_needs_force(golden: Path,
     assert code == 0 and "implementation" in out
 
 
-def test_export_onto_a_link_replaces_the_link_not_its_target(golden: Path,
+def test_export_onto_a_link_replaces_the_link_not_its_target(cli_run: CliRun, golden: Path,
                                                               tmp_path: Path) -> None:
     xfer, elsewhere = tmp_path / "xfer", tmp_path / "elsewhere"
     assert cli_run("export", str(golden), str(xfer))[0] == 0
@@ -451,7 +473,7 @@ def test_export_onto_a_link_replaces_the_link_not_its_target(golden: Path,
     assert (xfer / cid).is_dir() and not (xfer / cid).is_symlink()
 
 
-def test_export_disk_full_is_one_line(golden: Path, tmp_path: Path,
+def test_export_disk_full_is_one_line(cli_run: CliRun, golden: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     def full(self: Path, data: bytes) -> int:
         raise OSError(28, "No space left on device")
@@ -462,7 +484,7 @@ def test_export_disk_full_is_one_line(golden: Path, tmp_path: Path,
 
 
 @pytest.mark.parametrize("selection", ['{"shard": "9/x"}', "[" * 5000 + "]" * 5000])
-def test_merge_of_a_file_with_a_bad_stored_selection(golden: Path, tmp_path: Path,
+def test_merge_of_a_file_with_a_bad_stored_selection(cli_run: CliRun, golden: Path, tmp_path: Path,
                                                      selection: str) -> None:
     with h5py.File(golden, "r+") as f:
         f.attrs["selection"] = text_attr(selection)

@@ -24,15 +24,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import aclcheck.compare
-import aclcheck.judge
-import aclcheck.runner
-from aclcheck import isolation
+import aclcheck.judging.compare
+import aclcheck.judging.judge
+import aclcheck.running.runner
 from aclcheck.cli import cli
 from aclcheck.impls.base import CallInputs
-from aclcheck.isolation import IsolatedRunner, start_zygote
+from aclcheck.running import isolation
+from aclcheck.running.isolation import IsolatedRunner, start_zygote
 from aclcheck.store import open_golden
-from aclcheck.suite import Selection
+from aclcheck.suite.selection import Selection
 from tests import hostile_modules as hm
 
 REPO = Path(__file__).parent.parent
@@ -112,14 +112,15 @@ def test_isolated_runs_never_import_the_kernel_here(golden: Path, tmp_path: Path
     """The module replaces aclcheck's judge when imported and computes wrong answers:
     only its workers are changed; this process judges, and judges FAIL. What it prints
     while imported never reaches the console."""
-    judge_before, runner_judge = aclcheck.judge.judge, aclcheck.runner.judge
+    judge_before, runner_judge = aclcheck.judging.judge.judge, aclcheck.running.runner.judge
     spec = hm.write_module(tmp_path, hm.PATCH_JUDGE_ON_IMPORT, "patcher")
     code, out, report = verify(str(golden), "--impl", spec, "--family", "divisible",
                                report=tmp_path / "r.json")
     assert code == 1
     assert report["cases"] and all(c["verdict"] == "FAIL" for c in report["cases"])
     assert report["isolation"] == "workers"
-    assert aclcheck.judge.judge is judge_before and aclcheck.runner.judge is runner_judge
+    assert (aclcheck.judging.judge.judge is judge_before
+            and aclcheck.running.runner.judge is runner_judge)
     assert not any(name.startswith("patcher") for name in sys.modules)
     assert "KERNEL TEXT" not in out and "\x1b[2J" not in out
 
@@ -152,7 +153,7 @@ def test_a_plugin_that_exits_on_import_is_one_row_and_a_usage_error(
     assert code == 2 and "tried to end the process while imported" in one_error_line(out)
     assert "evil_plugin_mod" not in sys.modules
     from aclcheck.impls.registry import available
-    from aclcheck.impls.remote import describe
+    from aclcheck.running.remote import describe
 
     rows = {info.name: info for info in available(describe)}
     assert not rows["evil"].available and "end the process" in rows["evil"].note
@@ -197,8 +198,11 @@ def test_a_callable_cannot_decline_the_cases_it_would_fail(golden: Path, ids: di
 def test_a_worker_that_stops_reading_its_calls_meets_the_deadline(
         golden: Path, ids: dict, tmp_path: Path) -> None:
     spec = hm.write_module(tmp_path, hm.STOPS_READING)
+    # one call per case: the stale-state check's second call would find the worker deaf
+    # (and report the first case as depending on earlier calls, rightly)
     code, _, report = verify(str(golden), "--impl", spec, "--timeout", "2",
-                             "--family", "divisible", report=tmp_path / "r.json")
+                             "--family", "divisible", "--no-stale-check",
+                             report=tmp_path / "r.json")
     assert code == 1
     verdicts = [c["verdict"] for c in report["cases"]]
     assert verdicts[0] == "PASS" and "ERROR" in verdicts  # every other call, a new worker
@@ -213,7 +217,7 @@ def test_a_worker_that_stops_reading_its_calls_meets_the_deadline(
     {"output": {"type": "ndarray", "dtype": 5, "shape": [1]}},
 ], ids=lambda m: json.dumps(m, default=str)[:40])
 def test_every_field_of_an_answer_is_checked(golden: Path, ids: dict, meta: dict) -> None:
-    from aclcheck.wire import Head, ProtocolError, decode_outcome
+    from aclcheck.running.wire import Head, ProtocolError, decode_outcome
 
     with open_golden(golden) as gf:
         case = gf.case(ids["4d"][0])
@@ -223,7 +227,7 @@ def test_every_field_of_an_answer_is_checked(golden: Path, ids: dict, meta: dict
 
 def test_times_an_answer_claims_are_bounded_by_what_was_measured(golden: Path,
                                                                   ids: dict) -> None:
-    from aclcheck.wire import Head, decode_outcome
+    from aclcheck.running.wire import Head, decode_outcome
 
     with open_golden(golden) as gf:
         case = gf.case(ids["4d"][0])
@@ -236,7 +240,7 @@ def test_times_an_answer_claims_are_bounded_by_what_was_measured(golden: Path,
     {"dtypes": ["x" * 100]}, {"products": [None]}, {"fork_safe": None}, {"declines": "yes"},
 ])
 def test_what_a_worker_says_of_its_adapter_is_checked(change: dict) -> None:
-    from aclcheck.wire import AdapterInfo
+    from aclcheck.running.wire import AdapterInfo
 
     good = {"name": "k", "description": "", "has_status_codes": False,
             "models_products": False, "dtypes": None, "products": None, "fork_safe": True,
@@ -251,7 +255,7 @@ def test_a_call_the_worker_never_takes_meets_the_deadline() -> None:
     import socket
     import time
 
-    from aclcheck.wire import Channel, FrameTimeout
+    from aclcheck.running.wire import Channel, FrameTimeout
 
     ours, theirs = socket.socketpair()
     try:
@@ -270,12 +274,12 @@ def test_an_output_flood_is_read_as_its_tail(golden: Path, ids: dict, tmp_path: 
     spec = hm.write_module(tmp_path, hm.FLOODS_OUTPUT)
     with open_golden(golden) as gf:
         case = gf.case(ids["4d"][0])
-        grad, self_ = gf.inputs(case.id)
+        inputs = gf.data(case.id).inputs
     zygote = start_zygote(spec)
     worker = IsolatedRunner(spec, timeout=60, zygote=zygote)
     try:
         tracemalloc.start()
-        outcome = worker.run(CallInputs(case, grad, self_))
+        outcome = worker.run(CallInputs(case, inputs))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -320,9 +324,9 @@ def test_a_killed_zygote_is_replaced(golden: Path, ids: dict, tmp_path: Path) ->
 
 def test_a_stopped_zygote_meets_a_deadline_and_is_replaced(
         golden: Path, ids: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import aclcheck.zygote
+    import aclcheck.running.zygote
 
-    monkeypatch.setattr(aclcheck.zygote, "REQUEST_TIMEOUT_S", 2.0)  # the limit under test
+    monkeypatch.setattr(aclcheck.running.zygote, "REQUEST_TIMEOUT_S", 2.0)  # the limit under test
     spec = hm.write_module(tmp_path, hm.STOPS_ZYGOTE)
     code, _, report = verify(str(golden), "--impl", spec, "--id", ids["3d"][0],
                              *[a for cid in ids["4d"][:1] for a in ("--id", cid)],
@@ -418,7 +422,7 @@ def test_a_kernels_text_is_escaped_in_every_report(golden: Path, ids: dict, tmp_
 
 def test_a_kernels_text_never_breaks_a_case_file(golden: Path, ids: dict,
                                                  tmp_path: Path) -> None:
-    from aclcheck.suite import load_case_file
+    from aclcheck.suite.casefile import load_case_file
 
     spec = hm.write_module(tmp_path, hm.RAISES_HOSTILE_TEXT)
     cases = tmp_path / "regressions.toml"
@@ -435,7 +439,7 @@ def test_a_kernels_text_never_breaks_a_case_file(golden: Path, ids: dict,
 
 
 def test_in_process_kernels_cannot_replace_the_judge(golden: Path, tmp_path: Path) -> None:
-    judge, compare_code = aclcheck.runner.judge, aclcheck.compare.compare.__code__
+    judge, compare_code = aclcheck.running.runner.judge, aclcheck.judging.compare.compare.__code__
     spec = hm.write_module(tmp_path, hm.PATCHES_JUDGE_WHEN_CALLED)
     code, out, report = verify(str(golden), "--impl", spec, "--no-isolate", "--family",
                                "divisible", report=tmp_path / "r.json")
@@ -446,8 +450,9 @@ def test_in_process_kernels_cannot_replace_the_judge(golden: Path, tmp_path: Pat
     assert "ran in aclcheck&#39;s own process" in page.read_text()
     for case in report["cases"]:
         assert case["verdict"] == "ERROR", case
-        assert "changed aclcheck's own process: aclcheck.runner.judge" in case["message"]
-    assert aclcheck.runner.judge is judge and aclcheck.compare.compare.__code__ is compare_code
+        assert "changed aclcheck's own process: aclcheck.running.runner.judge" in case["message"]
+    assert (aclcheck.running.runner.judge is judge
+            and aclcheck.judging.compare.compare.__code__ is compare_code)
 
 
 def test_in_process_kernels_cannot_move_or_lock_the_reports(

@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from aclcheck import casewriter
-from aclcheck.file_guard import Role, Snapshot, check_apart
-from aclcheck.suite import Selection, load_case_file, parse_case_entries
-from tests.tests_support import cli_run
+from aclcheck.store.file_guard import Role, Snapshot, check_apart
+from aclcheck.suite import casefile as casewriter
+from aclcheck.suite.casefile import load_case_file, parse_case_entries
+from aclcheck.suite.selection import Selection
+
+#: the `cli_run` fixture: run the CLI in-process -> (exit code, output)
+CliRun = Callable[..., tuple[int, str]]
 
 SELECTION = Selection(products=("atlas-a2",), dtypes=("float32",), families=("divisible",),
                       seed=9)
@@ -34,14 +37,14 @@ def golden(pristine: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def report(golden: Path, tmp_path: Path) -> Path:
+def report(cli_run: CliRun, golden: Path, tmp_path: Path) -> Path:
     path = tmp_path / "run.json"
     code, out = cli_run("verify", str(golden), "--json", str(path))
     assert code == 0, out
     return path
 
 
-def refused(*args: str, keep: Path) -> str:
+def refused(cli_run: CliRun, *args: str, keep: Path) -> str:
     """The command exits 2 with one error line and `keep` is unchanged."""
     before = keep.read_bytes()
     code, out = cli_run(*args)
@@ -71,100 +74,104 @@ def alias(path: Path, how: str) -> Path:
 
 @pytest.mark.parametrize("how", LINKS)
 @pytest.mark.parametrize("flag", ["--json", "--junit", "--html"])
-def test_verify_never_writes_a_report_over_its_golden_file(golden: Path, flag: str,
+def test_verify_never_writes_a_report_over_its_golden_file(cli_run: CliRun, golden: Path, flag: str,
                                                            how: str) -> None:
-    line = refused("verify", str(golden), flag, str(alias(golden, how)), keep=golden)
+    line = refused(cli_run, "verify", str(golden), flag, str(alias(golden, how)), keep=golden)
     assert "the same file as the input GOLDEN" in line
 
 
 @pytest.mark.parametrize("flag", ["--baseline", "--xfail", "--tolerances"])
-def test_verify_never_writes_a_report_over_its_other_inputs(golden: Path, report: Path,
+def test_verify_never_writes_a_report_over_its_other_inputs(
+        cli_run: CliRun, golden: Path, report: Path,
                                                             tmp_path: Path, flag: str) -> None:
     source = report if flag == "--baseline" else tmp_path / "list.toml"
     if flag == "--xfail":
         source.write_text('[[xfail]]\nid = "x"\nreason = "r"\n')
     elif flag == "--tolerances":
         source.write_text("[aclcheck]\n")
-    line = refused("verify", str(golden), flag, str(source), "--json", str(source),
+    line = refused(cli_run, "verify", str(golden), flag, str(source), "--json", str(source),
                    keep=source)
     assert f"the input {flag}" in line
 
 
-def test_verify_never_writes_two_reports_to_one_file(golden: Path, tmp_path: Path) -> None:
+def test_verify_never_writes_two_reports_to_one_file(
+        cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.out"
     out.write_text("keep")
-    line = refused("verify", str(golden), "--json", str(out), "--junit",
+    line = refused(cli_run, "verify", str(golden), "--json", str(out), "--junit",
                    str(alias(out, "symbolic link")), keep=out)
     assert "one would replace the other" in line
 
 
-def test_verify_never_writes_over_the_kernel_or_into_library_folders(golden: Path,
+def test_verify_never_writes_over_the_kernel_or_into_library_folders(cli_run: CliRun, golden: Path,
                                                                      tmp_path: Path) -> None:
     kernel = tmp_path / "mykernel.py"
     kernel.write_text("def fn(g, s):\n    return s\n")
-    refused("verify", str(golden), "--impl", f"{kernel}:fn", "--json", str(kernel),
+    refused(cli_run, "verify", str(golden), "--impl", f"{kernel}:fn", "--json", str(kernel),
             keep=kernel)
     libs = tmp_path / "libs"
     libs.mkdir()
     lib = libs / "libopapi.so"
     lib.write_bytes(b"\x7fELF")
-    line = refused("verify", str(golden), "--impl", "aclnn", "--aclnn-lib-dir", str(libs),
+    line = refused(cli_run, "verify", str(golden), "--impl", "aclnn", "--aclnn-lib-dir", str(libs),
                    "--json", str(lib), keep=lib)
     assert "--aclnn-lib-dir" in line
 
 
 @pytest.mark.parametrize("how", LINKS)
-def test_report_never_draws_a_page_over_its_report(report: Path, how: str) -> None:
-    refused("report", str(report), "--html", str(alias(report, how)), keep=report)
+def test_report_never_draws_a_page_over_its_report(cli_run: CliRun, report: Path, how: str) -> None:
+    refused(cli_run, "report", str(report), "--html", str(alias(report, how)), keep=report)
 
 
-def test_merge_never_writes_over_an_input(report: Path, tmp_path: Path) -> None:
+def test_merge_never_writes_over_an_input(cli_run: CliRun, report: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.json"
     other.write_text(report.read_text())
-    refused("merge", "-o", str(report), "--force", str(report), str(other), keep=report)
+    refused(cli_run, "merge", "-o", str(report), "--force", str(report), str(other), keep=report)
 
 
-def test_generate_never_writes_over_its_case_file(tmp_path: Path) -> None:
+def test_generate_never_writes_over_its_case_file(cli_run: CliRun, tmp_path: Path) -> None:
     cases = tmp_path / "cases.toml"
     cases.write_text('[[cases]]\nproduct = "atlas-a2"\ndtype = "float32"\nformat = "NCHW"\n'
                      "self_shape = [1, 1, 4, 4]\ngrad_shape = [1, 1, 2, 2]\n")
-    refused("generate", "--cases-file", str(cases), "-o", str(alias(cases, "hard link")),
+    refused(cli_run, "generate", "--cases-file", str(cases), "-o", str(alias(cases, "hard link")),
             "--force", keep=cases)
 
 
-def test_shrink_never_appends_to_an_input(golden: Path, tmp_path: Path) -> None:
+def test_shrink_never_appends_to_an_input(cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     tolerances = tmp_path / "tolerances.toml"
     tolerances.write_text("[aclcheck]\n")
-    refused("shrink", str(golden), "--id", "x", "--tolerances", str(tolerances),
+    refused(cli_run, "shrink", str(golden), "--id", "x", "--tolerances", str(tolerances),
             "--append", str(tolerances), keep=tolerances)
 
 
-def test_hunt_never_writes_over_an_input(tmp_path: Path) -> None:
+def test_hunt_never_writes_over_an_input(cli_run: CliRun, tmp_path: Path) -> None:
     found = tmp_path / "found"
     found.mkdir()
     tolerances = found / "cases.toml"
     tolerances.write_text("[aclcheck]\n")
-    refused("hunt", "-o", str(found), "--force", "--tolerances", str(tolerances),
+    refused(cli_run, "hunt", "-o", str(found), "--force", "--tolerances", str(tolerances),
             "--max-time", "1", keep=tolerances)
 
 
-def test_export_never_writes_over_its_golden_file(golden: Path, tmp_path: Path) -> None:
+def test_export_never_writes_over_its_golden_file(
+        cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     folder = tmp_path / "xfer"
     folder.mkdir()
     inside = folder / "manifest.json"
     shutil.copy(golden, inside)
-    refused("export", str(inside), str(folder), "--force", keep=inside)
+    refused(cli_run, "export", str(inside), str(folder), "--force", keep=inside)
 
 
-def test_import_never_writes_over_what_it_reads(golden: Path, tmp_path: Path) -> None:
+def test_import_never_writes_over_what_it_reads(
+        cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     folder = tmp_path / "xfer"
     code, out = cli_run("export", str(golden), str(folder))
     assert code == 0, out
     manifest = folder / "manifest.json"
-    refused("import", str(folder), "-o", str(manifest), "--force", keep=manifest)
+    refused(cli_run, "import", str(folder), "-o", str(manifest), "--force", keep=manifest)
     case_dir = next(p for p in folder.iterdir() if p.is_dir())
     grad = case_dir / "grad_output.bin"
-    refused("import", str(folder), "-o", str(grad), "--force", keep=grad)
+    refused(cli_run, "import", str(folder), "-o", str(grad), "--force", keep=grad)
 
 
 # -- rewrites are whole-file replacements ------------------------------------------------------
@@ -246,7 +253,7 @@ def test_snapshot_notices_rewrites_and_replacements(tmp_path: Path) -> None:
     assert [r.flag for r in snap.changed()] == ["GOLDEN"]
 
 
-def test_reports_still_follow_the_umask(golden: Path, tmp_path: Path) -> None:
+def test_reports_still_follow_the_umask(cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     umask = os.umask(0o027)
     try:

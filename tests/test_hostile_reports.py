@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aclcheck.baseline import diff
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.report import json_report
-from aclcheck.suite import Selection
-from aclcheck.verdicts import CaseVerdict, Verdict
+from aclcheck.report.diff import diff
+from aclcheck.suite.selection import Selection
 from tests import hostile_modules as hm
-from tests.tests_support import cli_run
+
+#: the `cli_run` fixture: run the CLI in-process -> (exit code, output)
+CliRun = Callable[..., tuple[int, str]]
 
 pytest_plugins = ["pytester"]
 
@@ -37,7 +40,7 @@ def golden(isolation_golden: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def failing_report(golden: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def failing_report(cli_run: CliRun, golden: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A report with FAIL cases (and their evidence), PASS and ERROR ones."""
     path = tmp_path_factory.mktemp("reports") / "base.json"
     code, out = cli_run("verify", str(golden), "--impl", "kernels:off_by_one_end", *FAST,
@@ -88,7 +91,7 @@ def mutations(report: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def test_hostile_reports_are_bad_input_never_an_internal_error(
+def test_hostile_reports_are_bad_input_never_an_internal_error(cli_run: CliRun,
         golden: Path, failing_report: Path, tmp_path: Path) -> None:
     base = json.loads(failing_report.read_text())
     other = tmp_path / "other.json"
@@ -114,7 +117,8 @@ def test_hostile_reports_are_bad_input_never_an_internal_error(
 
 @pytest.mark.parametrize("label", ["case.time_s=1e999", "case.index=huge", "metrics=NaN",
                                    "interrupted=x"])
-def test_a_hostile_baseline_is_bad_input_before_the_run(golden: Path, failing_report: Path,
+def test_a_hostile_baseline_is_bad_input_before_the_run(
+        cli_run: CliRun, golden: Path, failing_report: Path,
                                                         tmp_path: Path, label: str) -> None:
     data = json.loads(failing_report.read_text())
     case = data["cases"][0]
@@ -141,7 +145,7 @@ def test_a_hostile_baseline_is_bad_input_before_the_run(golden: Path, failing_re
 
 
 @pytest.fixture(scope="module")
-def shards(golden: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+def shards(cli_run: CliRun, golden: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     folder = tmp_path_factory.mktemp("shards")
     paths = []
     for k in (1, 2, 3):
@@ -153,28 +157,30 @@ def shards(golden: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]
     return paths
 
 
-def merged(tmp_path: Path, *paths: Path | str) -> tuple[int, str]:
+def merged(cli_run: CliRun, tmp_path: Path, *paths: Path | str) -> tuple[int, str]:
     return cli_run("merge", "-o", str(tmp_path / "merged.json"), "--force",
                    *map(str, paths))
 
 
-def test_merge_of_every_shard_passes(shards: list[Path], tmp_path: Path) -> None:
-    code, out = merged(tmp_path, *shards)
+def test_merge_of_every_shard_passes(cli_run: CliRun, shards: list[Path], tmp_path: Path) -> None:
+    code, out = merged(cli_run, tmp_path, *shards)
     assert code == 0, out
     report = json.loads((tmp_path / "merged.json").read_text())
     assert report["planned"] == report["selected"] == len(report["cases"])
 
 
-def test_merge_refuses_a_missing_or_repeated_shard(shards: list[Path], tmp_path: Path) -> None:
-    code, out = merged(tmp_path, shards[0], shards[2])
+def test_merge_refuses_a_missing_or_repeated_shard(
+        cli_run: CliRun, shards: list[Path], tmp_path: Path) -> None:
+    code, out = merged(cli_run, tmp_path, shards[0], shards[2])
     assert code == 2 and "shards 2/3 missing" in out
     copy = tmp_path / "again.json"
     copy.write_text(shards[0].read_text().replace('"id": "', '"id": "x'))
-    code, out = merged(tmp_path, shards[0], copy, shards[1], shards[2])
+    code, out = merged(cli_run, tmp_path, shards[0], copy, shards[1], shards[2])
     assert code == 2 and "given twice" in out
 
 
-def test_merge_refuses_an_interrupted_or_cut_shard(golden: Path, shards: list[Path],
+def test_merge_refuses_an_interrupted_or_cut_shard(
+        cli_run: CliRun, golden: Path, shards: list[Path],
                                                    tmp_path: Path) -> None:
     parts, codes = [], []
     for k in (1, 2, 3):  # a 3-D case interrupts its shard's run (Ctrl-C in the kernel)
@@ -182,24 +188,25 @@ def test_merge_refuses_an_interrupted_or_cut_shard(golden: Path, shards: list[Pa
         codes.append(cli_run("verify", str(golden), "--impl", "impl_fixtures:interrupts",
                              *FAST, "--shard", f"{k}/3", "--json", str(parts[-1]))[0])
     assert 130 in codes
-    code, out = merged(tmp_path, *parts)
+    code, out = merged(cli_run, tmp_path, *parts)
     assert code == 2 and "interrupted run" in out
     cut = json.loads(shards[1].read_text())
     cut["cases"] = cut["cases"][:-1]
     (tmp_path / "cut.json").write_text(json.dumps(cut))
-    code, out = merged(tmp_path, shards[0], tmp_path / "cut.json", shards[2])
+    code, out = merged(cli_run, tmp_path, shards[0], tmp_path / "cut.json", shards[2])
     assert code == 2 and "cases its run was to judge" in out
 
 
-def test_merge_refuses_shards_mixed_with_a_whole_run(golden: Path, shards: list[Path],
+def test_merge_refuses_shards_mixed_with_a_whole_run(
+        cli_run: CliRun, golden: Path, shards: list[Path],
                                                      tmp_path: Path) -> None:
     whole = tmp_path / "whole.json"
     cli_run("verify", str(golden), *FAST, "--family", "rank3", "--json", str(whole))
-    code, out = merged(tmp_path, *shards, whole)
+    code, out = merged(cli_run, tmp_path, *shards, whole)
     assert code == 2 and "mix" in out
 
 
-def test_a_merge_that_judged_nothing_fails(golden: Path, tmp_path: Path) -> None:
+def test_a_merge_that_judged_nothing_fails(cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     spec = hm.write_module(tmp_path, hm.DECLARES_NOTHING)
     paths = []
     for k in (1, 2):
@@ -208,7 +215,7 @@ def test_a_merge_that_judged_nothing_fails(golden: Path, tmp_path: Path) -> None
                           "--json", str(path))
         assert code == 1
         paths.append(path)
-    code, out = merged(tmp_path, *paths)
+    code, out = merged(cli_run, tmp_path, *paths)
     assert code == 1 and "no case was judged" in out
 
 
@@ -236,7 +243,7 @@ def _write(path: Path, verdicts: list[CaseVerdict], **extra: Any) -> Path:
     return path
 
 
-def test_diff_counts_known_failures_as_known_and_fails_on_nothing_judged(
+def test_diff_counts_known_failures_as_known_and_fails_on_nothing_judged(cli_run: CliRun,
         tmp_path: Path) -> None:
     old = _write(tmp_path / "old.json", [_verdict("a", Verdict.FAIL),
                                          _verdict("b", Verdict.FAIL)])
@@ -253,7 +260,8 @@ def test_diff_counts_known_failures_as_known_and_fails_on_nothing_judged(
     assert code == 1 and "interrupted run" in out
 
 
-def test_baseline_of_another_golden_file_is_refused(golden: Path, tmp_path: Path) -> None:
+def test_baseline_of_another_golden_file_is_refused(
+        cli_run: CliRun, golden: Path, tmp_path: Path) -> None:
     other = _write(tmp_path / "other.json", [_verdict("a", Verdict.PASS)])
     code, out = cli_run("verify", str(golden), *FAST, "--baseline", str(other))
     assert code == 2 and "another golden file" in out
@@ -270,7 +278,7 @@ def test_rejections_and_undocumented_calls_alone_are_not_a_pass() -> None:
     ones right (the dtype probes of dtypes no product has, which it cannot decline):
     a run needs a judged valid call when it has valid calls. Undocumented calls never
     fail: they judge nothing."""
-    from aclcheck.gate import decide
+    from aclcheck.judging.gate import decide
 
     def v(cid: str, verdict: Verdict, status: int) -> CaseVerdict:
         return CaseVerdict(cid, verdict, "m", expected_status=status)
@@ -286,7 +294,7 @@ def test_rejections_and_undocumented_calls_alone_are_not_a_pass() -> None:
 # -- known-failure lists --------------------------------------------------------------------
 
 
-def test_an_xfail_entry_matching_every_case_warns_and_fails_when_strict(
+def test_an_xfail_entry_matching_every_case_warns_and_fails_when_strict(cli_run: CliRun,
         golden: Path, tmp_path: Path) -> None:
     known = tmp_path / "known.toml"
     known.write_text('[[xfail]]\nid = "*"\nreason = "everything is known"\n')

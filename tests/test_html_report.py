@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.report import html as html_report
-from aclcheck.verdicts import CaseVerdict, Verdict
 
 
 @pytest.fixture(scope="module")
@@ -202,3 +202,17 @@ def test_headless_browser_renders_pictures(broken_run: tuple[Path, Path],
     assert not_white > 0.05, f"screenshot nearly blank ({not_white:.1%} ink)"
     red = (img[..., 0] > 0.6) & (img[..., 1] < 0.35) & (img[..., 2] < 0.35)
     assert red.sum() > 2000, "no over-budget cells of a heat map visible"
+
+
+def test_a_heat_map_of_one_colour_is_said_not_drawn() -> None:
+    from aclcheck.judging.evidence import Evidence
+    from aclcheck.report.pictures import case_pictures
+
+    def evidence(worst: np.ndarray) -> Evidence:
+        return Evidence((2, 4, 6), worst, np.ones(2, dtype=np.int64), 1,
+                        np.zeros(4, dtype=np.int64))
+
+    solid = case_pictures(evidence(np.full((4, 6), 1e6)))
+    assert solid.uniform and solid.heatmap == "" and solid.over_cells == 24
+    mixed = case_pictures(evidence(np.linspace(0.1, 1e6, 24).reshape(4, 6)))
+    assert not mixed.uniform and mixed.heatmap.startswith("data:image/png")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import h5py
@@ -14,15 +15,17 @@ from click.testing import CliRunner
 from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.cli import inspect as inspect_cli
-from aclcheck.suite import Selection, build_suite
-from tests.tests_support import write_golden
+from aclcheck.suite.selection import Selection, build_suite
+
+#: the `write_golden` fixture: (folder, selection, suite name) -> the golden file
+WriteGolden = Callable[[Path, Selection, str], Path]
 
 SELECTION = Selection(products=("atlas-a2", "atlas-training"), formats=("NCHW",),
                       families=("nondivisible", "special", "layout", "invalid"))
 
 
 @pytest.fixture(scope="module")
-def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def suite(tmp_path_factory: pytest.TempPathFactory, write_golden: WriteGolden) -> Path:
     """The module's own kind (its tests compare listings with SELECTION's cases)."""
     return write_golden(tmp_path_factory.mktemp("inspect"), SELECTION, "inspect-test")
 
@@ -140,7 +143,7 @@ def _make_damage(kind: str, src: Path, dst: Path, victim: str) -> None:
     shutil.copy(src, dst)
     with h5py.File(dst, "r+") as f:
         if kind == "newer-schema":
-            f.attrs["schema_version"] = np.int64(store.SCHEMA_VERSION + 5)
+            f.attrs["schema_version"] = np.int64(6)  # newer than any schema so far
         elif kind == "missing-dataset":
             del f[f"cases/{victim}/self"]
     if kind == "flipped-bit":

@@ -15,13 +15,13 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import isolation
 from aclcheck.cli import cli
-from aclcheck.cli.verify import GoldenSource
-from aclcheck.hangs import CallClock
 from aclcheck.impls.base import CallInputs, guarded_run
 from aclcheck.impls.registry import create
-from aclcheck.runner import CaseRunner, RunOptions, iter_verdicts
+from aclcheck.running import isolation
+from aclcheck.running.hangs import CallClock
+from aclcheck.running.runner import CaseRunner, RunOptions, iter_verdicts
+from aclcheck.running.session import GoldenSource
 from aclcheck.store import open_golden
 
 TESTS = Path(__file__).parent
@@ -110,6 +110,7 @@ def test_clock_compares_similar_sizes_only() -> None:
     assert clock.allowance(60, first=False)[0] == 5.0  # the big call does not count
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_spinning_calls_are_detected_fast_on_the_ci_suite() -> None:
     """Fast means: by the adaptive hang rule (the floor, or a multiple of comparable
     calls), never by waiting out the --timeout cap. The cap is set far above anything
@@ -236,8 +237,7 @@ def test_writing_into_inputs_is_an_error(golden: Path, mode: str) -> None:
 def test_guarded_run_checks_inputs_in_process(golden: Path) -> None:
     with open_golden(golden) as gf:
         case = gf.case(next(i for i in gf.ids() if "-div0-" in i))
-        grad, self_ = gf.inputs(case.id)
-        call = CallInputs(case, grad, self_)
+        call = CallInputs(case, gf.data(case.id).inputs)
         good = guarded_run(create("impl_fixtures:correct"), call)
         assert good.crashed is None and good.output is not None
         bad = guarded_run(create("impl_fixtures:writes_inputs_pointer"), call)
@@ -334,11 +334,11 @@ def test_a_dead_zygote_falls_back_to_spawned_workers(golden: Path) -> None:
     impl = create("impl_fixtures:correct")
     with open_golden(golden) as gf:
         case = gf.case(next(i for i in gf.ids() if "-div0-" in i))
-        grad, self_ = gf.inputs(case.id)
+        inputs = gf.data(case.id).inputs
         with CaseRunner(impl, RunOptions()) as runner:
             worker = runner.isolated()
             assert worker.zygote is not None
             os.kill(worker.zygote.pid, 9)
-            outcome = runner.call(CallInputs(case, grad, self_))
+            outcome = runner.call(CallInputs(case, inputs))
             assert outcome.crashed is None and outcome.output is not None
             assert worker.spawned == 1 and worker.zygote is None

@@ -1,9 +1,10 @@
 """The compiled parts must be there where the build was expected to make them.
 
-tests/test_reference_native.py skips when aclcheck._spread is missing (a machine without a
-C compiler still runs the numpy path). CI has a compiler, so there a missing extension is a
-broken build, not a reason to skip: .ci/run sets ACLCHECK_REQUIRE_NATIVE=1 and this test
-then fails instead of letting the native tests skip silently.
+tests/test_reference_native.py skips when the operator's compiled _spread is missing (a
+machine without a C compiler still runs the numpy path). CI has a compiler, so there a
+missing extension is a broken build, not a reason to skip: .ci/run sets
+ACLCHECK_REQUIRE_NATIVE=1 and this test then fails instead of letting the native tests
+skip silently.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 REQUIRED = os.environ.get("ACLCHECK_REQUIRE_NATIVE", "") == "1"
 
 
-@pytest.mark.parametrize("module", ["aclcheck._spread"])
+@pytest.mark.parametrize("module", ["aclcheck.ops.adaptive_avg_pool2d_backward._spread"])
 def test_compiled_module_built(module: str) -> None:
     try:
         importlib.import_module(module)

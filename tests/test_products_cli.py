@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from aclcheck import contract
 from aclcheck.cli import cli
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 
 
 def run(*args: str) -> tuple[int, str]:

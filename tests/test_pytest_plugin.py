@@ -209,6 +209,7 @@ def test_bad_arguments_are_usage_errors(pytester: pytest.Pytester, golden: Path,
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_xdist_gives_the_serial_outcomes(pytester: pytest.Pytester, golden: Path,
                                          broken: str, ids: list[str]) -> None:
     """Each worker collects the same node ids and opens the file itself; reports

@@ -1,7 +1,7 @@
 """The float64 reference backward against an independent naive loop (and PyTorch float64).
 
-The naive loop below shares nothing with aclcheck.reference: its own window arithmetic,
-one window at a time, terms added in (i, j) order onto a -0.0 start (the IEEE additive
+The naive loop below shares nothing with the operator's reference.py: its own window
+arithmetic, one window at a time, terms added in (i, j) order onto a -0.0 start (the IEEE additive
 identity, so an all -0.0 window sum stays -0.0 as the reference's does).
 """
 
@@ -17,8 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aclcheck.layouts import LAYOUTS, place
-from aclcheck.reference import DEFAULT_CHUNK_ELEMS, backward, spread_plan, term_counts
+from aclcheck.cases.layouts import LAYOUTS, place
+from aclcheck.ops.adaptive.windows import spread_plan, term_counts
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import DEFAULT_CHUNK_ELEMS, backward
 
 U64 = 2.0**-53  # unit roundoff of float64
 

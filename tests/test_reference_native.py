@@ -1,4 +1,5 @@
-"""The compiled kernel (aclcheck._spread) against the numpy path of the reference, bit for bit.
+"""The operator's compiled kernel (_spread) against the numpy path of the reference, bit
+for bit.
 
 Every comparison is of the raw bytes (`.tobytes()`), so a -0.0, a subnormal or a NaN's
 sign that differed would fail. The one documented exception: a sum of two NaNs of
@@ -18,14 +19,16 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from aclcheck import reference
-from aclcheck.cases import make_inputs
-from aclcheck.reference import backward, spread_plan
-from aclcheck.suite import Selection, build_suite
+from aclcheck.ops.adaptive.windows import spread_plan
+from aclcheck.ops.adaptive_avg_pool2d_backward import reference
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.materialize import make_inputs
+from aclcheck.suite.selection import Selection, build_suite
 
 pytestmark = pytest.mark.skipif(
     reference._native is None,
-    reason="aclcheck._spread is not built (no C compiler at install time?); "
+    reason="aclcheck.ops.adaptive_avg_pool2d_backward._spread is not built (no C "
+    "compiler at install time?); "
     "the numpy path is in use and tests/test_reference.py covers it",
 )
 

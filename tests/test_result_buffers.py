@@ -1,4 +1,4 @@
-"""Caller-owned result memory: backward(out=...) and reference.ResultBuffers.
+"""Caller-owned result memory: backward(out=...) and arrays.ResultBuffers.
 
 A result written into `out=` must be bit-identical to a fresh one; a wrong buffer is
 refused (never silently reshaped or cast); ResultBuffers reuses a block only when nothing
@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aclcheck.cases import make_tensors
-from aclcheck.reference import ResultBuffers, backward
-from aclcheck.suite import Selection, build_suite
+from aclcheck.arrays import ResultBuffers
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.materialize import make_tensors
+from aclcheck.suite.selection import Selection, build_suite
 
 BIG = (4 << 20) // 8  # float64 elements of the smallest result a ResultBuffers keeps
 

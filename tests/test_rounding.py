@@ -16,16 +16,18 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck.cases import Case, make_tensors
 from aclcheck.cli import cli
 from aclcheck.cli.inspect import list_lines
-from aclcheck.compare import Context, compare
 from aclcheck.dtypes import BFLOAT16, FLOAT16, correctly_rounded, float_format
-from aclcheck.exactness import exact_ties, is_tie
-from aclcheck.reference import backward
-from aclcheck.standards import parse_overrides
+from aclcheck.judging.exactness import is_tie
+from aclcheck.judging.overrides import parse_overrides
+from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
+from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import exact_ties
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import open_golden
-from aclcheck.suite import Selection, build_suite
+from aclcheck.suite.selection import Selection, build_suite
 
 NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
 
@@ -75,8 +77,24 @@ def test_exact_non_tie_must_be_exact() -> None:
     golden, ctx = case([1.0, 2**-10])  # exactly 1 + 2**-10, a float16 value
     assert compare(golden, out(1 + 2**-10), ctx).passed
     res = compare(golden, out(1 + 2**-9), ctx)
-    assert not res.passed and "1 exactly computed elements not their round-to-nearest" \
+    # one ULP from a representable exact value is not a neighbour: no rounding language
+    assert not res.passed and res.gating.detail.startswith("1 of 1 elements over budget")
+    assert "1 exactly computed elements not a neighbour of their exact value" \
         in res.gating.detail
+    assert not any(h.code is not None and h.code.value in ("ties-away", "not-rne")
+                   for h in res.hints)
+    assert res.magnitude is not None and res.magnitude.cls.value == "few-ulp"
+
+
+def test_tie_tally_counts_only_neighbours() -> None:
+    """An output at a tie position that is far from the exact value is not a tie
+    "rounded away" (issue 21: 32 such "ties" were >= 514 ULP off)."""
+    golden, ctx = case([1.0, 2**-11])  # a tie in FP16
+    res = compare(golden, out(1 + 2**-5), ctx)  # larger in magnitude, 32 ULP off
+    assert not res.passed
+    assert "ties rounded away" not in res.gating.detail
+    assert res.gating.detail.startswith("1 of 1 elements over budget")
+    assert res.magnitude is not None and res.magnitude.cls.value == "gross"
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

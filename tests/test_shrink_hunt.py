@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck.cases import Case
 from aclcheck.cli import cli
-from aclcheck.generate import generate
-from aclcheck.hunt import random_case
 from aclcheck.impls import create
-from aclcheck.live import LiveJudge
-from aclcheck.shrink import Signature, hint_classes, shrink
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool2d_backward.space import random_case
+from aclcheck.running.live import LiveJudge
 from aclcheck.store import run_meta
-from aclcheck.suite import load_case_file
+from aclcheck.suite.casefile import load_case_file
+from aclcheck.suite.generate import generate
+from aclcheck.triage.shrink import Signature, hint_classes, shrink
 
 #: The (4, 16, 57, 61) case of issue 11; its end-index bug must shrink to one row or
 #: column, at most this many elements of self.
@@ -175,8 +175,7 @@ def test_hunt_refuses_a_bad_output_before_any_work(tmp_path: Path) -> None:
 
 
 def test_case_file_entries_round_trip(tmp_path: Path) -> None:
-    from aclcheck.casewriter import append, toml_file
-    from aclcheck.suite import parse_case_entries
+    from aclcheck.suite.casefile import append, parse_case_entries, toml_file
 
     cases = [
         Case(id="odd.id-x_1", family='f"#x', product="atlas-a3", dtype="bfloat16", format="NCL",

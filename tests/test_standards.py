@@ -11,14 +11,10 @@ from rich.console import Console
 from aclcheck.cli import cli
 from aclcheck.cli.tolerances import standard_table
 from aclcheck.errors import UsageError
-from aclcheck.standards import (
-    DEFAULT_C,
-    DEFAULT_STANDARD,
-    PUBLISHED,
-    STANDARDS,
-    get_standard,
-    load_overrides,
-)
+from aclcheck.judging.default_standard import DEFAULT_C
+from aclcheck.judging.overrides import load_overrides
+from aclcheck.judging.standards import PUBLISHED, STANDARDS, get_standard
+from aclcheck.options import DEFAULT_STANDARD
 
 NAMES = ("aclcheck", "cann-mixed", "cann-mere", "msopst", "torch-npu", "msprobe-ulp",
          "assert-close")

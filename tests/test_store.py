@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 from aclcheck import store
-from aclcheck.baseline import diff_golden
-from aclcheck.cases import Case, make_tensors
+from aclcheck.cases.layouts import LAYOUTS
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.layouts import LAYOUTS
-from aclcheck.suite import Selection, build_suite
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.materialize import make_tensors
+from aclcheck.store.diff import diff_golden
+from aclcheck.suite.selection import Selection, build_suite
 
 # -- helpers ------------------------------------------------------------------------------
 
@@ -283,8 +284,9 @@ def test_output_path_errors(tmp_path: Path) -> None:
 
 _KILL_CHILD = textwrap.dedent("""
     import sys, time
-    from aclcheck import generate, store
-    from aclcheck.suite import Selection, build_suite
+    from aclcheck import store
+    from aclcheck.suite import generate
+    from aclcheck.suite.selection import Selection, build_suite
     cases = build_suite(Selection(products=("atlas-a2",), families=("nondivisible",)))
     def progress(done, total, case):
         if done == 3:
@@ -438,6 +440,7 @@ def test_failure_while_committing_removes_temp(tmp_path: Path,
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_random_bit_flips_never_escape_as_other_errors(
         tmp_path: Path, small_suite: tuple[Path, list[Case]]) -> None:
     """Damage anywhere (metadata included) is reported as InputFileError or not at all

@@ -11,20 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from aclcheck import contract
-from aclcheck.cases import Case
-from aclcheck.errors import UsageError
-from aclcheck.families import ALL_FAMILIES
-from aclcheck.sharding import interleave, parse_shard
-from aclcheck.sharding import round_robin as shard
-from aclcheck.suite import (
-    CASE_FILE_KEYS,
-    Selection,
-    SuiteError,
-    build_suite,
-    load_case_file,
-    parse_case_entries,
-)
+from aclcheck.errors import SuiteError, UsageError
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
+from aclcheck.ops.adaptive_avg_pool2d_backward.families import ALL_FAMILIES
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import CASE_FILE_KEYS, Case
+from aclcheck.suite.casefile import load_case_file, parse_case_entries
+from aclcheck.suite.selection import Selection, build_suite
+from aclcheck.suite.sharding import interleave, parse_shard
+from aclcheck.suite.sharding import round_robin as shard
 
 # -- Selection -----------------------------------------------------------------------------
 
@@ -269,7 +263,7 @@ BASE = {"product": "atlas-a2", "dtype": "float16", "format": "NCHW",
         ({"dtype": "float8"}, "dtype", "valid: float16"),
         ({"grad_dtype": "f16"}, "grad_dtype", "unknown dtype"),
         ({"dtype": 16}, "dtype", "must be a string"),
-        ({"format": "NDHWC"}, "format", "valid: ND"),
+        ({"format": "NXYZ"}, "format", "valid: ND"),
         ({"out_format": "XYZ"}, "out_format", "unknown format"),
         ({"distribution": "gauss"}, "distribution", "valid: normal"),
         ({"layout": "tiled"}, "layout", "valid: contiguous"),

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.store import open_golden, write_results
-from tests.tests_support import reference_rows
+from aclcheck.store import GoldenFile, ResultRow, open_golden, write_results
+
+#: the `reference_rows` fixture: what a perfect implementation stores for one product
+RefRows = Callable[[GoldenFile, str], list[ResultRow]]
 
 POSITIVE = ("divisible", "nondivisible", "upsampling", "global", "identity", "rank3",
             "alignment", "exactint", "special", "empty", "layout")
@@ -147,7 +150,8 @@ def test_not_a_golden_file_exits_3(tmp_path: Path) -> None:
     assert str(bad) in out
 
 
-def test_results_file_judged_and_missing_cases_are_errors(golden: Path, tmp_path: Path
+def test_results_file_judged_and_missing_cases_are_errors(
+        reference_rows: RefRows, golden: Path, tmp_path: Path
                                                           ) -> None:
     with open_golden(golden) as gf:
         rows = reference_rows(gf, "atlas-a2")
@@ -198,6 +202,7 @@ def test_determinism_repeat(golden: Path, tmp_path: Path) -> None:
     assert "run-to-run variation" in out
 
 
+@pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_torch_repeat_is_deterministic(golden: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     rep = tmp_path / "r.json"
@@ -209,7 +214,7 @@ def test_torch_repeat_is_deterministic(golden: Path, tmp_path: Path) -> None:
         assert c["metrics"].get("repeat_max_ulp") == 0
 
 
-def test_reference_rows_helper_matches_golden_shapes(golden: Path) -> None:
+def test_reference_rows_helper_matches_golden_shapes(reference_rows: RefRows, golden: Path) -> None:
     with open_golden(golden) as gf:
         for row in reference_rows(gf, "atlas-a2")[:5]:
             if row.output is not None:

@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,10 @@ from rich.console import Console
 
 from aclcheck.cli import cli
 from aclcheck.cli.common import LOG_WIDTH, stdout_console
+from aclcheck.judging.verdicts import SUMMARY_KEYS, CaseVerdict, Verdict, summarize
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
 from aclcheck.report.safe_text import printable
-from aclcheck.verdicts import SUMMARY_KEYS, CaseVerdict, Verdict, summarize
 
 
 @pytest.fixture
@@ -72,6 +73,19 @@ def test_read_only_output_folder_is_a_usage_error(golden: Path, tmp_path: Path) 
     finally:
         folder.chmod(0o700)
     assert code == 2 and "not writable" in out
+
+
+def test_a_folder_that_refuses_new_files_is_a_usage_error_for_root_too(
+        golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Permission bits pass (as for root, or a read-only mount): the folder is still
+    tried with a real file before any case runs."""
+    def read_only_mount(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr("aclcheck.report.files.tempfile.mkstemp", read_only_mount)
+    code, out = run(str(golden), "--json", str(tmp_path / "r.json"))
+    assert code == 2 and "not writable" in out and "Read-only file system" in out, out
+    assert not (tmp_path / "r.json").exists()
 
 
 @pytest.mark.parametrize(("target", "flag"), [
@@ -194,7 +208,9 @@ def test_matrix_columns_are_the_summary_counts() -> None:
 
 
 def test_details_of_every_failure_with_verbose() -> None:
-    verdicts = [_verdict(i, Verdict.FAIL) for i in range(25)]
+    # 25 signature groups (one family each): one detail per group, the first 20 shown
+    verdicts = [replace(_verdict(i, Verdict.FAIL), family=f"family{i:02d}")
+                for i in range(25)]
     short = _record(verdicts)
     assert "detail 019" in short and "detail 020" not in short
     assert "5 more nonconforming cases" in short and "JSON report" not in short

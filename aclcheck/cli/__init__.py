@@ -33,7 +33,7 @@ def shadowing() -> str | None:
 
 def main() -> None:
     """Console-script entry point (`aclcheck`, `python -m aclcheck`). When a kernel that
-    ran in this process registered exit handlers (aclcheck.integrity), the process ends
+    ran in this process registered exit handlers (aclcheck.running.integrity), the process ends
     without running them: none of them can turn the verdicts' exit status into another."""
     from aclcheck import interrupts
 
@@ -47,7 +47,7 @@ def main() -> None:
     try:
         cli.main(prog_name="aclcheck")
     except SystemExit as exc:
-        from aclcheck import integrity
+        from aclcheck.running import integrity
 
         if not integrity.compromised:
             raise

@@ -1,4 +1,5 @@
-"""Helpers shared by the commands: consoles and the error-to-exit-code wrapper."""
+"""Helpers shared by the commands: consoles and the error-to-exit-code wrapper (the one
+place aclcheck's errors become exit codes and messages)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import click
 from rich.console import Console
 
 from aclcheck import interrupts
-from aclcheck.errors import EXIT_INTERNAL, AclcheckError
+from aclcheck.errors import EXIT_INTERNAL, AclcheckError, message_of
 from aclcheck.report.safe_text import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,8 +50,10 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except AclcheckError as exc:
-            click.echo(f"aclcheck: error: {printable(exc)}", err=True)
+        except AclcheckError as exc:  # the one mapping of aclcheck's errors to exit codes
+            if exc.show_usage:
+                raise click.UsageError(message_of(exc)) from None
+            click.echo(f"aclcheck: error: {printable(message_of(exc))}", err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo(interrupts.MESSAGE, err=True)
@@ -58,32 +61,8 @@ def handle_errors(fn: F) -> F:
         except (click.ClickException, click.exceptions.Exit, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - last-resort boundary of the CLI
-            suite = sys.modules.get("aclcheck.suite")  # loaded wherever a SuiteError comes
-            if suite is not None and isinstance(exc, suite.SuiteError):
-                raise click.UsageError(str(exc)) from None
             click.echo(f"aclcheck: internal error: {type(exc).__name__}: {printable(exc)}",
                        err=True)
             sys.exit(EXIT_INTERNAL)
 
     return wrapper  # type: ignore[return-value]
-
-
-def selection_options(fn: F) -> F:
-    """The case filters every command over a golden file shares (see selection.select)."""
-    options = (
-        click.option("--product", multiple=True, metavar="NAME",
-                     help="Only this product (repeatable)."),
-        click.option("--dtype", multiple=True, metavar="NAME",
-                     help="Only this dtype (repeatable)."),
-        click.option("--format", "format_", multiple=True, metavar="NAME",
-                     help="Only this format (repeatable)."),
-        click.option("--family", multiple=True, metavar="NAME",
-                     help="Only this family (repeatable); '!NAME' leaves a family out "
-                          "(--family '!invalid')."),
-        click.option("--id", "id_pattern", multiple=True, metavar="GLOB",
-                     callback=lambda ctx, param, value: value or None,
-                     help="Only case ids matching this glob pattern (repeatable: any)."),
-    )
-    for option in reversed(options):
-        fn = option(fn)
-    return fn

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
-from aclcheck.binexchange import export_cases, import_folder, import_inputs
-from aclcheck.cli.common import handle_errors, selection_options, stderr_console, stdout_console
+from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
+from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_CODES_HELP, UsageError
-from aclcheck.file_guard import Role, check_apart
-from aclcheck.selection import select
 from aclcheck.store import check_output_path, open_golden, run_meta, write_results
+from aclcheck.store.exchange import export_cases, import_folder, import_inputs
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite.filters import select
 
 
 @click.command("export", epilog=EXIT_CODES_HELP)
@@ -30,9 +31,10 @@ def export(golden: str, folder: str, product: tuple[str, ...], dtype: tuple[str,
     harness can follow without HDF5 (see docs/bin-exchange.md).
 
     \b
-    Per case: FOLDER/<case_id>/grad_output.bin, self.bin (storage buffers, little-endian,
-    bf16 as its 16-bit pattern), golden.bin (float64). The harness writes out.bin and,
-    for a non-zero status, status.txt next to them; `aclcheck import` reads them back.
+    Per case: FOLDER/<case_id>/<tensor>.bin for each input tensor, named by its role
+    (storage buffers, little-endian, bf16 as its 16-bit pattern), golden.bin (float64).
+    The harness writes out.bin and, for a non-zero status, status.txt next to them;
+    `aclcheck import` reads them back.
 
     \b
     Examples:

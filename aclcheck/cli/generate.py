@@ -13,18 +13,22 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from aclcheck import contract
+from aclcheck.cases.acl import ALL_FORMATS
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
+from aclcheck.cli.options import click_option
 from aclcheck.errors import EXIT_CODES_HELP
-from aclcheck.file_guard import Role, check_apart
-from aclcheck.generate import GenerateStats, ProgressFn, plan_suite
-from aclcheck.generate import generate as run_generate
+from aclcheck.options import DEFAULT_OPERATOR, OP
 from aclcheck.store import COMPRESSIONS, check_output_path, run_meta
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite.generate import GenerateStats, ProgressFn, plan_suite
+from aclcheck.suite.generate import generate as run_generate
 
 
 def command_line(params: dict[str, Any]) -> str:
     """The canonical command that reproduces this file (stored in its root attributes)."""
     parts = ["aclcheck", "generate", "-o", str(params["output"])]
+    if params.get("op", DEFAULT_OPERATOR) != DEFAULT_OPERATOR:
+        parts += ["--op", params["op"]]
     for opt in ("product", "dtype", "format", "family"):
         for value in params[opt]:
             parts += [f"--{opt}", value]
@@ -41,7 +45,7 @@ def command_line(params: dict[str, Any]) -> str:
 def summary_table(stats: GenerateStats) -> Table:
     """Cases per product/dtype (a column per format), goldens and bytes, totals below."""
     formats = sorted({fmt for _, _, fmt in stats.combos},
-                     key=lambda f: (contract.ALL_FORMATS + (f,)).index(f))
+                     key=lambda f: (ALL_FORMATS + (f,)).index(f))
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for (prod, dtype, fmt), combo in stats.combos.items():
         row = rows.setdefault((prod, dtype), {"golden": 0, "bytes": 0})
@@ -86,6 +90,7 @@ def progress_reporter(console: Console, total: int, path: Path) -> Iterator[Prog
 @click.command(epilog=EXIT_CODES_HELP)
 @click.option("-o", "--output", required=True,
               type=click.Path(dir_okay=False, path_type=Path), help="Golden file to write.")
+@click_option(OP)
 @click.option("--product", multiple=True, metavar="NAME",
               help="Product (repeatable; default: all).")
 @click.option("--dtype", multiple=True, metavar="NAME",
@@ -126,7 +131,7 @@ def generate(**params: Any) -> None:
         products=params["product"], dtypes=params["dtype"], formats=params["format"],
         families=params["family"], count=params["count"], seed=params["seed"],
         cases_file=params["cases_file"], shard_spec=params["shard"],
-        suite_name=params["suite_name"],
+        suite_name=params["suite_name"], op=params["op"],
         max_case_bytes=None if params["max_case_mb"] is None
         else int(params["max_case_mb"] * 1e6),
     )

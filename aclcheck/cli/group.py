@@ -27,8 +27,13 @@ class Lazy(NamedTuple):
 
 
 COMMANDS: dict[str, Lazy] = {
+    "ops": Lazy("aclcheck.cli.ops:ops", "List the operators aclcheck checks: name and "
+                "aliases (for --op), aclnn API, tensors, ranks, formats and default case "
+                "families."),
     "products": Lazy("aclcheck.cli.products:products", "Print what each product supports "
                      "(dtypes, formats, ranks, accumulation)."),
+    "families": Lazy("aclcheck.cli.families:families", "List every case family with the "
+                     "fact it aims at and its cases by default."),
     "tolerances": Lazy("aclcheck.cli.tolerances:tolerances", "Print the tolerance "
                        "standards: the rule and the numbers per dtype."),
     "generate": Lazy("aclcheck.cli.generate:generate", "Generate a golden suite: inputs and "
@@ -45,10 +50,10 @@ COMMANDS: dict[str, Lazy] = {
     "import": Lazy("aclcheck.cli.exchange:import_", "Read FOLDER/<case_id>/out.bin and "
                    "status.txt (written by a harness into an `aclcheck export` folder) into "
                    "a results file."),
-    "diff": Lazy("aclcheck.cli.reports:diff", "Compare two verify JSON reports (new failures, "
+    "diff": Lazy("aclcheck.cli.diff:diff", "Compare two verify JSON reports (new failures, "
                  "fixed cases, metric regressions), or two golden files (data drift: index, "
                  "records, byte-identical datasets)."),
-    "merge": Lazy("aclcheck.cli.reports:merge", "Join shard outputs into one: verify JSON "
+    "merge": Lazy("aclcheck.cli.merge:merge", "Join shard outputs into one: verify JSON "
                   "reports, or golden files made with `generate --shard K/N` (the result "
                   "equals an unsharded run, case for case)."),
     "report": Lazy("aclcheck.cli.report:report", "Render REPORT.json (from `aclcheck verify "
@@ -57,7 +62,7 @@ COMMANDS: dict[str, Lazy] = {
     "shrink": Lazy("aclcheck.cli.shrink:shrink_cmd", "Find the smallest call that still fails "
                    "like case CASE of GOLDEN: fewer N, C, H, W, Ho, Wo, then simpler values "
                    "(ones, small exact integers), keeping product, dtype, format and layout, "
-                   "the verdict and the hint at the likely bug."),
+                   "the verdict and the diagnosis code that names the bug."),
     "hunt": Lazy("aclcheck.cli.hunt:hunt", "Judge random valid calls (shapes with divisible, "
                  "non-divisible and upsampling windows, every layout and value distribution, "
                  "special values) against the float64 reference, with no golden file, until "

@@ -3,31 +3,35 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import click
 import numpy as np
 
-from aclcheck import casewriter, contract
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
+from aclcheck.cli.options import click_option, live_options
 from aclcheck.cli.shrink import (
     describe,
-    live_inputs,
-    live_options,
-    live_setup,
+    live_config,
+    minimal_lines,
     progress_printer,
     repro_commands,
     say,
 )
-from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
-from aclcheck.file_guard import Role, check_apart
-from aclcheck.generate import generate
-from aclcheck.hunt import search
-from aclcheck.live import LiveJudge
+from aclcheck.dtypes import normalize_dtype
+from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteError, UsageError
+from aclcheck.ops import operator
+from aclcheck.options import DEFAULT_OPERATOR, OP
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
-from aclcheck.shrink import renamed, shrink
+from aclcheck.running.live import LiveJudge, live_setup
 from aclcheck.store import check_output_path, run_meta
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite import casefile as casewriter
+from aclcheck.suite.generate import generate
+from aclcheck.triage.hunt import search
+from aclcheck.triage.shrink import shrink
 
 CASES_NAME = "cases.toml"
 GOLDEN_NAME = "golden.h5"
@@ -45,20 +49,19 @@ def _check_out(folder: Path, force: bool) -> None:
 
 
 def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
+    """The canonical names (SuiteError for unknown ones, or names outside `valid`)."""
     out = []
     for v in values:
-        try:
-            name = normalize(v)
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+        name = normalize(v)
         if name not in valid:
-            raise click.UsageError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
+            raise SuiteError(f"unknown {what} {v!r}; valid: {', '.join(valid)}")
         out.append(name)
     return out
 
 
 @click.command("hunt", epilog=EXIT_CODES_HELP)
 @live_options
+@click_option(OP)
 @click.option("--product", multiple=True, metavar="NAME",
               help="Only this product (repeatable; default: all).")
 @click.option("--dtype", multiple=True, metavar="NAME",
@@ -73,8 +76,8 @@ def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
               help=f"Folder for the found cases: {CASES_NAME} and {GOLDEN_NAME}.")
 @click.option("--force", is_flag=True, help="Overwrite the folder's files.")
 @handle_errors
-def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
-         accumulate: str | None, isolate: bool | None, timeout: float, max_time: float,
+def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
+         accumulate: str | None, isolate: bool | None, timeout: float, max_time: float, op: str,
          product: tuple[str, ...], dtype: tuple[str, ...], seed: int, failures: int,
          shrink_time: float, output: str, force: bool) -> None:
     """Judge random valid calls (shapes with divisible, non-divisible and upsampling
@@ -91,19 +94,21 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
     folder = Path(output)
     _check_out(folder, force)
     case_path, golden_path = folder / CASES_NAME, folder / GOLDEN_NAME
-    check_apart(live_inputs(impl, tolerances), [Role("-o", case_path), Role("-o", golden_path)])
+    config = live_config(impl, standards, tolerances, accumulate, isolate, timeout)
+    check_apart(config.file_roles()[0], [Role("-o", case_path), Role("-o", golden_path)])
     where, mode = Path(os.path.abspath(folder)), file_mode()  # before any kernel code
-    products = _names(product, str, tuple(contract.PRODUCTS), "product") or list(
-        contract.PRODUCTS)
-    dtypes = _names(dtype, contract.normalize_dtype, contract.COMPUTE_DTYPES, "dtype")
-    opened, config, opts = live_setup(impl, standard, tolerances, accumulate, isolate,
-                                      timeout)
+    chosen = operator(op)  # before any kernel code: a bad name is a usage error
+    op_flag = "" if chosen.name == DEFAULT_OPERATOR else f" --op {chosen.name}"
+    products = _names(product, str, tuple(chosen.products), "product") or list(chosen.products)
+    dtypes = _names(dtype, normalize_dtype, chosen.dtypes, "dtype")
+    opened, opts = live_setup(config)
     adapter = opened.impl
     out, err = stdout_console(), stderr_console()
     found = []
+    started = time.monotonic()
     try:
         with LiveJudge(adapter, opts, opened.zygote) as judge:
-            result = search(judge, np.random.default_rng(seed), products, dtypes,
+            result = search(judge, chosen.space, np.random.default_rng(seed), products, dtypes,
                             max_time=max_time, failures=failures,
                             progress=progress_printer(err, "hunting"))
             if err.is_terminal:
@@ -117,9 +122,15 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
                 if err.is_terminal:
                     err.print()
                 say(out, describe(shrunk))
-                found.append((renamed(shrunk.minimal, f"hunt{len(found)}"), verdict, shrunk))
+                for line in minimal_lines(judge, shrunk):
+                    say(out, line)
+                found.append((chosen.space.renamed(shrunk.minimal, f"hunt{len(found)}"), verdict,
+                              shrunk))
+            calls = judge.calls
     finally:
         opened.close()
+    say(out, f"aclcheck: hunt made {calls} calls in {time.monotonic() - started:.1f} s "
+             f"({result.tries} random, {calls - result.tries} shrinking and printing)")
     if not result.judged:  # as verify's gate: nothing judged is not a pass
         click.echo(printable(f"aclcheck: gate failed: no call was judged: all "
                              f"{result.tries} random calls were SKIP or MISTRUSTED under "
@@ -132,16 +143,17 @@ def hunt(impl: str, standard: tuple[str, ...], tolerances: str | None,
         raise SystemExit(EXIT_OK)
     where.mkdir(exist_ok=True)
     cases = [c for c, _, _ in found]
-    comments = [f"found by aclcheck hunt --seed {seed} ({v.verdict.value} under "
+    comments = [f"found by aclcheck hunt{op_flag} --seed {seed} ({v.verdict.value} under "
                 f"{adapter.name}): {s.verdict.message}" for _, v, s in found]
     casewriter.write_case_file(where / CASES_NAME,
-                               casewriter.toml_file(cases, f"hunt-seed{seed}", comments), mode)
+                               casewriter.toml_file(cases, f"hunt-seed{seed}", comments), mode,
+                               chosen.name)
     generate(where / GOLDEN_NAME, cases,
-             run_meta(f"aclcheck hunt --seed {seed}", f"hunt-seed{seed}"), force=True)
+             run_meta(f"aclcheck hunt{op_flag} --seed {seed}", f"hunt-seed{seed}"), force=True)
     out.print(f"wrote {case_path} and {golden_path} ({len(cases)} case(s))", markup=False,
               highlight=False)
     for case in cases:
         out.print("repro: " + repro_commands(str(case_path), str(golden_path), case.id,
-                                             config),
+                                             config, chosen.name),
                   markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(EXIT_NONCONFORMANT)

@@ -8,8 +8,8 @@ from rich.text import Text
 
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.impls import available
-from aclcheck.impls.remote import describe
 from aclcheck.report.safe_text import data_text
+from aclcheck.running.remote import describe
 
 
 @click.command()

@@ -13,11 +13,14 @@ import click
 import numpy as np
 from rich.table import Table
 
-from aclcheck import contract
-from aclcheck.cli.common import handle_errors, selection_options, stdout_console
+from aclcheck.cases import CaseData
+from aclcheck.cases.acl import UNSPECIFIED
+from aclcheck.cli.common import handle_errors, stdout_console
+from aclcheck.cli.coverage_view import show_coverage
+from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
-from aclcheck.exactness import exact_ties
-from aclcheck.selection import id_matches, select
+from aclcheck.judging.exactness import exact_ties
+from aclcheck.ops import operator_of
 from aclcheck.store import (
     FORMAT_RESULTS,
     CheckReport,
@@ -29,6 +32,7 @@ from aclcheck.store import (
     read_results,
     results_meta,
 )
+from aclcheck.suite.filters import id_matches, select
 
 
 def value_stats(values: np.ndarray | None) -> dict[str, Any]:
@@ -54,7 +58,7 @@ RICH_TABLE_MAX_ROWS = 500
 
 
 def _status_text(e: IndexEntry) -> str:
-    if e.expected_status == contract.UNSPECIFIED:
+    if e.expected_status == UNSPECIFIED:
         return "either"
     return str(e.expected_status)
 
@@ -67,12 +71,20 @@ def _caption(gf: GoldenFile, shown: int) -> str:
 
 def case_ties(gf: GoldenFile, case_id: str) -> int | None:
     """Exact rounding ties of a case's golden on its product's path (None: no golden)."""
-    case = gf.case(case_id)
-    grad, _ = gf.inputs(case_id)
-    golden = gf.golden(case_id)
-    if golden is None or grad is None:
+    data = gf.data(case_id)
+    if data.golden is None:
         return None
-    return exact_ties(case.product, case.dtype, grad.view(), golden)[1]
+    return case_exact_ties(data)[1]
+
+
+def case_exact_ties(data: CaseData) -> tuple[int, int]:
+    """(elements proven exact, of which exact ties) of a case with a golden, on its
+    product's own path."""
+    assert data.golden is not None
+    numbers = operator_of(data.case).model(data.case, None).numbers
+    if numbers is None:
+        return 0, 0
+    return exact_ties(numbers, data.values(), data.golden)
 
 
 def _ties_text(gf: GoldenFile, e: IndexEntry) -> str:
@@ -119,12 +131,12 @@ def case_tables(gf: GoldenFile, case_id: str) -> tuple[Table, Table, dict[str, A
     rec.add_column("value")
     for key, value in sorted(attrs.items()):
         rec.add_row(key, str(value))
-    grad, self_ = gf.inputs(case_id)
-    golden = gf.golden(case_id)
-    tensors = {"grad_output": grad, "self": self_}
+    case_data = gf.data(case_id)
+    golden = case_data.golden
+    tensors = case_data.inputs
     data: dict[str, Any] = {"record": case.to_record(), "attributes": attrs}
-    if golden is not None and grad is not None:
-        proven, ties = exact_ties(case.product, case.dtype, grad.view(), golden)
+    if golden is not None:
+        proven, ties = case_exact_ties(case_data)
         data["exact"] = {"proven_exact": proven, "ties": ties}
         rec.add_row("exact ties", f"{ties} (of {proven} elements the product's path "
                     "computes exactly)")
@@ -210,6 +222,10 @@ def _results_listing(path: Path, as_json: bool, id_pattern: tuple[str, ...] | No
 @click.option("--check", is_flag=True,
               help="Read every dataset (fletcher32), validate schema and index; exit 3 on damage.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@click.option("--coverage", is_flag=True,
+              help="Which hardware edges, shape classes, layouts, value classes and dtypes "
+                   "the listed valid cases reach, edge by edge (none: what a trimmed suite "
+                   "no longer covers); reads the index and case records only.")
 @click.option("--ties", is_flag=True,
               help="Count each listed case's exact rounding ties (elements whose exact "
                    "result is halfway between two values of the dtype, on the product's "
@@ -217,7 +233,8 @@ def _results_listing(path: Path, as_json: bool, id_pattern: tuple[str, ...] | No
 @handle_errors
 def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
             format_: tuple[str, ...], family: tuple[str, ...], id_pattern: tuple[str, ...] | None,
-            case_id: str | None, check: bool, as_json: bool, ties: bool) -> None:
+            case_id: str | None, check: bool, as_json: bool, coverage: bool,
+            ties: bool) -> None:
     """List the cases of a golden file, show one case, or check the file's integrity.
 
     Listing reads only the file's index, so it stays fast on large suites (--ties
@@ -230,16 +247,17 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
       aclcheck inspect suite.h5 --id 'a2-*-strided'
       aclcheck inspect suite.h5 --case a2-bf16-NCHW-nondiv0-n2c3h17w9-o5x4-normal
       aclcheck inspect suite.h5 --check
+      aclcheck inspect suite.h5 --coverage --product atlas-a2
     """
-    if check and case_id:
-        raise click.UsageError("--check and --case are exclusive")
+    if sum((check, case_id is not None, coverage)) > 1:
+        raise click.UsageError("--check, --case and --coverage are exclusive")
     if check:
         try:
             report = check_file(file)
         except InputFileError as exc:
             if not as_json:
                 raise
-            report = CheckReport(file, problems=[str(exc).removeprefix(f"{file}: ")])
+            report = CheckReport(file, problems=[exc.detail(file)])
         _emit_check(report, as_json)
         return
     if _is_results(file):
@@ -262,6 +280,9 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
             return
         rows = select(gf.index, products=product, dtypes=dtype, formats=format_,
                       families=family, id_pattern=id_pattern)
+        if coverage:
+            show_coverage(str(file), [gf.case(e.id) for e in rows], as_json)
+            return
         if as_json:
             click.echo(json.dumps({"file": str(file), "meta": _json_meta(gf.meta),
                                    "total": len(gf.index),

@@ -6,10 +6,10 @@ import click
 
 from aclcheck.cli.common import handle_errors, stderr_console
 from aclcheck.errors import EXIT_CODES_HELP
-from aclcheck.file_guard import Role, check_apart
 from aclcheck.report import json_report
 from aclcheck.report.safe_text import printable
 from aclcheck.store import check_output_path
+from aclcheck.store.file_guard import Role, check_apart
 
 
 @click.command(epilog=EXIT_CODES_HELP)

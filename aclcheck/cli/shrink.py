@@ -10,81 +10,37 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import numpy as np
 from rich.console import Console
 
-from aclcheck import casewriter
-from aclcheck.budget import ACCUMULATE_CHOICES
 from aclcheck.cases import Case
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
-from aclcheck.cli.verify import open_adapter
-from aclcheck.config import VerifyConfig
+from aclcheck.cli.options import live_options
+from aclcheck.dtypes import FLOAT_FORMATS, float_format
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
-from aclcheck.file_guard import Role, check_apart
-from aclcheck.gate import UNJUDGED
-from aclcheck.impls.callable_impl import source_file
-from aclcheck.impls.remote import OpenedImpl
-from aclcheck.live import LiveJudge, can_rerun
+from aclcheck.judging.gate import UNJUDGED
+from aclcheck.judging.pieces import load
+from aclcheck.ops import DEFAULT, operator_of
+from aclcheck.report.casedump import AxisWindows, dump
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
-from aclcheck.runner import RunOptions
-from aclcheck.shrink import ShrinkResult, shrink
+from aclcheck.running.config import VerifyConfig
+from aclcheck.running.live import LiveJudge, live_setup
 from aclcheck.store import open_golden
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.suite import casefile as casewriter
+from aclcheck.triage.shrink import ShrinkResult, diagnosis_codes, shrink
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def live_options(fn: F) -> F:
-    """Options of the commands that judge cases on the fly (shrink, hunt)."""
-    options = (
-        click.option("--impl", "impl", default="reference", show_default=True,
-                     metavar="NAME", help="Implementation (see `aclcheck impls`)."),
-        click.option("--standard", multiple=True, metavar="NAME",
-                     help="Tolerance standard (repeatable; the first gates)."),
-        click.option("--tolerances", type=click.Path(dir_okay=False), default=None,
-                     help="TOML file overriding standard parameters."),
-        click.option("--accumulate", default=None, type=click.Choice(ACCUMULATE_CHOICES),
-                     help="Override the accumulation the error budget assumes."),
-        click.option("--isolate/--no-isolate", default=None,
-                     help="Run the implementation in a worker process (crashes, hangs); "
-                          "default: where the adapter is fork-safe, as for verify."),
-        click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0,
-                     show_default=True, help="Seconds per call in the worker."),
-        click.option("--max-time", type=click.FloatRange(min=0.0), default=60.0,
-                     show_default=True, metavar="S", help="Time limit of the search."),
-    )
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
-def live_inputs(impl: str, tolerances: str | None) -> list[Role]:
-    """The files a live command reads besides its golden file (aclcheck.file_guard)."""
-    inputs = [Role("--tolerances", tolerances)] if tolerances else []
-    source = source_file(impl) if ":" in impl else None
-    return inputs + ([Role("--impl", source)] if source is not None else [])
-
-
-def live_setup(impl: str, standard: tuple[str, ...], tolerances: str | None,
-               accumulate: str | None, isolate: bool | None, timeout: float
-               ) -> tuple[OpenedImpl, VerifyConfig, RunOptions]:
-    """The adapter (refusing one that cannot rerun), the verify configuration its
-    verdicts and repro lines come from (the golden file is named later, per output) and
-    its run options (the tolerance file is read before any kernel code runs)."""
-    config = VerifyConfig(golden="", impl=impl, standards=standard, tolerances=tolerances,
-                          accumulate=accumulate, isolate=isolate, timeout=timeout)
-    opts = config.run_options()
-    opened = open_adapter(impl, None, isolate)
-    why = can_rerun(opened.impl)
-    if why:
-        opened.close()
-        raise UsageError(why)
-    return opened, config, opts
-
-
-def repro_commands(case_file: str, golden: str, case_id: str, config: VerifyConfig) -> str:
-    """Regenerate a case file's golden and verify one case of it (the verify repro)."""
-    generate = shlex.join(["aclcheck", "generate", "--cases-file", case_file, "-o", golden,
-                           "--force"])
+def repro_commands(case_file: str, golden: str, case_id: str, config: VerifyConfig,
+                   op: str = DEFAULT) -> str:
+    """Regenerate a case file's golden and verify one case of it (the verify repro). A case
+    file names no operator: `generate` is told `op` where it is not the default."""
+    op_args = [] if op == DEFAULT else ["--op", op]
+    generate = shlex.join(["aclcheck", "generate", "--cases-file", case_file, *op_args,
+                           "-o", golden, "--force"])
     return f"{generate} && {replace(config, golden=golden).repro(case_id)}"
 
 
@@ -99,18 +55,53 @@ def progress_printer(console: Console, what: str) -> Callable[[int, int, Case], 
         return lambda tries, found, case: None
 
     def show(tries: int, found: int, case: Case) -> None:
-        console.print(f"\r{what}: try {tries}, {found} so far, "
-                      f"{list(case.self_shape)} <- {list(case.grad_shape)}   ",
+        console.print(f"\r{what}: try {tries}, {found} so far, {shapes(case)}   ",
                       end="", markup=False, highlight=False)
     return show
 
 
+def shapes(case: Case) -> str:
+    """The call's shapes as the operator shows them ("[2, 3, 8, 6] <- [2, 3, 4, 3]")."""
+    return operator_of(case).display.shapes_text(case)
+
+
 def describe(result: ShrinkResult) -> str:
     o, m = result.original, result.minimal
-    return (f"shrunk {list(o.self_shape)} <- {list(o.grad_shape)} ({o.distribution}) to "
-            f"{list(m.self_shape)} <- {list(m.grad_shape)} ({m.distribution}) in "
+    return (f"shrunk {shapes(o)} ({o.distribution}) to {shapes(m)} ({m.distribution}) in "
             f"{result.tries} tries, {result.seconds:.1f} s"
             + (" (time limit reached: maybe not minimal)" if result.timed_out else ""))
+
+
+def minimal_lines(judge: LiveJudge, result: ShrinkResult) -> list[str]:
+    """The minimal case whole: the diagnosis it kept, then its first input, golden,
+    actual and error in ULP and its window tables (report.casedump; values only when
+    small enough to read)."""
+    case, verdict = result.minimal, result.verdict
+    codes = diagnosis_codes(verdict)
+    lines = [f"diagnosis kept: {', '.join(c.value for c in codes)}" if codes else
+             "diagnosis: no model or finding names this failure"]
+    if verdict.magnitude is not None:
+        lines.append(f"size: {verdict.magnitude.text()}")
+    op = operator_of(case)
+    if op.diagnosis is None or case.dtype not in FLOAT_FORMATS:
+        return lines
+    data, outcome = judge.output(case)
+    first = case.inputs()[0]
+    grad = data.values()[first.name]
+    if not isinstance(outcome.output, np.ndarray) or data.golden is None or grad is None:
+        return [*lines, "(not printed: the call returned no array this time)"]
+    tables = [AxisWindows(name, start, end) for name, start, end in op.diagnosis.windows(case)]
+    return lines + dump(grad, data.golden, load(outcome.output), float_format(case.dtype),
+                        tables, op.display.axis_names(data.golden.ndim),
+                        input_name=first.api)
+
+
+def live_config(impl: str, standards: tuple[str, ...], tolerances: str | None,
+                accumulate: str | None, isolate: bool | None, timeout: float) -> VerifyConfig:
+    """The verify configuration a live command's verdicts and repro lines come from (the
+    golden file is named later, per output)."""
+    return VerifyConfig(golden="", impl=impl, standards=standards, tolerances=tolerances,
+                        accumulate=accumulate, isolate=isolate, timeout=timeout)
 
 
 @click.command("shrink", epilog=EXIT_CODES_HELP)
@@ -122,14 +113,17 @@ def describe(result: ShrinkResult) -> str:
               metavar="FILE", help="Add the minimal case to this TOML case file (created if "
                                    "missing): a permanent regression case.")
 @handle_errors
-def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
+def shrink_cmd(golden: str, case_id: str, impl: str, standards: tuple[str, ...],
                tolerances: str | None, accumulate: str | None, isolate: bool | None, timeout: float,
                max_time: float, results: str | None, append_path: str | None) -> None:
     """Find the smallest call that still fails like case CASE of GOLDEN: fewer N, C, H, W,
     Ho, Wo, then simpler values (ones, small exact integers), keeping product, dtype,
-    format and layout, the verdict and the hint at the likely bug. Prints the minimal
-    case as a case-file entry and the commands that rerun it. Exits 1 when the case
-    fails (the minimal case is printed), 0 when it passes (nothing to shrink).
+    format and layout, the verdict and the diagnosis code that names the bug.
+
+    Without a code, the hints at the likely bug are kept. Prints the minimal case whole
+    (its values, golden, output, error in ULP and window tables when small), as a
+    case-file entry and the commands that rerun it. Exits 1 when the case fails, 0 when
+    it passes (nothing to shrink).
 
     \b
     Examples:
@@ -139,9 +133,10 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
     if results:
         raise UsageError(f"--results {results}: stored outputs cannot run smaller calls; "
                          "shrink needs an implementation it can call (--impl)")
+    config = live_config(impl, standards, tolerances, accumulate, isolate, timeout)
     if append_path:
         casewriter.check_appendable(append_path)
-        check_apart([Role("GOLDEN", golden), *live_inputs(impl, tolerances)],
+        check_apart([Role("GOLDEN", golden), *config.file_roles()[0]],
                     [Role("--append", append_path)])
         target, mode = os.path.abspath(append_path), file_mode()  # before any kernel code
     with open_golden(golden) as gf:
@@ -150,14 +145,14 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
             raise UsageError(f"{golden}: no case with id {case_id!r} "
                              f"(`aclcheck inspect {golden}` lists them)")
         case = gf.case(case_id)
-    opened, config, opts = live_setup(impl, standard, tolerances, accumulate, isolate,
-                                      timeout)
+    opened, opts = live_setup(config)
     adapter = opened.impl
     out, err = stdout_console(), stderr_console()
     try:
         with LiveJudge(adapter, opts, opened.zygote) as judge:
             result = shrink(case, judge, max_time=max_time,
                             progress=progress_printer(err, "shrinking"))
+            shown = minimal_lines(judge, result) if result.verdict.failing else []
     finally:
         opened.close()
     if err.is_terminal:
@@ -172,6 +167,8 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
         raise SystemExit(EXIT_OK)
     say(out, f"aclcheck: {case_id}: {first.verdict.value} - {first.message}")
     say(out, describe(result))
+    for line in shown:
+        say(out, line)
     minimal = result.minimal
     comment = (f"shrunk from {case_id} ({first.verdict.value} under {adapter.name}): "
                f"{result.verdict.message}")
@@ -186,6 +183,6 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standard: tuple[str, ...],
         out.print("(save the entry above as minimal.toml, or rerun with --append FILE)",
                   markup=False, highlight=False)
     out.print("repro: " + repro_commands(case_file, str(Path(case_file).with_suffix(".h5")),
-                                         minimal.id, config),
+                                         minimal.id, config, minimal.OPERATOR),
               markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(EXIT_NONCONFORMANT)

@@ -1,7 +1,7 @@
 """`aclcheck tolerances`: the tolerance standards as tables (with overrides applied).
 
-The rendering of a standard lives here, in the CLI layer: standards.py holds the numbers
-and the rules, this module draws them.
+The rendering of a standard lives here, in the CLI layer: judging/standards.py and
+default_standard.py hold the numbers and the rules, this module draws them.
 """
 
 from __future__ import annotations
@@ -13,20 +13,15 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from aclcheck import contract
-from aclcheck.budget import product_path, resolve_accumulate
 from aclcheck.cli.common import handle_errors, stdout_console
+from aclcheck.cli.options import click_option
 from aclcheck.errors import UsageError
-from aclcheck.standards import (
-    DEFAULT_STANDARD,
-    DTYPES,
-    STANDARDS,
-    Overrides,
-    ParamValue,
-    Standard,
-    get_standard,
-    load_overrides,
-)
+from aclcheck.judging.overrides import Overrides, load_overrides
+from aclcheck.judging.rule import DTYPES, ParamValue, Standard
+from aclcheck.judging.standards import STANDARDS, get_standard
+from aclcheck.ops import default_operator, operator
+from aclcheck.ops.operator import Operator
+from aclcheck.options import DEFAULT_STANDARD, OP
 
 
 def _fmt_value(value: ParamValue) -> str:
@@ -44,38 +39,41 @@ def _u_text(fmt_name: str, u: float) -> str:
     return f"{fmt_name} (u=2^{int(math.log2(u))})"
 
 
-def _aclcheck_table(std: type[Standard], overrides: Overrides | None) -> Table:
+def _aclcheck_table(std: type[Standard], overrides: Overrides | None, op: Operator) -> Table:
     table = Table(title=f"{std.name}: {std.title}", caption_justify="left")
     for col in ("product", "dtype", "accumulates in", "c", "atol", "windows", "1x1 path"):
         # names and formats are never cut: the table grows (and wraps the free text)
         table.add_column(col, no_wrap=col in ("product", "dtype", "c", "atol"))
-    for prod in contract.PRODUCTS.values():
+    rank = op.spatial_rank
+    axes = [a.upper() for a in op.display.axis_names(rank + 2)[-rank:]]  # H, W (D, H, W)
+    for prod in op.products.values():
         for dtype in prod.dtypes:
             params = std.params_for(dtype, prod.id, overrides)
-            acc_choice = str(params["accumulate"]) or None
-            acc = resolve_accumulate(prod.id, dtype, acc_choice)
-            general = product_path(prod.id, dtype, (2, 2), (3, 3), acc_choice)
-            global_ = product_path(prod.id, dtype, (1, 1), (3, 3), acc_choice)
-            windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}")
-            one = f"fill 1/(H*W) in {global_.scale_format.name}"
+            general, global_ = op.paths(prod.id, dtype, str(params["accumulate"]) or None)
+            acc = (general or global_).accumulate
+            windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}"
+                       if general is not None else "none on this product")
+            one = f"fill 1/({'*'.join(axes)}) in {global_.scale_format.name}"
             table.add_row(prod.id, dtype, _u_text(acc.name, acc.unit_roundoff),
                           _fmt_value(params["c"]), _fmt_value(params["atol"]), windows, one)
     table.caption = escape(
-        f"{std.rule}. r: roundings per term beyond the accumulation (fp32-atomic 1, "
-        "matmul 2, 1x1 0). Finite golden beyond the dtype's overflow threshold: inf "
-        "required (either near it); where the terms' magnitudes can overflow the "
-        "accumulator, inf/NaN are accepted. The exact-rounding check (FLOAT16/BFLOAT16) "
-        "is off for a product and dtype whose override raises c or atol."
+        f"{std.rule.format(magnitude_source=op.display.magnitude_source)}. r: roundings "
+        "per term beyond the accumulation (fp32-atomic 1, matmul 2, 1x1 0). Finite golden "
+        "beyond the dtype's overflow threshold: inf required (either near it); where the "
+        "terms' magnitudes can overflow the accumulator, inf/NaN are accepted. The "
+        "exact-rounding check (FLOAT16/BFLOAT16) is off for a product and dtype whose "
+        "override raises c or atol."
     )
     return table
 
 
-def standard_table(name: str, overrides: Overrides | None = None) -> Table:
+def standard_table(name: str, overrides: Overrides | None = None,
+                   op: Operator | None = None) -> Table:
     """A rich Table of one standard: its numbers per dtype (and per product where the
     overrides make them differ), the rule as a caption."""
     std = get_standard(name)
     if std.name == DEFAULT_STANDARD:
-        return _aclcheck_table(std, overrides)
+        return _aclcheck_table(std, overrides, op or default_operator())
     table = Table(title=f"{std.name}: {std.title}", caption_justify="left", min_width=72)
     table.add_column("dtype", no_wrap=True)
     for p in std.param_names:
@@ -83,7 +81,7 @@ def standard_table(name: str, overrides: Overrides | None = None) -> Table:
     rows: list[tuple[str, str | None]] = [(d, None) for d in DTYPES]
     if overrides is not None:
         rows += [(d, prod) for prod in overrides.products(std.name)
-                 for d in contract.PRODUCTS[prod].dtypes]
+                 for d in default_operator().products[prod].dtypes]
     for dtype, prod in rows:
         params = std.params_for(dtype, prod, overrides)
         label = dtype if prod is None else f"{dtype} on {prod}"
@@ -97,8 +95,9 @@ def standard_table(name: str, overrides: Overrides | None = None) -> Table:
               help=f"Show only this standard (repeatable). One of: {', '.join(STANDARDS)}.")
 @click.option("--tolerances", "tolerances", type=click.Path(dir_okay=False, path_type=Path),
               help="TOML file of per-dtype / per-product overrides to apply.")
+@click_option(OP)
 @handle_errors
-def tolerances(names: tuple[str, ...], tolerances: Path | None) -> None:
+def tolerances(names: tuple[str, ...], tolerances: Path | None, op: str) -> None:
     """Print the tolerance standards: the rule and the numbers per dtype.
 
     The default standard, aclcheck, budgets every element from the golden's own error
@@ -115,9 +114,10 @@ def tolerances(names: tuple[str, ...], tolerances: Path | None) -> None:
         if name not in STANDARDS:
             raise UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}")
     overrides = load_overrides(tolerances) if tolerances is not None else None
+    chosen = operator(op)
     console = stdout_console()
     for name in names or tuple(STANDARDS):
-        console.print(standard_table(name, overrides))
+        console.print(standard_table(name, overrides, chosen))
         console.print()
     if not names:
         console.print(f"Default standard: {DEFAULT_STANDARD}. Overrides: --tolerances FILE "

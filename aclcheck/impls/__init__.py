@@ -1,13 +1,10 @@
 """Implementation adapters: reference, torch (cpu/cuda/npu), mindspore, paddle, aclnn,
 Python callables, plugins, and stored results."""
 
-from aclcheck.impls.base import CallInputs, Implementation, Outcome
-from aclcheck.impls.registry import (
-    ImplementationUnavailable,
-    UnknownImplementation,
-    available,
-    create,
-)
+from aclcheck.cases.call import Outcome
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation
+from aclcheck.impls.base import CallInputs, Implementation
+from aclcheck.impls.registry import available, create
 
 __all__ = [
     "CallInputs",

@@ -15,11 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Environment variables the adapter reads (the CLI sets them, so an isolated worker
-#: process inherits them).
-ENV_LIB_DIR = "ACLCHECK_ACLNN_LIB_DIR"  # os.pathsep-separated folders; replaces the search
-ENV_DEVICE = "ACLCHECK_ACLNN_DEVICE"
-ENV_PRODUCT = "ACLCHECK_ACLNN_PRODUCT"
+from aclcheck.errors import ImplementationUnavailable
+from aclcheck.impls.aclnn_options import ENV_LIB_DIR
 
 #: (role, candidate file names in order of preference), loaded in this order.
 LIBRARIES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -35,10 +32,6 @@ ACL_MEM_MALLOC_HUGE_FIRST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1
 ACL_MEMCPY_DEVICE_TO_HOST = 2
 ACL_OPT_DETERMINISTIC = 0
-
-
-class LibraryNotFound(RuntimeError):
-    """A CANN library is missing: the message says which files were looked for, where."""
 
 
 def search_dirs(lib_dirs: Sequence[str] | None = None,
@@ -68,7 +61,7 @@ def search_dirs(lib_dirs: Sequence[str] | None = None,
 
 def find_libraries(lib_dirs: Sequence[str] | None = None,
                    env: Mapping[str, str] | None = None) -> dict[str, Path]:
-    """role -> library path; LibraryNotFound naming the missing files and folders."""
+    """role -> library path; ImplementationUnavailable naming the missing files and folders."""
     dirs, origin = search_dirs(lib_dirs, env)
     found: dict[str, Path] = {}
     missing: list[str] = []
@@ -80,7 +73,7 @@ def find_libraries(lib_dirs: Sequence[str] | None = None,
             found[role] = hit
     if missing:
         where = ", ".join(str(d) for d in dirs) or "(no folder)"
-        raise LibraryNotFound(
+        raise ImplementationUnavailable(
             f"CANN libraries not found: {'; '.join(missing)} (searched {where}, from "
             f"{origin}). Run `source <cann>/set_env.sh` or pass --aclnn-lib-dir DIR.")
     return found
@@ -114,20 +107,36 @@ PROTOTYPES: dict[str, tuple[Any, list[Any], bool]] = {
     "aclCreateTensor": (_p, [_i64p, ctypes.c_uint64, _int, _i64p, ctypes.c_int64, _int,
                              _i64p, ctypes.c_uint64, _p], True),
     "aclDestroyTensor": (_int, [_p], True),
-    # aclnnStatus ...GetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self,
-    #     aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor)
-    "aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize": (
-        _int, [_p, _p, _p, ctypes.POINTER(ctypes.c_uint64), _pp], True),
-    # aclnnStatus aclnnAdaptiveAvgPool2dBackward(void *workspace, uint64_t workspaceSize,
-    #     aclOpExecutor *executor, aclrtStream stream)
-    "aclnnAdaptiveAvgPool2dBackward": (_int, [_p, ctypes.c_uint64, _p, _p], True),
 }
 
-#: Library role each function is expected in (others are searched as a fallback).
+
+def operator_prototypes(name: str, tensors: int) -> dict[str, tuple[Any, list[Any], bool]]:
+    """An aclnn operator's two functions (its AclnnSignature):
+
+        aclnnStatus {name}GetWorkspaceSize(const aclTensor *..., (one per tensor)
+            uint64_t *workspaceSize, aclOpExecutor **executor)
+        aclnnStatus {name}(void *workspace, uint64_t workspaceSize,
+            aclOpExecutor *executor, aclrtStream stream)
+    """
+    return {f"{name}GetWorkspaceSize": (_int, [_p] * tensors
+                                        + [ctypes.POINTER(ctypes.c_uint64), _pp], True),
+            name: (_int, [_p, ctypes.c_uint64, _p, _p], True)}
+
+
+def _operators() -> dict[str, tuple[Any, list[Any], bool]]:
+    """The prototypes of every operator aclcheck knows (each from its glue)."""
+    from aclcheck import ops
+
+    out: dict[str, tuple[Any, list[Any], bool]] = {}
+    for op in ops.OPERATORS.values():
+        out.update(operator_prototypes(op.glue.aclnn.name, len(op.glue.aclnn.tensors)))
+    return out
+
+
+#: Library role of each runtime function (others are searched as a fallback); every
+#: operator function is expected in the operator library.
 HOME: dict[str, str] = {name: "runtime" for name in PROTOTYPES}
-HOME.update(aclCreateTensor="tensors", aclDestroyTensor="tensors",
-            aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize="operator",
-            aclnnAdaptiveAvgPool2dBackward="operator")
+HOME.update(aclCreateTensor="tensors", aclDestroyTensor="tensors")
 
 
 @dataclass
@@ -158,10 +167,11 @@ def load(paths: Mapping[str, Path]) -> Api:
         try:
             libs[role] = ctypes.CDLL(str(paths[role]), mode=ctypes.RTLD_GLOBAL)
         except OSError as exc:
-            raise LibraryNotFound(f"cannot load {paths[role]}: {exc}") from None
+            raise ImplementationUnavailable(f"cannot load {paths[role]}: {exc}") from None
     functions: dict[str, Any] = {}
-    for name, (restype, argtypes, required) in PROTOTYPES.items():
-        order = [HOME[name]] + [r for r in libs if r != HOME[name]]
+    for name, (restype, argtypes, required) in {**PROTOTYPES, **_operators()}.items():
+        home = HOME.get(name, "operator")
+        order = [home] + [r for r in libs if r != home]
         fn = None
         for role in order:
             try:
@@ -171,8 +181,8 @@ def load(paths: Mapping[str, Path]) -> Api:
                 continue
         if fn is None:
             if required:
-                raise LibraryNotFound(f"{name} not found in "
-                                      f"{', '.join(str(paths[r]) for r in order)}")
+                raise ImplementationUnavailable(
+                    f"{name} not found in {', '.join(str(paths[r]) for r in order)}")
             functions[name] = None
             continue
         fn.restype, fn.argtypes = restype, argtypes

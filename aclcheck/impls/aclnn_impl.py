@@ -1,6 +1,6 @@
 """`--impl aclnn`: the vendor kernel itself, called through ctypes like the CANN example.
 
-Per case (docs/contract.md §2): device buffers for the storage of gradOutput and self, one
+Per case (docs/contract.md §2): device buffers for the storage of each input tensor, one
 aclTensor each with the case's real view shape, element strides, storage offset, dtype and
 format enums and a 1-D storage shape (the storage length: the form the vendor examples use
 for views); a contiguous out buffer pre-filled with NaN; both phases; stream sync; copy
@@ -21,17 +21,24 @@ import ctypes
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
-from aclcheck import contract
-from aclcheck.cases import NUMPY_DTYPES, Case
-from aclcheck.errors import UsageError
+from aclcheck.cases import Case
+from aclcheck.cases.acl import ACL_FORMAT_ENUM, SUCCESS, status_name
+from aclcheck.cases.call import Outcome
+from aclcheck.cases.layouts import contiguous_strides, gap_fill
+from aclcheck.dtypes import ACL_DTYPE_ENUM, NUMPY_DTYPES
+from aclcheck.errors import (
+    ImplementationUnavailable,
+    UnknownImplementation,
+)
 from aclcheck.impls import aclnn_abi as abi
-from aclcheck.impls.base import CallInputs, Implementation, Outcome
-from aclcheck.layouts import contiguous_strides, gap_fill
+from aclcheck.impls.aclnn_options import ENV_DEVICE, ENV_PRODUCT, product_rules
+from aclcheck.impls.base import CallInputs, Implementation
+from aclcheck.ops import default_operator, operator_of
 
 #: SoC name prefixes (aclrtGetSocName) -> product id; the first match wins.
 SOC_PRODUCTS: tuple[tuple[str, str], ...] = (
@@ -40,10 +47,6 @@ SOC_PRODUCTS: tuple[tuple[str, str], ...] = (
     ("Ascend910", "atlas-training"),
     ("Ascend310P", "atlas-inference"),
 )
-
-
-class AclnnUnavailable(RuntimeError):
-    """The libraries are missing or the runtime / device cannot be set up."""
 
 
 class _RuntimeFailure(Exception):
@@ -71,7 +74,7 @@ def _init_runtime(api: abi.Api) -> None:
         return
     rc = api.aclInit(None)
     if rc not in (abi.ACL_SUCCESS, abi.ACL_ERROR_REPEAT_INITIALIZE):
-        raise AclnnUnavailable(f"aclInit returned {rc}{_recent(api)}")
+        raise ImplementationUnavailable(f"aclInit returned {rc}{_recent(api)}")
     _INITIALIZED.add(id(api))
     if rc == abi.ACL_SUCCESS:
         atexit.register(api.aclFinalize)
@@ -127,8 +130,8 @@ class _Resources:
         dims = abi.int64_array(shape)
         strd = abi.int64_array(strides)
         storage = abi.int64_array([storage_len])
-        handle = self.api.aclCreateTensor(dims, len(shape), contract.ACL_DTYPE_ENUM[dtype],
-                                          strd, int(offset), contract.ACL_FORMAT_ENUM[fmt],
+        handle = self.api.aclCreateTensor(dims, len(shape), ACL_DTYPE_ENUM[dtype],
+                                          strd, int(offset), ACL_FORMAT_ENUM[fmt],
                                           storage, 1, data)
         if not handle:
             raise _RuntimeFailure(f"aclCreateTensor returned NULL for {name} (shape "
@@ -154,7 +157,7 @@ class _Resources:
 
 
 class AclnnImpl(Implementation):
-    """aclnnAdaptiveAvgPool2dBackward from libopapi, on one device, judged on status codes."""
+    """The operator's aclnn function from libopapi, on one device, judged on status codes."""
 
     name = "aclnn"
     spec = "aclnn"
@@ -164,23 +167,20 @@ class AclnnImpl(Implementation):
     def __init__(self, lib_dirs: Sequence[str] | None = None, device: int = 0,
                  product: str | None = None, env: Mapping[str, str] | None = None) -> None:
         if product is not None:
-            contract.product(product)  # ValueError naming the valid ones
-        try:
-            self.paths = abi.find_libraries(lib_dirs, env)
-            self.api = abi.load(self.paths)
-        except abi.LibraryNotFound as exc:
-            raise AclnnUnavailable(str(exc)) from None
+            product_rules(product, UnknownImplementation)
+        self.paths = abi.find_libraries(lib_dirs, env)
+        self.api = abi.load(self.paths)
         _init_runtime(self.api)
         self.device = int(device)
         rc = self.api.aclrtSetDevice(self.device)
         if rc != abi.ACL_SUCCESS:
-            raise AclnnUnavailable(f"aclrtSetDevice({self.device}) returned {rc}"
-                                   f"{_recent(self.api)}")
+            raise ImplementationUnavailable(f"aclrtSetDevice({self.device}) returned {rc}"
+                                            f"{_recent(self.api)}")
         stream = ctypes.c_void_p()
         rc = self.api.aclrtCreateStream(ctypes.byref(stream))
         if rc != abi.ACL_SUCCESS:
             self.api.aclrtResetDevice(self.device)
-            raise AclnnUnavailable(f"aclrtCreateStream returned {rc}{_recent(self.api)}")
+            raise ImplementationUnavailable(f"aclrtCreateStream returned {rc}{_recent(self.api)}")
         self.stream: int | None = stream.value
         get_soc = self.api.aclrtGetSocName
         self.soc = _text(get_soc()) if get_soc is not None else ""
@@ -188,7 +188,7 @@ class AclnnImpl(Implementation):
         self.product = product or self.soc_product
         self.products = (self.product,) if self.product else None
         origin = "--product" if product else "SoC"
-        self.description = (f"aclnnAdaptiveAvgPool2dBackward from {self.paths['operator']}, "
+        self.description = (f"{default_operator().api} from {self.paths['operator']}, "
                             f"device {self.device}, SoC {self.soc or '?'}, product "
                             f"{self.product or '?'} (from {origin})")
 
@@ -224,8 +224,9 @@ class AclnnImpl(Implementation):
 
     def _run(self, call: CallInputs, res: _Resources) -> Outcome:
         case = call.case
+        signature = operator_of(case).glue.aclnn
         handles: dict[str, int | None] = {}
-        for name, tensor in (("grad_output", call.grad_output), ("self", call.self)):
+        for name, tensor in call.inputs.items():
             if name in case.null or tensor is None:
                 handles[name] = None
                 continue
@@ -235,28 +236,28 @@ class AclnnImpl(Implementation):
                                        tensor.offset, desc.format, int(tensor.storage.size), dev)
         out_host: np.ndarray | None = None
         out_dev = 0
-        if "out" in case.null:
-            handles["out"] = None
+        out = case.output().name
+        if out in case.null:
+            handles[out] = None
         else:
-            desc = case.tensor_desc("out")
+            desc = case.tensor_desc(out)
             np_dtype = np.dtype(NUMPY_DTYPES[desc.dtype])
             out_host = np.full(desc.shape, gap_fill(np_dtype), dtype=np_dtype)
             out_dev = res.upload(out_host)
-            handles["out"] = res.tensor("out", desc.shape, desc.dtype,
-                                        contiguous_strides(tuple(desc.shape)), 0, desc.format,
-                                        math.prod(desc.shape), out_dev)
+            handles[out] = res.tensor(out, desc.shape, desc.dtype,
+                                      contiguous_strides(tuple(desc.shape)), 0, desc.format,
+                                      math.prod(desc.shape), out_dev)
         size = ctypes.c_uint64(0)
         executor = ctypes.c_void_p()
         start = time.perf_counter()
-        status = self.api.aclnnAdaptiveAvgPool2dBackwardGetWorkspaceSize(
-            handles["grad_output"], handles["self"], handles["out"], ctypes.byref(size),
+        status = getattr(self.api, f"{signature.name}GetWorkspaceSize")(
+            *(handles[name] for name in signature.tensors), ctypes.byref(size),
             ctypes.byref(executor))
-        if status != contract.SUCCESS:
+        if status != SUCCESS:
             return self._rejected(status, "first phase", start)
         workspace = res.malloc(size.value) if size.value else None
-        status = self.api.aclnnAdaptiveAvgPool2dBackward(workspace, size.value, executor,
-                                                         self.stream)
-        if status != contract.SUCCESS:
+        status = getattr(self.api, signature.name)(workspace, size.value, executor, self.stream)
+        if status != SUCCESS:
             return self._rejected(status, "second phase", start)
         rc = self.api.aclrtSynchronizeStream(self.stream)
         if rc != abi.ACL_SUCCESS:
@@ -264,12 +265,12 @@ class AclnnImpl(Implementation):
         elapsed = time.perf_counter() - start
         if out_host is not None:
             res.download(out_host, out_dev)
-        return Outcome(status=contract.SUCCESS, output=out_host, time_s=elapsed)
+        return Outcome(status=SUCCESS, output=out_host, time_s=elapsed)
 
     def _rejected(self, status: int, phase: str, start: float) -> Outcome:
         elapsed = time.perf_counter() - start
         msg = _recent(self.api).removeprefix(": ")
-        text = msg or f"{phase} returned {status} {contract.status_name(status)}"
+        text = msg or f"{phase} returned {status} {status_name(status)}"
         notes = () if phase == "first phase" else (f"the {phase} returned {status}",)
         return Outcome(status=int(status), raised=text, time_s=elapsed, notes=notes)
 
@@ -283,41 +284,10 @@ class AclnnImpl(Implementation):
 def from_environment(env: Mapping[str, str] | None = None) -> AclnnImpl:
     """The adapter as `--impl aclnn` builds it: options from ACLCHECK_ACLNN_* variables."""
     env = os.environ if env is None else env
-    device_text = env.get(abi.ENV_DEVICE, "").strip() or "0"
+    device_text = env.get(ENV_DEVICE, "").strip() or "0"
     try:
         device = int(device_text)
     except ValueError:
-        raise ValueError(f"{abi.ENV_DEVICE}={device_text!r} is not a device number") from None
-    return AclnnImpl(None, device, env.get(abi.ENV_PRODUCT) or None, env)
-
-
-def configure_environment(lib_dirs: Sequence[str] = (), device: int | None = None,
-                          products: Sequence[str] = ()) -> Callable[[], None]:
-    """Put the CLI's aclnn options into the environment (inherited by isolated workers);
-    returns the function that restores the previous values.
-
-    A single --product names the device's product (more than one: the SoC decides).
-    """
-    wanted: dict[str, str] = {}
-    if lib_dirs:
-        wanted[abi.ENV_LIB_DIR] = os.pathsep.join(str(d) for d in lib_dirs)
-    if device is not None:
-        wanted[abi.ENV_DEVICE] = str(device)
-    if len(products) == 1:
-        try:
-            contract.product(products[0])
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        wanted[abi.ENV_PRODUCT] = products[0]
-    saved = {key: os.environ.get(key) for key in wanted}
-    os.environ.update(wanted)
-
-    def restore() -> None:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-    return restore
-
+        raise UnknownImplementation(f"{ENV_DEVICE}={device_text!r} is not a device "
+                                    "number") from None
+    return AclnnImpl(None, device, env.get(ENV_PRODUCT) or None, env)

@@ -8,56 +8,19 @@ import traceback
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import ClassVar
 
 import numpy as np
 
 from aclcheck import interrupts
 from aclcheck.cases import Case
-from aclcheck.layouts import StridedTensor
+from aclcheck.cases.call import CallInputs, Outcome, ReturnedValue
+from aclcheck.cases.layouts import StridedTensor
 
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one call returned.
-
-    status: the aclnn status for adapters that report codes (None for the others);
-    output: the out tensor (None when rejected or nothing came back);
-    raised: the exception text when the implementation raised (a rejection for adapters
-    without status codes, an ERROR on a valid call), its first line the message, then the
-    last frames (file:line); crashed: the process died or hung, or the implementation
-    tried to end the process or wrote into its inputs (never a rejection);
-    log: what it wrote to stdout and stderr during the call (isolated workers capture it);
-    skipped: the adapter declined the case in its worker (`supports()`): a SKIP.
-    """
-
-    status: int | None = None
-    output: object = None
-    time_s: float = 0.0
-    raised: str | None = None
-    crashed: str | None = None
-    notes: tuple[str, ...] = ()
-    log: str = ""
-    skipped: str | None = None
-
-
-@dataclass(frozen=True)
-class ReturnedValue:
-    """What an isolated call returned when it was not the expected array: described by
-    the worker (type name; shape and dtype text for arrays), never sent across."""
-
-    type_name: str
-    shape: tuple[int, ...] | None = None
-    dtype: str | None = None
-
-
-@dataclass(frozen=True)
-class CallInputs:
-    """A case's call as the implementation receives it (None = null pointer)."""
-
-    case: Case
-    grad_output: StridedTensor | None
-    self: StridedTensor | None
+__all__ = ["CallInputs", "ExitAttempt", "Implementation", "Outcome", "ReturnedValue",
+           "describe_exception", "exit_refused", "guarded_run", "input_checksums",
+           "numpy_view", "timed_call"]
 
 
 class Implementation:
@@ -79,6 +42,9 @@ class Implementation:
     #: a forked copy of a parent that imported (but never ran) the adapter works; false
     #: for device runtimes (CUDA, NPU, CANN) that must start in a fresh process
     fork_safe: bool = False
+    #: a framework adapter's devices whose adapter is fork-safe, declared on the class so
+    #: that impls.registry.static_fork_safe knows it before anything is built
+    FORK_SAFE_DEVICES: ClassVar[tuple[str, ...]] = ()
 
     def supports(self, case: Case) -> bool | str:
         """True, or the reason this adapter cannot run the case (reported as SKIP)."""
@@ -160,14 +126,14 @@ def exit_refused() -> Iterator[None]:
         os._exit = real
 
 
-def input_checksums(call: CallInputs) -> tuple[int | None, int | None]:
-    """CRC-32 of each input's whole storage (None for a null pointer)."""
+def input_checksums(call: CallInputs) -> tuple[int | None, ...]:
+    """CRC-32 of each input's whole storage, in role order (None for a null pointer)."""
     return tuple(None if t is None else zlib.crc32(t.storage.reshape(-1).view(np.uint8))
-                 for t in (call.grad_output, call.self))  # type: ignore[return-value]
+                 for t in call.inputs.values())
 
 
 def _read_only(call: CallInputs) -> None:
-    for t in (call.grad_output, call.self):
+    for t in call.inputs.values():
         if t is not None and t.storage.flags.writeable and t.storage.flags.owndata:
             t.storage.setflags(write=False)
 
@@ -200,8 +166,9 @@ def guarded_run(impl: Implementation, call: CallInputs) -> Outcome:
     except BaseException as exc:  # noqa: BLE001 - GeneratorExit & co.: never a rejection
         return Outcome(crashed=f"the implementation raised {type(exc).__name__}",
                        time_s=time.perf_counter() - start)
-    changed = [name for name, a, b in zip(("gradOutput", "self"), before,
-                                          input_checksums(call), strict=True) if a != b]
+    names = [call.case.role(name).api for name in call.inputs]
+    changed = [name for name, a, b in zip(names, before, input_checksums(call), strict=True)
+               if a != b]
     if changed:
         return replace(outcome, crashed=f"implementation wrote into its inputs "
                                         f"({', '.join(changed)} changed during the call)")

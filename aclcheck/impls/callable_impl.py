@@ -1,4 +1,5 @@
-"""`--impl module:function`: any Python callable `function(grad_output, self) -> out`.
+"""`--impl module:function`: any Python callable `function(*inputs) -> out` (the
+operator's input tensors, in call order: `aclcheck impls` shows them).
 
 Arguments are numpy arrays of the case dtype (ml_dtypes.bfloat16 for bf16) and the case
 layout: real strided views into read-only storage, never silently made contiguous.
@@ -15,19 +16,21 @@ from pathlib import Path
 
 import numpy as np
 
-from aclcheck.cases import NUMPY_DTYPES
-from aclcheck.impls.base import CallInputs, Implementation, Outcome, numpy_view, timed_call
+from aclcheck.cases.call import Outcome
+from aclcheck.dtypes import NUMPY_DTYPES
+from aclcheck.errors import UnknownImplementation
+from aclcheck.impls.base import CallInputs, Implementation, numpy_view, timed_call
 
 
 def load_callable(spec: str) -> Callable[..., object]:
     """Import `module:function` (module may be dotted; `path/to/file.py:function` works)."""
     module_name, _, attr = spec.rpartition(":")
     if not module_name or not attr:
-        raise ValueError(f"expected module:function, got {spec!r}")
+        raise UnknownImplementation(f"expected module:function, got {spec!r}")
     if module_name.endswith(".py"):
         path = Path(module_name).resolve()
         if not path.is_file():
-            raise ValueError(f"{spec}: no such file {path}")
+            raise UnknownImplementation(f"{spec}: no such file {path}")
         sys.path.insert(0, str(path.parent))
         module_name = path.stem
     elif "" not in sys.path and "." not in sys.path:
@@ -35,14 +38,14 @@ def load_callable(spec: str) -> Callable[..., object]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"{spec}: cannot import {module_name!r}: {exc}") from None
+        raise UnknownImplementation(f"{spec}: cannot import {module_name!r}: {exc}") from None
     obj: object = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ValueError(f"{spec}: {module_name!r} has no attribute {attr!r}")
+            raise UnknownImplementation(f"{spec}: {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise ValueError(f"{spec}: {attr!r} is not callable")
+        raise UnknownImplementation(f"{spec}: {attr!r} is not callable")
     return obj  # type: ignore[return-value]
 
 
@@ -73,7 +76,7 @@ class CallableImpl(Implementation):
         self.fn = fn if fn is not None else load_callable(spec)
         self.name = spec
         self.spec = spec
-        self.description = f"Python callable {spec}(grad_output, self) -> out"
+        self.description = f"Python callable {spec}({signature()}) -> out"
         # optional declarations on the function object itself
         self.dtypes = getattr(self.fn, "aclcheck_dtypes", None)
         self.products = getattr(self.fn, "aclcheck_products", None)
@@ -82,14 +85,38 @@ class CallableImpl(Implementation):
             self.description += " (out= buffer pre-filled with NaN)"
 
     def run(self, call: CallInputs) -> Outcome:
-        grad, self_ = numpy_view(call.grad_output), numpy_view(call.self)
+        args = [numpy_view(t) for t in call.inputs.values()]
         if not self.takes_out:
-            result, seconds, raised = timed_call(lambda: self.fn(grad, self_))
-            return Outcome(output=result, time_s=seconds, raised=raised)
+            result, seconds, raised = timed_call(lambda: self.fn(*args))
+            return Outcome(output=result, time_s=seconds, raised=raised,
+                           unusable=self._unusable(raised, len(args), False))
         out = sentinel_output(call)
-        result, seconds, raised = timed_call(lambda: self.fn(grad, self_, out=out))
+        result, seconds, raised = timed_call(lambda: self.fn(*args, out=out))
         return Outcome(output=out if result is None else result, time_s=seconds,
-                       raised=raised)
+                       raised=raised, unusable=self._unusable(raised, len(args), True))
+
+    def _unusable(self, raised: str | None, n_args: int, out: bool) -> str | None:
+        """Why the function cannot take the call at all (its signature does not bind the
+        inputs), when it raised a TypeError; None when the call itself was fine."""
+        if raised is None or not raised.startswith("TypeError"):
+            return None
+        try:
+            sig = inspect.signature(self.fn)
+        except (TypeError, ValueError):
+            return None
+        try:
+            sig.bind(*range(n_args), **({"out": None} if out else {}))
+        except TypeError as exc:
+            return (f"{self.name} cannot be called as {self.name.rpartition(':')[2]}"
+                    f"({signature()}): its signature is {sig} ({exc})")
+        return None
+
+
+def signature() -> str:
+    """The arguments a callable takes: the default operator's inputs, in call order."""
+    from aclcheck import ops
+
+    return ", ".join(r.name for r in ops.operator(ops.DEFAULT).case_type.inputs())
 
 
 def _takes_out(fn: Callable[..., object]) -> bool:
@@ -102,7 +129,7 @@ def _takes_out(fn: Callable[..., object]) -> bool:
 def sentinel_output(call: CallInputs) -> np.ndarray:
     """The out tensor aclcheck allocates: contiguous, NaN-filled where the dtype has NaN,
     so elements the implementation never writes cannot pass for results."""
-    desc = call.case.tensor_desc("out")
+    desc = call.case.tensor_desc(call.case.output().name)
     dtype = np.dtype(NUMPY_DTYPES[desc.dtype])
     out = np.empty(tuple(desc.shape), dtype=dtype)
     if dtype.kind == "f" or desc.dtype == "bfloat16":

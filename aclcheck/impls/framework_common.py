@@ -1,10 +1,6 @@
-"""What the MindSpore and Paddle adapters share: the device suffix, the forward call's
-output size, and bfloat16 across a framework boundary that has no numpy bfloat16.
-
-Both frameworks reach the backward as users do: the gradient of the forward
-`adaptive_avg_pool2d(self, output_size)` with gradOutput as the sensitivity, so the
-output size is gradOutput's last two dims.
-"""
+"""What the framework adapters share: importing a framework, the device suffix, calls
+they cannot make (scalars), and bfloat16 across a framework boundary that has no numpy
+bfloat16. The operator's call itself is its glue (aclcheck.ops)."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.impls.registry import ImplementationUnavailable, UnknownImplementation
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation
 
 
 def import_framework(module: str, label: str, extra: str, tested: str) -> Any:
@@ -58,15 +54,9 @@ def parse_device(framework: str, suffix: str, valid: tuple[str, ...],
     return name, int(index or 0)
 
 
-def output_size(grad_shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The forward's output_size that makes gradOutput its output: its last two dims
-    (all of it for a rank below 2, which the framework then judges)."""
-    return tuple(grad_shape[-2:]) if len(grad_shape) >= 2 else tuple(grad_shape)
-
-
 def scalar_reason(case: Case) -> str | None:
-    """Rank-0 tensors cannot be pooled at all (as for torch: SKIP, not a finding)."""
-    if any(len(case.tensor_desc(n).shape) == 0 for n in ("grad_output", "self")):
+    """Rank-0 inputs cannot be pooled at all (SKIP, not a finding)."""
+    if any(len(case.tensor_desc(r.name).shape) == 0 for r in case.inputs()):
         return "scalar tensors"
     return None
 

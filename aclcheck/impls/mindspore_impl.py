@@ -1,10 +1,8 @@
-"""`--impl mindspore[:cpu|gpu|ascend]`: the gradient of `mindspore.ops.adaptive_avg_pool2d`.
+"""`--impl mindspore[:cpu|gpu|ascend]`: the operator's MindSpore call (its glue).
 
-The call is the one MindSpore users make: `mindspore.vjp` of the forward
-`ops.adaptive_avg_pool2d(self, output_size)` (output_size = gradOutput's H and W), with
-gradOutput as the sensitivity, in PyNative mode. Not the raw primitive
-`AdaptiveAvgPool2DGrad`: that one skips the shape checks the public path makes (it
-accepts a gradOutput of the wrong rank and reads out of bounds).
+The call is the one MindSpore users make, in PyNative mode: for a backward operator,
+`mindspore.vjp` of the public forward (each operator's glue says how), not the raw grad
+primitive, which skips the shape checks the public path makes.
 
 Strided views arrive as contiguous copies: MindSpore's `as_strided` is not public API
 (and fails under NumPy 2 in 2.10), so each non-contiguous input gets a note saying so.
@@ -22,19 +20,20 @@ from typing import Any
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
+from aclcheck.cases.call import Outcome
+from aclcheck.cases.layouts import StridedTensor
+from aclcheck.errors import ImplementationUnavailable
+from aclcheck.impls.base import CallInputs, Implementation, timed_call
 from aclcheck.impls.framework_common import (
     first_line,
     import_framework,
     is_bfloat16,
     narrow_to_bfloat16,
-    output_size,
     parse_device,
     scalar_reason,
     widen_bfloat16,
 )
-from aclcheck.impls.registry import ImplementationUnavailable
-from aclcheck.layouts import StridedTensor
+from aclcheck.ops import default_operator, operator_of
 
 DEVICES = ("cpu", "gpu", "ascend")
 #: MindSpore's device_target names
@@ -69,19 +68,21 @@ def import_mindspore() -> Any:
 class MindSporeImpl(Implementation):
     has_status_codes = False
     models_products = False
+    FORK_SAFE_DEVICES = ("cpu",)
 
     def __init__(self, suffix: str = "") -> None:
         self.device, self.index = parse_device("mindspore", suffix, DEVICES)
         self.name = f"mindspore:{self.device}"
         self.spec = self.name if not self.index else f"{self.name}:{self.index}"
         self.dtypes = DTYPES[self.device]
-        self.fork_safe = self.device == "cpu"
+        self.fork_safe = self.device in self.FORK_SAFE_DEVICES
         self._ms = import_mindspore()
         self.version = str(getattr(self._ms, "__version__", "?"))
         self._select_device()
         self._ops = importlib.import_module("mindspore.ops")
         self.description = (f"MindSpore {self.version}: mindspore.vjp of "
-                            f"ops.adaptive_avg_pool2d on {TARGETS[self.device]}")
+                            f"{default_operator().glue.mindspore_name} on "
+                            f"{TARGETS[self.device]}")
 
     def _select_device(self) -> None:
         ms, target = self._ms, TARGETS[self.device]
@@ -119,19 +120,16 @@ class MindSporeImpl(Implementation):
         return result.asnumpy()
 
     def run(self, call: CallInputs) -> Outcome:
-        if call.grad_output is None or call.self is None:
+        if any(t is None for t in call.inputs.values()):
             return Outcome(raised="null pointer cannot be passed to mindspore")
-        notes = tuple(f"{name}: MindSpore has no public strided view; passed as a "
-                      "contiguous copy" for name, t in (("gradOutput", call.grad_output),
-                                                         ("self", call.self))
-                      if not t.contiguous)
-        grad, self_ = self._to_mindspore(call.grad_output), self._to_mindspore(call.self)
-        size = output_size(call.grad_output.shape)
-        pool = self._ops.adaptive_avg_pool2d
+        notes = tuple(f"{call.case.role(name).api}: MindSpore has no public strided view; "
+                      "passed as a contiguous copy" for name, t in call.inputs.items()
+                      if t is not None and not t.contiguous)
+        tensors = {name: self._to_mindspore(t) for name, t in call.inputs.items()}
+        glue = operator_of(call.case).glue
 
         def compute() -> object:
-            _, backward = self._ms.vjp(lambda x: pool(x, size), self_)
-            (result,) = backward(grad)
+            result = glue.mindspore(self._ms, self._ops, tensors)
             return self._to_numpy(result)  # asnumpy() waits for the device
 
         result, seconds, raised = timed_call(compute)

@@ -1,11 +1,8 @@
-"""`--impl paddle[:cpu|gpu|npu|<custom device>]`: `paddle.grad` of
-`paddle.nn.functional.adaptive_avg_pool2d`.
+"""`--impl paddle[:cpu|gpu|npu|<custom device>]`: the operator's Paddle call (its glue).
 
-The call is the one Paddle users make: the forward `F.adaptive_avg_pool2d(self,
-output_size)` (output_size = gradOutput's H and W) in dynamic mode, then
-`paddle.grad([out], [self], [gradOutput])`. Paddle's pooling takes 4-D tensors only, so a
-call where both tensors are 3-D (NCL) gets a batch dim of 1 (`unsqueeze(0)`, a view),
-as a user would add; any other rank goes in unchanged and Paddle judges it.
+The call is the one Paddle users make, in dynamic mode: for a backward operator, the
+forward and then `paddle.grad` (each operator's glue says how; any rank it does not
+adapt goes in unchanged and Paddle judges it).
 
 Strided views stay strided: each tensor is a `paddle.as_strided` view of its storage
 (Paddle copies it where a kernel needs contiguous input, as it would for a user's view).
@@ -21,18 +18,19 @@ from typing import Any
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
+from aclcheck.cases.call import Outcome
+from aclcheck.cases.layouts import StridedTensor
+from aclcheck.errors import ImplementationUnavailable
+from aclcheck.impls.base import CallInputs, Implementation, timed_call
 from aclcheck.impls.framework_common import (
     import_framework,
     is_bfloat16,
     narrow_to_bfloat16,
-    output_size,
     parse_device,
     scalar_reason,
     widen_bfloat16,
 )
-from aclcheck.impls.registry import ImplementationUnavailable
-from aclcheck.layouts import StridedTensor
+from aclcheck.ops import default_operator, operator_of
 
 #: device names known without asking Paddle; custom-device plugins add their own
 DEVICES = ("cpu", "gpu", "npu")
@@ -59,6 +57,7 @@ def custom_devices(paddle: Any) -> tuple[str, ...]:
 class PaddleImpl(Implementation):
     has_status_codes = False
     models_products = False
+    FORK_SAFE_DEVICES = ("cpu",)
 
     def __init__(self, suffix: str = "") -> None:
         name = (suffix or "cpu").partition(":")[0]
@@ -73,12 +72,12 @@ class PaddleImpl(Implementation):
         self.name = f"paddle:{self.device}"
         self.spec = self.name if not self.index else f"{self.name}:{self.index}"
         self.dtypes = CPU_DTYPES if self.device == "cpu" else DEVICE_DTYPES
-        self.fork_safe = self.device == "cpu"
+        self.fork_safe = self.device in self.FORK_SAFE_DEVICES
         self.version = str(getattr(self._paddle, "__version__", "?"))
         self._place = self._make_place()
-        self._pool = importlib.import_module("paddle.nn.functional").adaptive_avg_pool2d
+        self._functional = importlib.import_module("paddle.nn.functional")
         self.description = (f"PaddlePaddle {self.version}: paddle.grad of "
-                            f"F.adaptive_avg_pool2d on {self.device}")
+                            f"{default_operator().glue.paddle_name} on {self.device}")
 
     def _make_place(self) -> Any:
         paddle = self._paddle
@@ -128,23 +127,16 @@ class PaddleImpl(Implementation):
         return result.numpy()
 
     def run(self, call: CallInputs) -> Outcome:
-        if call.grad_output is None or call.self is None:
+        if any(t is None for t in call.inputs.values()):
             return Outcome(raised="null pointer cannot be passed to paddle")
-        paddle = self._paddle
-        grad, self_ = self._to_paddle(call.grad_output), self._to_paddle(call.self)
-        self_.stop_gradient = False
-        size = list(output_size(call.grad_output.shape))
-        ncl = len(call.self.shape) == 3 and len(call.grad_output.shape) == 3
+        tensors = {name: self._to_paddle(t) for name, t in call.inputs.items()}
+        call_op, notes = operator_of(call.case).glue.paddle(self._paddle, self._functional,
+                                                            tensors)
 
         def compute() -> object:
-            x, g = (self_.unsqueeze(0), grad.unsqueeze(0)) if ncl else (self_, grad)
-            out = self._pool(x, size)
-            (result,) = paddle.grad([out], [self_], [g])
-            return self._to_numpy(result)  # numpy() waits for the device
+            return self._to_numpy(call_op())  # numpy() waits for the device
 
         result, seconds, raised = timed_call(compute)
-        notes = ("3-D call: Paddle pools 4-D tensors only; ran with a batch dim of 1",
-                 ) if ncl else ()
         if raised is not None:
             return Outcome(raised=raised, time_s=seconds, notes=notes)
         return Outcome(output=result, time_s=seconds, notes=notes)

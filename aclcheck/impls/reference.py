@@ -1,4 +1,5 @@
-"""`--impl reference`: the float64 reference rounded once to the case dtype.
+"""`--impl reference`: the float64 reference rounded once to the case dtype (and, on a
+product that computes in saturation mode, converted as that mode does).
 
 It answers invalid calls with the contract's expected status, so it passes every case by
 construction: a self-test of the pipeline (store, comparison, reports), not a kernel.
@@ -6,11 +7,13 @@ construction: a self-test of the pipeline (store, comparison, reports), not a ke
 
 from __future__ import annotations
 
-from aclcheck.cases import NUMPY_DTYPES
-from aclcheck.contract import SUCCESS, UNSPECIFIED
-from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
-from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
-from aclcheck.reference import ResultBuffers, backward
+from aclcheck.arrays import ResultBuffers
+from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
+from aclcheck.cases.call import Outcome
+from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded
+from aclcheck.impls.base import CallInputs, Implementation, timed_call
+from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
+from aclcheck.ops import operator_of
 
 
 class ReferenceImpl(Implementation):
@@ -31,14 +34,16 @@ class ReferenceImpl(Implementation):
             return Outcome(status=expected)
         if expected == UNSPECIFIED:
             return Outcome(status=SUCCESS, notes=("reference accepts undocumented calls",))
-        assert call.grad_output is not None
         fmt = FLOAT_FORMATS[case.dtype]
+        values = {name: t.view() for name, t in call.inputs.items() if t is not None}
 
         def compute() -> object:
-            hw = tuple(case.self_shape[-2:])
-            out = backward(call.grad_output.view(), hw,
-                           out=self.buffers.take(tuple(call.grad_output.shape[:-2]) + hw))
-            return correctly_rounded(out, fmt).astype(NUMPY_DTYPES[case.dtype])
+            out = self.buffers.take(case.expected_output()[1])
+            out = operator_of(case).golden(case, values, out)
+            rounded = correctly_rounded(out, fmt).astype(NUMPY_DTYPES[case.dtype])
+            if product_modes(case.product)[0] == OverflowMode.SATURATION:
+                return saturate(rounded, fmt)
+            return rounded
 
         output, seconds, raised = timed_call(compute)
         return Outcome(status=SUCCESS if raised is None else None, output=output,

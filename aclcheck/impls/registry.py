@@ -4,25 +4,19 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation
 from aclcheck.impls.base import Implementation
 
 ENTRY_POINT_GROUP = "aclcheck.implementations"
 BUILTIN = ("reference", "torch", "torch:cpu", "torch:cuda", "torch:npu", "aclnn",
            "mindspore", "mindspore:cpu", "mindspore:gpu", "mindspore:ascend",
            "paddle", "paddle:cpu", "paddle:gpu", "paddle:npu")
-
-
-class UnknownImplementation(ValueError):
-    """--impl names nothing we can build."""
-
-
-class ImplementationUnavailable(RuntimeError):
-    """The adapter exists but cannot run here (a package or device is missing)."""
 
 
 @dataclass(frozen=True)
@@ -37,11 +31,18 @@ def _plugins() -> dict[str, object]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-#: the frameworks whose adapters are built in (a device suffix follows their name)
-_FRAMEWORKS = ("torch", "mindspore", "paddle")
-#: built-in adapters that workers may be forked for (never a device runtime)
-_FORK_SAFE = ("reference", "torch", "torch:cpu", "mindspore", "mindspore:cpu", "paddle",
-              "paddle:cpu")
+#: the frameworks whose adapters are built in (a device suffix follows their name):
+#: module and class, imported when asked (importing one imports no framework)
+_FRAMEWORKS = {
+    "torch": ("aclcheck.impls.torch_impl", "TorchImpl"),
+    "mindspore": ("aclcheck.impls.mindspore_impl", "MindSporeImpl"),
+    "paddle": ("aclcheck.impls.paddle_impl", "PaddleImpl"),
+}
+
+
+def _framework_adapter(framework: str) -> type[Implementation]:
+    module, name = _FRAMEWORKS[framework]
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
 def spec_kind(spec: str) -> str:
@@ -67,43 +68,34 @@ def static_fork_safe(spec: str) -> bool | None:
         return True
     if kind == "plugin":
         return None
-    return spec in _FORK_SAFE
+    framework, _, device = spec.partition(":")
+    if framework in _FRAMEWORKS:  # the adapter class declares it (default device: cpu)
+        return (device or "cpu") in _framework_adapter(framework).FORK_SAFE_DEVICES
+    return spec == "reference"  # aclnn: a device runtime
 
 
 def create(spec: str) -> Implementation:
-    """Build the adapter named by spec (see `aclcheck impls`)."""
-    from aclcheck.impls.torch_impl import TorchImpl, Unavailable
+    """Build the adapter named by spec (see `aclcheck impls`): UnknownImplementation when
+    it names nothing, ImplementationUnavailable (naming the spec) when it cannot run here."""
+    try:
+        return _build(spec)
+    except ImplementationUnavailable as exc:
+        exc.spec = exc.spec or spec
+        raise
 
+
+def _build(spec: str) -> Implementation:
     if spec == "reference":
         from aclcheck.impls.reference import ReferenceImpl
 
         return ReferenceImpl()
-    if spec == "torch" or spec.startswith("torch:"):
-        device = spec.partition(":")[2] or "cpu"
-        try:
-            return TorchImpl(device)
-        except Unavailable as exc:
-            raise ImplementationUnavailable(str(exc)) from None
-        except ValueError as exc:
-            raise UnknownImplementation(str(exc)) from None
     if spec == "aclnn":
-        from aclcheck.impls.aclnn_impl import AclnnUnavailable, from_environment
+        from aclcheck.impls.aclnn_impl import from_environment
 
-        try:
-            return from_environment()
-        except AclnnUnavailable as exc:
-            raise ImplementationUnavailable(str(exc)) from None
-        except ValueError as exc:
-            raise UnknownImplementation(str(exc)) from None
+        return from_environment()
     framework, _, device = spec.partition(":")
-    if framework == "mindspore":
-        from aclcheck.impls.mindspore_impl import MindSporeImpl
-
-        return MindSporeImpl(device)  # raises ImplementationUnavailable / UnknownImplementation
-    if framework == "paddle":
-        from aclcheck.impls.paddle_impl import PaddleImpl
-
-        return PaddleImpl(device)
+    if framework in _FRAMEWORKS:  # raises ImplementationUnavailable / UnknownImplementation
+        return _framework_adapter(framework)(device or "cpu")
     plugins = _plugins()
     if spec in plugins:
         factory = plugins[spec].load()  # type: ignore[attr-defined]
@@ -116,10 +108,7 @@ def create(spec: str) -> Implementation:
     if ":" in spec:
         from aclcheck.impls.callable_impl import CallableImpl
 
-        try:
-            return CallableImpl(spec)
-        except ValueError as exc:
-            raise UnknownImplementation(str(exc)) from None
+        return CallableImpl(spec)
     valid = list(BUILTIN) + sorted(plugins) + ["module:function", "--results FILE"]
     raise UnknownImplementation(f"unknown implementation {spec!r}; available: "
                                 f"{', '.join(valid)}")
@@ -128,8 +117,10 @@ def create(spec: str) -> Implementation:
 def available(describe: Callable[[str], Any] | None = None) -> list[ImplInfo]:
     """Every adapter name this installation knows, and whether it can run here.
     Built-in adapters are built here; plugins (user code) through `describe(name)`,
-    which learns what it declares in another process (aclcheck.impls.remote.describe),
+    which learns what it declares in another process (aclcheck.running.remote.describe),
     so a plugin that exits or hangs while imported is one row, not the end of the list."""
+    from aclcheck.impls.callable_impl import signature
+
     infos: list[ImplInfo] = []
     plugins = sorted(_plugins())
     for name in list(BUILTIN) + plugins:
@@ -149,7 +140,7 @@ def available(describe: Callable[[str], Any] | None = None) -> list[ImplInfo]:
         if isinstance(impl, Implementation):
             impl.close()
     infos.append(ImplInfo("module:function", True,
-                          "any callable fn(grad_output, self) -> out (numpy arrays)",
+                          f"any callable fn({signature()}) -> out (numpy arrays)",
                           "declare fn.aclcheck_dtypes / fn.aclcheck_products to SKIP others"))
     infos.append(ImplInfo("--results FILE", True,
                           "stored outputs of a run elsewhere (results layout)",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aclcheck.impls.base import CallInputs, Implementation, Outcome
+from aclcheck.cases.call import Outcome
+from aclcheck.impls.base import CallInputs, Implementation
 from aclcheck.store import ResultRow, read_results, results_meta
 
 

@@ -1,9 +1,9 @@
-"""`--impl torch[:cpu|:cuda|:npu]`: torch.ops.aten._adaptive_avg_pool2d_backward.
+"""`--impl torch[:cpu|:cuda|:npu]`: the operator's PyTorch call (its glue: for
+aclnnAdaptiveAvgPool2dBackward torch.ops.aten._adaptive_avg_pool2d_backward).
 
 Inputs keep their real strides and storage offset on the device (no silent .contiguous()),
-so layout bugs of the framework's kernels surface. `F.adaptive_avg_pool2d` is avoided on
-purpose: it routes output (1, 1) through mean(). The npu device reaches the vendor's aclnn
-kernel through torch_npu.
+so layout bugs of the framework's kernels surface. The npu device reaches the vendor's
+aclnn kernel through torch_npu.
 """
 
 from __future__ import annotations
@@ -15,48 +15,51 @@ import ml_dtypes
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.impls.base import CallInputs, Implementation, Outcome, timed_call
-from aclcheck.layouts import StridedTensor
+from aclcheck.cases.call import Outcome
+from aclcheck.cases.layouts import StridedTensor
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation
+from aclcheck.impls.base import CallInputs, Implementation, timed_call
+from aclcheck.impls.framework_common import scalar_reason
+from aclcheck.ops import default_operator, operator_of
 
 DEVICES = ("cpu", "cuda", "npu")
-
-
-class Unavailable(RuntimeError):
-    """The adapter cannot run here (package or device missing)."""
 
 
 def _torch() -> Any:
     try:
         return importlib.import_module("torch")
     except ImportError:
-        raise Unavailable("PyTorch is not installed (pip install torch==2.13.0)") from None
+        raise ImplementationUnavailable("PyTorch is not installed (pip install "
+                                        "torch==2.13.0)") from None
 
 
 def _check_device(torch: Any, device: str) -> None:
     if device == "cuda" and not torch.cuda.is_available():
-        raise Unavailable("torch:cuda: no CUDA device is available")
+        raise ImplementationUnavailable("torch:cuda: no CUDA device is available")
     if device == "npu":
         try:
             importlib.import_module("torch_npu")
         except ImportError:
-            raise Unavailable("torch:npu: torch_npu is not installed") from None
+            raise ImplementationUnavailable("torch:npu: torch_npu is not installed") from None
         if not torch.npu.is_available():  # type: ignore[attr-defined]
-            raise Unavailable("torch:npu: no NPU device is available")
+            raise ImplementationUnavailable("torch:npu: no NPU device is available")
 
 
 class TorchImpl(Implementation):
     has_status_codes = False
     models_products = False
+    FORK_SAFE_DEVICES = ("cpu",)
     dtypes = ("float16", "float32", "bfloat16")
 
     def __init__(self, device: str = "cpu") -> None:
         if device not in DEVICES:
-            raise ValueError(f"unknown torch device {device!r}; valid: {', '.join(DEVICES)}")
+            raise UnknownImplementation(f"unknown torch device {device!r}; valid: "
+                                        f"{', '.join(DEVICES)}")
         self.device = device
-        self.fork_safe = device == "cpu"
+        self.fork_safe = device in self.FORK_SAFE_DEVICES
         self.name = f"torch:{device}"
         self.spec = self.name
-        self.description = f"torch.ops.aten._adaptive_avg_pool2d_backward on {device}"
+        self.description = f"{default_operator().glue.torch_name} on {device}"
         self._torch = _torch()
         _check_device(self._torch, device)
 
@@ -64,9 +67,7 @@ class TorchImpl(Implementation):
         base = super().supports(case)
         if base is not True:
             return base
-        if any(len(case.tensor_desc(n).shape) == 0 for n in ("grad_output", "self")):
-            return "scalar tensors"
-        return True
+        return scalar_reason(case) or True
 
     def set_deterministic(self, on: bool) -> str | None:
         self._torch.use_deterministic_algorithms(on)
@@ -91,13 +92,13 @@ class TorchImpl(Implementation):
         return result.numpy()
 
     def run(self, call: CallInputs) -> Outcome:
-        if call.grad_output is None or call.self is None:
+        if any(t is None for t in call.inputs.values()):
             return Outcome(raised="null pointer cannot be passed to torch")
-        grad, self_ = self._to_torch(call.grad_output), self._to_torch(call.self)
-        op = self._torch.ops.aten._adaptive_avg_pool2d_backward
+        tensors = {name: self._to_torch(t) for name, t in call.inputs.items()}
+        op, args = operator_of(call.case).glue.torch(self._torch, tensors)
 
         def compute() -> object:
-            out = op(grad, self_)
+            out = op(*args)
             if self.device != "cpu":
                 getattr(self._torch, self.device).synchronize()
             return out
@@ -117,4 +118,5 @@ class TorchImpl(Implementation):
                      "non-deterministic kernel",)
         if raised is not None:
             return Outcome(raised=raised, time_s=seconds)
-        return Outcome(output=self._to_numpy(result), time_s=seconds, notes=notes)
+        return Outcome(output=self._to_numpy(result), time_s=seconds, notes=notes,
+                       deterministic_refused=bool(notes))

@@ -12,18 +12,25 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from aclcheck.baseline import Diff
-from aclcheck.gate import Gate, Kind
-from aclcheck.report.errormap import error_map
-from aclcheck.report.safe_text import data_text, printable
-from aclcheck.verdicts import (
+from aclcheck.judging.diagnosis import RunDiagnosis
+from aclcheck.judging.gate import Gate, Kind
+from aclcheck.judging.magnitude import CLASS_ORDER
+from aclcheck.judging.signature import GroupRow, compact
+from aclcheck.judging.verdicts import (
     FAILING,
     SUMMARY_KEYS,
     CaseVerdict,
     Verdict,
+    divergence_note,
     summarize,
     summary_line,
 )
+from aclcheck.report.diff import Diff
+from aclcheck.report.errormap import error_map
+from aclcheck.report.safe_text import data_text, printable
+
+#: Diagnosis entries the console shows (the JSON report has them all).
+MAX_ENTRIES = 3
 
 STYLE: dict[Verdict, str] = {
     Verdict.PASS: "green",
@@ -88,6 +95,69 @@ def _count_style(verdict: Verdict | None, count: int) -> str:
     return STYLE[verdict] if count and verdict in FAILING else ""
 
 
+#: Size classes, largest errors first (a group's order); other verdicts after them.
+_SIZE_ORDER = {c.value: i for i, c in enumerate(CLASS_ORDER)}
+
+
+def _size(v: CaseVerdict) -> str:
+    return v.magnitude.cls.value if v.magnitude is not None else ""
+
+
+def _severity(v: CaseVerdict) -> tuple[int, float]:
+    """Sort key, worst first: the size class, then how far over its budget."""
+    ratio = v.magnitude.max_ratio if v.magnitude is not None else 0.0
+    return (_SIZE_ORDER.get(_size(v), len(_SIZE_ORDER)), -ratio)
+
+
+def signature_groups(failing: Sequence[CaseVerdict]) -> list[list[CaseVerdict]]:
+    """Nonconforming cases grouped by verdict, family and size class; each group worst
+    case first, the groups by their worst case (then the larger group first)."""
+    groups: dict[tuple[str, str, str], list[CaseVerdict]] = defaultdict(list)
+    for v in failing:
+        groups[(v.verdict.value, v.family, _size(v))].append(v)
+    ordered = [sorted(g, key=_severity) for g in groups.values()]
+    return sorted(ordered, key=lambda g: (_severity(g[0]), -len(g), g[0].case_id))
+
+
+def group_table(groups: Sequence[Sequence[CaseVerdict]], title: str) -> Table:
+    """One row per group: how many cases, the verdict, family and size, its worst case."""
+    table = Table(title=data_text(title), show_lines=False)
+    table.add_column("cases", justify="right")
+    table.add_column("verdict")
+    table.add_column("family")
+    table.add_column("worst case", overflow="fold")
+    table.add_column("why (worst case)", overflow="fold")
+    for g in groups:
+        v = g[0]
+        table.add_row(str(len(g)), Text(v.verdict.value, style=STYLE[v.verdict]),
+                      data_text(v.family), data_text(v.case_id), data_text(v.message))
+    return table
+
+
+def diagnosis_block(console: Console, diagnosis: RunDiagnosis) -> None:
+    """The size of the errors, what explains them, the groups of cases that differ."""
+    if diagnosis.headline:
+        console.print(data_text(f"size: {diagnosis.headline}", "bold"), soft_wrap=True)
+    for i, entry in enumerate(diagnosis.entries[:MAX_ENTRIES]):
+        lead = "explained by" if i == 0 else "also"
+        console.print(data_text(f"{lead}: {entry.message()} [{entry.code.value}]",
+                                "bold" if i == 0 else ""), soft_wrap=True)
+    if diagnosis.differing:
+        console.print(signature_table(diagnosis.differing))
+
+
+def signature_table(rows: Sequence[GroupRow]) -> Table:
+    """One row per grouping whose groups differ: the groups with failures (failing of
+    cases) and the groups without."""
+    table = Table(title="failure signature: groupings whose groups differ")
+    table.add_column("grouped by")
+    table.add_column("failing (of cases)", overflow="fold")
+    table.add_column("passing", overflow="fold")
+    for name, bad, good in compact(rows):
+        table.add_row(data_text(name), data_text(bad, "red"), data_text(good, "green"))
+    return table
+
+
 def failure_block(console: Console, v: CaseVerdict) -> None:
     """One nonconforming case: a rule with its id and verdict, the detail (the gating
     standard's line, metrics, worst elements), notes and the repro command. Pictures
@@ -96,6 +166,8 @@ def failure_block(console: Console, v: CaseVerdict) -> None:
     console.rule(title, style="yellow" if v.verdict == Verdict.XFAIL else "red")
     # the detail opens with the gating standard's verdict line: no need to repeat it
     console.print(data_text(v.detail if v.detail else v.message))
+    for line in v.clues.lines() if v.clues is not None else ():
+        console.print(data_text(line, "bold"))
     if v.evidence is not None:
         console.print(error_map(v.evidence, console.width))
     for note in v.notes:
@@ -104,45 +176,65 @@ def failure_block(console: Console, v: CaseVerdict) -> None:
         console.print(data_text(f"repro: {v.repro}", "cyan"), soft_wrap=True)  # copyable
 
 
-def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation: str,
-           verbose: bool = False, max_details: int = 20, json_report: str | None = None
-           ) -> None:
-    """Failing-case table and details, matrix, notes, and the one-line summary.
+def headline(verdicts: Sequence[CaseVerdict]) -> str:
+    """`97 of 548 cases nonconforming` / `no nonconforming case (428 of 548 judged)`."""
+    failing = sum(v.failing for v in verdicts)
+    if failing:
+        return f"{failing} of {len(verdicts)} cases nonconforming"
+    judged = sum(v.verdict not in (Verdict.SKIP,) for v in verdicts)
+    return f"no nonconforming case ({judged} of {len(verdicts)} judged)"
 
-    Details of the first `max_details` nonconforming cases (all of them, and of the
-    known failures, with `verbose`); `json_report` is a report that holds every case,
-    named in the footer when details were cut.
+
+def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation: str,
+           verbose: bool = False, max_details: int = 20, json_report: str | None = None,
+           diagnosis: RunDiagnosis | None = None) -> None:
+    """Top-down: the headline (the implementation named), the diagnosis, nonconforming
+    cases grouped by signature (one per group, worst first), their details, the
+    matrix, notes, and the one-line summary.
+
+    Without `verbose`: one row and one detail per group (the first `max_details`
+    groups); with it every case and the details of every nonconforming case and known
+    failure. `json_report` is a report that holds every case, named when cases were
+    left out.
     """
     failing = [v for v in verdicts if v.failing or v.verdict == Verdict.XPASS]
-    shown = list(verdicts) if verbose else failing
-    if shown:
-        title = "all cases" if verbose else "nonconforming cases"
-        console.print(case_table(shown, f"{implementation}: {title}"))
-    limit = len(failing) if verbose else max_details
-    for v in failing[:limit]:
+    console.print(Text(f"aclcheck: {implementation}: {headline(verdicts)}",
+                       style="bold red" if failing else "bold green"), soft_wrap=True)
+    if diagnosis is not None:
+        diagnosis_block(console, diagnosis)
+    if verbose:
+        console.print(case_table(verdicts, f"{implementation}: all cases"))
+        detailed = failing
+    else:
+        groups = signature_groups(failing)
+        if groups:
+            console.print(group_table(groups, f"{implementation}: nonconforming cases by "
+                                      "signature (worst first; -v lists every case)"))
+        detailed = [g[0] for g in groups]
+    limit = len(detailed) if verbose else max_details
+    for v in detailed[:limit]:
         failure_block(console, v)
     if verbose:  # known failures too: what they look like today
         for v in verdicts:
             if v.verdict == Verdict.XFAIL:
                 failure_block(console, v)
-    if len(failing) > limit:
+    hidden = len(failing) - min(limit, len(detailed))
+    if hidden > 0:
         where = f"the JSON report {json_report} has them all; " if json_report else ""
-        console.print(data_text(f"... {len(failing) - limit} more nonconforming cases "
+        console.print(data_text(f"... {hidden} more nonconforming cases "
                                 f"({where}-v shows every one, --id selects one)"))
     console.print(matrix_table(verdicts))
-    divergences = [(v.case_id, n) for v in verdicts for n in v.notes
-                   if n.startswith("documentation divergence")]
+    divergences = [(v.case_id, v.divergence) for v in verdicts if v.divergence]
     if divergences:
         table = Table(title="documentation divergences (reported, not judged)")
         table.add_column("case", overflow="fold")
         table.add_column("what the implementation did", overflow="fold")
         for cid, note in divergences:
-            table.add_row(data_text(cid),
-                          data_text(note.removeprefix("documentation divergence: ")))
+            table.add_row(data_text(cid), data_text(note))
         console.print(table)
     if verbose:
         path_notes = [(v.case_id, n) for v in verdicts for n in v.notes
-                      if not n.startswith("documentation divergence")]
+                      if v.divergence is None or n != divergence_note(v.divergence)]
         for cid, note in path_notes:
             console.print(data_text(f"{cid}: {note}", "dim"))
     line = summary_line(summarize(verdicts))

@@ -1,8 +1,9 @@
 """A compact terminal picture of where a failing case's errors sit.
 
-Draws an `Evidence` map (worst error/allowed over the N*C planes, per (H, W) cell) with
-one block character per cell, darker and redder the further over budget, downsampled to
-the terminal width. Plain characters carry the levels too, so logs without colour read.
+Draws an `Evidence` map (worst error/allowed over every plane of the leading axes, per
+(H, W) cell) with one block character per cell, darker and redder the further over
+budget, downsampled to the terminal width. Plain characters carry the levels too, so
+logs without colour read.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 import numpy as np
 from rich.text import Text
 
-from aclcheck.evidence import Evidence
+from aclcheck.judging.evidence import Evidence
 
 #: (upper bound of error/allowed, character, style, legend), checked in order; NaN or
 #: inf (special-value mismatches) get SPECIAL.
@@ -54,6 +55,12 @@ def error_map(evidence: Evidence, width: int, max_rows: int = 16) -> Text:
     cols_fit = max(1, width - 2)
     cell_w = 2 if grid.shape[1] * 2 <= cols_fit else 1
     small = shrink_map(grid, max_rows, max(1, cols_fit // cell_w))
+    levels = {_cell(float(v)) for v in small.reshape(-1)}
+    if len(levels) == 1 and small.size > 1:  # a solid block shows nothing: say it
+        (char, style), = levels
+        label = next((lab for _, c, _, lab in LEVELS if c == char), "NaN/inf mismatch")
+        return Text(f"error/allowed, worst over {evidence.planes} plane(s), H={h} x W={w}: "
+                    f"every cell {label} (no pattern to draw)", style=style)
     text = Text()
     text.append(f"error/allowed, worst over {evidence.planes} plane(s), H={h} x W={w} "
                 f"({small.shape[0]}x{small.shape[1]} cells):\n", style="dim")

@@ -35,6 +35,12 @@ def _unwritable(target: Path) -> str | None:
         return "file is not writable"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"folder {folder} is not writable"
+    try:  # access() answers for permissions only: root, read-only mounts, /proc
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".aclcheck-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"folder {folder} is not writable ({exc.strerror or exc})"
     return None
 
 

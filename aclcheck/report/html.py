@@ -17,6 +17,16 @@ from typing import Any
 import jinja2
 
 from aclcheck import __version__
+from aclcheck.judging.diagnosis import RunDiagnosis
+from aclcheck.judging.signature import compact
+from aclcheck.judging.verdicts import (
+    FAILING,
+    SUMMARY_KEYS,
+    CaseVerdict,
+    Verdict,
+    detail_parts,
+    summarize,
+)
 from aclcheck.report.files import atomic_write
 from aclcheck.report.pictures import (
     BAR_W,
@@ -26,7 +36,6 @@ from aclcheck.report.pictures import (
     case_pictures,
     legend,
 )
-from aclcheck.verdicts import FAILING, SUMMARY_KEYS, CaseVerdict, Verdict, summarize
 
 #: Non-passing cases whose section starts open.
 OPEN_FIRST = 3
@@ -81,22 +90,9 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _split_detail(detail: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
-    """(hints, worst-element lines, the rest) of a verdict's multi-line detail."""
-    hints, worst, rest = [], [], []
-    for line in detail.splitlines():
-        if line.startswith("hint: "):
-            hints.append(line.removeprefix("hint: "))
-        elif line.startswith("  [") or line.startswith("worst elements under"):
-            if line.startswith("  ["):
-                worst.append(line.strip())
-        elif not line.startswith("note: "):
-            rest.append(line)
-    return tuple(hints), tuple(worst), "\n".join(rest)
-
-
 def _detail(v: CaseVerdict, anchor: str) -> Detail:
-    hints, worst, rest = _split_detail(v.detail)
+    _, worst, rest = detail_parts(v.detail)
+    hints = tuple(h.text for h in v.hints)
     pictures, missing = None, ""
     if v.evidence is not None:
         pictures = case_pictures(v.evidence)
@@ -159,7 +155,7 @@ def _row(n: int, v: CaseVerdict, anchor: str) -> dict[str, Any]:
 
 def _hist_px() -> tuple[int, int]:
     """Display size of the histogram pictures (same for every case)."""
-    from aclcheck.evidence import HIST_LOG2_EDGES
+    from aclcheck.judging.evidence import HIST_LOG2_EDGES
 
     cols = (len(HIST_LOG2_EDGES) + 1) * (BAR_W + 1)
     return PICTURE_PX, max(60, round(PICTURE_PX * HIST_ROWS / cols))
@@ -209,9 +205,30 @@ def render(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> str:
     title = f"aclcheck: {meta['implementation']} on {Path(golden).name}"
     return env.get_template("report.html.j2").render(
         title=title, meta=meta, counts=counts, bad_keys=BAD_KEYS,
-        warnings=page_warnings(report, verdicts), matrix=_matrix(verdicts), rows=rows,
+        warnings=page_warnings(report, verdicts), diagnosis=diagnosis_view(report),
+        matrix=_matrix(verdicts), rows=rows,
         details=details, legend=legend() if details else "", open_first=OPEN_FIRST,
         verdict_names=[v.value for v in Verdict], hist_px=_hist_px())
+
+
+@dataclass(frozen=True)
+class DiagnosisView:
+    """The page's first section: the size of the errors, what explains them, the
+    groupings whose groups differ (from the report's summary and diagnosis)."""
+
+    size: str
+    entries: tuple[tuple[str, str], ...]  # (code, message)
+    signature: tuple[tuple[str, str, str], ...]  # (grouped by, failing, passing)
+
+
+def diagnosis_view(report: dict[str, Any]) -> DiagnosisView | None:
+    """What the report says about its failures (judging.diagnosis.RunDiagnosis)."""
+    diagnosis = RunDiagnosis.from_report(report)
+    if diagnosis is None:
+        return None
+    return DiagnosisView(diagnosis.headline or "",
+                         tuple((e.code.value, e.message()) for e in diagnosis.entries),
+                         compact(diagnosis.differing))
 
 
 def write(path: str | Path, report: dict[str, Any], verdicts: Sequence[CaseVerdict],

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from aclcheck import __version__
-from aclcheck.configfile import ConfigError, read_document
+from aclcheck.configfile import read_document
 from aclcheck.errors import InputFileError
+from aclcheck.judging.verdicts import CaseVerdict, summarize
 from aclcheck.report.files import atomic_write
-from aclcheck.verdicts import CaseVerdict, summarize
 
 REPORT_FORMAT = "aclcheck-report"
 REPORT_VERSION = 1
@@ -51,30 +51,28 @@ def write(path: str | Path, report: dict[str, Any], mode: int | None = None) -> 
 def read(path: str | Path) -> tuple[dict[str, Any], list[CaseVerdict]]:
     """A report and its verdicts; a damaged or foreign file is an InputFileError."""
     p = Path(path)
-    try:
-        data = read_document(p, "report", syntax="json", max_bytes=MAX_REPORT_BYTES)
-    except ConfigError as exc:
-        raise InputFileError(str(exc)) from None
+    data = read_document(p, "report", syntax="json", max_bytes=MAX_REPORT_BYTES,
+                         error=InputFileError)
     if not isinstance(data, dict) or data.get("format") != REPORT_FORMAT:
-        raise InputFileError(f"{p}: not an aclcheck report (format key missing)")
+        raise InputFileError.at(p, "not an aclcheck report (format key missing)")
     version = data.get("version", 0)
     if isinstance(version, bool) or not isinstance(version, int):
-        raise InputFileError(f"{p}: report 'version' must be an integer, got {version!r}")
+        raise InputFileError.at(p, f"report 'version' must be an integer, got {version!r}")
     cases = data.get("cases", [])
     if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
-        raise InputFileError(f"{p}: report 'cases' must be a list of objects")
+        raise InputFileError.at(p, "report 'cases' must be a list of objects")
     if version > REPORT_VERSION:
-        raise InputFileError(f"{p}: report version {data.get('version')} is newer than this "
-                             f"aclcheck understands ({REPORT_VERSION})")
+        raise InputFileError.at(p, f"report version {data.get('version')} is newer than this "
+                                f"aclcheck understands ({REPORT_VERSION})")
     problem = _run_fields(data)
     if problem:
-        raise InputFileError(f"{p}: report {problem}")
+        raise InputFileError.at(p, f"report {problem}")
     verdicts = []
     for number, entry in enumerate(cases, 1):
         try:
             verdicts.append(CaseVerdict.from_json(entry))
         except (KeyError, ValueError, TypeError, OverflowError) as exc:
-            raise InputFileError(f"{p}: case {number}: {exc}") from None
+            raise InputFileError.at(p, f"case {number}: {exc}") from None
     return data, verdicts
 
 
@@ -101,10 +99,10 @@ def _run_fields(data: dict[str, Any]) -> str | None:
             return "'shard' must be K/N"
     if not isinstance(data.get("interrupted", False), bool):
         return "'interrupted' must be true or false"
-    for key in ("standards", "merged_from"):
+    for key in ("standards", "merged_from", "commands"):
         value = data.get(key)
-        if value is not None and (not isinstance(value, list)
-                                  or not all(isinstance(x, str) for x in value)):
+        if value is not None and (not isinstance(value, list) or not all(
+                isinstance(x, str) or (x is None and key == "commands") for x in value)):
             return f"{key!r} must be a list of texts"
     selection = data.get("selection")
     if selection is not None and not isinstance(selection, dict):

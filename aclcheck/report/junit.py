@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
+from aclcheck.judging.verdicts import CaseVerdict, Verdict, summarize
 from aclcheck.report.files import atomic_write
 from aclcheck.report.safe_text import printable
-from aclcheck.verdicts import CaseVerdict, Verdict, summarize
 
 # XML 1.0 allows tab, newline, carriage return and the ranges below; nothing else.
 _INVALID_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib import colormaps
 from PIL import Image
 
-from aclcheck.evidence import HIST_LOG2_EDGES, Evidence, hist_labels
+from aclcheck.judging.evidence import HIST_LOG2_EDGES, Evidence, hist_labels
 
 #: log10 of error/allowed mapped onto the colours: [LOW, 0] within budget (greys),
 #: (0, HIGH] over budget (yellow to dark red); inf (a NaN/inf mismatch) is magenta.
@@ -111,6 +111,9 @@ class CasePictures:
     hist_over: int  # elements with error/allowed >= 1 (bins from [1, 2) up)
     hist_labels: tuple[str, str]  # first and last bin
     standard: str
+    #: every cell of the heat map has one colour: no picture is drawn (a solid block
+    #: says nothing), the caption says it
+    uniform: bool = False
 
 
 def _planes_image(ev: Evidence) -> tuple[np.ndarray, tuple[int, int]]:
@@ -135,7 +138,9 @@ def _planes_image(ev: Evidence) -> tuple[np.ndarray, tuple[int, int]]:
 def case_pictures(ev: Evidence) -> CasePictures:
     """The three pictures of one case: heat map, failing planes, histogram bars."""
     grid = ev.worst_map
-    heat = data_uri(_png(ratio_colours(grid))) if grid.size else ""
+    colours = ratio_colours(grid)
+    uniform = grid.size > 1 and bool(np.all(colours == colours.reshape(-1, 4)[0]))
+    heat = data_uri(_png(colours)) if grid.size and not uniform else ""
     planes_rgba, planes_grid = _planes_image(ev)
     counts = ev.hist
     labels = hist_labels()
@@ -150,7 +155,7 @@ def case_pictures(ev: Evidence) -> CasePictures:
         planes_total=ev.planes, plane_group=ev.plane_group,
         hist=data_uri(_png(hist_colours(counts))) if counts.size == len(labels) else "",
         hist_total=int(counts.sum()), hist_over=int(counts[FIRST_OVER:].sum()),
-        hist_labels=(labels[0], labels[-1]), standard=ev.standard)
+        hist_labels=(labels[0], labels[-1]), standard=ev.standard, uniform=uniform)
 
 
 @dataclass(frozen=True)

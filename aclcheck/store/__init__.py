@@ -7,20 +7,53 @@ target and moved into place only when complete. Readers accept only what the wri
 produces and turn every problem into an InputFileError whose one-line message names
 the file (and the case).
 
-    schema    names, codecs, the /index table, run metadata, case-id rules
-    atomic    output-path checks, the temporary-file-then-rename writer, dataset filters
-    writer    GoldenWriter / write_golden
-    h5read    opening a store file, one-line errors, the dataset rules readers apply
-    reader    GoldenFile / open_golden
-    results   results files (an implementation's outputs)
-    check     the full integrity check (`inspect --check`)
+    codec       names and constants, attribute codecs, chunking, run metadata, case ids
+    index       the /index table
+    records     case records <-> attributes, what a stored record may hold
+    atomic      output-path checks, the temporary-file-then-rename writer, filters
+    writer      GoldenWriter / write_golden
+    h5read      opening a store file, one-line errors, the dataset rules readers apply
+    reader      GoldenFile / open_golden
+    results     results files (an implementation's outputs)
+    check       the full integrity check (`inspect --check`)
+    diff        data drift between two golden files
+    exchange    the .bin folder exchange with C/C++ harnesses (docs/bin-exchange.md)
+    file_guard  a command's outputs never replace its inputs
 
-Merging shard files lives in aclcheck.merge, comparing golden files in aclcheck.baseline.
+Merging shard files lives in aclcheck.suite.merge.
 """
 
+from aclcheck.dtypes import decode_array, dtype_name, encode_array, storage_dtype
+from aclcheck.errors import OutputFileError
 from aclcheck.store.atomic import check_output_path
-from aclcheck.store.check import CheckReport, check_file, check_golden, check_results, peek_format
+from aclcheck.store.check import (
+    CheckReport,
+    check_file,
+    check_golden,
+    check_results,
+    is_golden,
+    peek_format,
+)
+from aclcheck.store.codec import (
+    CASE_ID_RE,
+    CHUNK_BYTES,
+    COMPRESSIONS,
+    EXPECT_ATTRS,
+    FORMAT_GOLDEN,
+    FORMAT_RESULTS,
+    REQUIRED_ROOT_ATTRS,
+    SCHEMA_VERSION,
+    VOLATILE_ROOT_ATTRS,
+    check_ids,
+    chunk_shape,
+    parse_shape_text,
+    run_meta,
+    shape_text,
+    text_attr,
+)
+from aclcheck.store.index import IndexEntry, index_columns, index_entry
 from aclcheck.store.reader import GoldenFile, open_golden
+from aclcheck.store.records import record_attrs, record_from_attrs
 from aclcheck.store.results import (
     RESULT_INDEX_COLUMNS,
     ResultRow,
@@ -29,44 +62,16 @@ from aclcheck.store.results import (
     results_meta,
     write_results,
 )
-from aclcheck.store.schema import (
-    CASE_ID_RE,
-    CHUNK_BYTES,
-    COMPRESSIONS,
-    EXPECT_ATTRS,
-    FORMAT_GOLDEN,
-    FORMAT_RESULTS,
-    INDEX_COLUMNS,
-    REQUIRED_ROOT_ATTRS,
-    SCHEMA_VERSION,
-    TENSOR_DATASETS,
-    VOLATILE_ROOT_ATTRS,
-    IndexEntry,
-    OutputFileError,
-    check_ids,
-    chunk_shape,
-    decode_array,
-    dtype_name,
-    encode_array,
-    index_entry,
-    parse_shape_text,
-    record_attrs,
-    record_from_attrs,
-    run_meta,
-    shape_text,
-    storage_dtype,
-    text_attr,
-)
 from aclcheck.store.writer import GoldenWriter, write_golden
 
 __all__ = [
     "CASE_ID_RE", "CHUNK_BYTES", "COMPRESSIONS", "EXPECT_ATTRS", "FORMAT_GOLDEN",
-    "FORMAT_RESULTS", "INDEX_COLUMNS", "REQUIRED_ROOT_ATTRS", "RESULT_INDEX_COLUMNS",
-    "SCHEMA_VERSION", "TENSOR_DATASETS", "VOLATILE_ROOT_ATTRS", "CheckReport", "GoldenFile",
+    "FORMAT_RESULTS", "REQUIRED_ROOT_ATTRS", "RESULT_INDEX_COLUMNS",
+    "SCHEMA_VERSION", "VOLATILE_ROOT_ATTRS", "CheckReport", "GoldenFile",
     "GoldenWriter", "IndexEntry", "OutputFileError", "ResultRow", "check_file",
     "check_golden", "check_ids", "check_output_path", "check_results", "chunk_shape",
-    "decode_array", "dtype_name", "encode_array", "index_entry", "iter_results",
-    "open_golden", "parse_shape_text", "peek_format", "read_results", "record_attrs",
+    "decode_array", "dtype_name", "encode_array", "index_columns", "index_entry", "iter_results",
+    "is_golden", "open_golden", "parse_shape_text", "peek_format", "read_results", "record_attrs",
     "record_from_attrs", "results_meta", "run_meta", "shape_text", "storage_dtype",
     "text_attr", "write_golden", "write_results",
 ]

@@ -16,18 +16,20 @@ import h5py
 import numpy as np
 
 from aclcheck import __version__
-from aclcheck.store.h5read import h5_reason
-from aclcheck.store.schema import (
+from aclcheck.errors import OutputFileError
+from aclcheck.store.codec import (
+    FORMAT_GOLDEN,
     GZIP_LEVEL,
     LIBVER,
+    RESULTS_SCHEMA_VERSION,
     SCHEMA_VERSION,
     WRITEBACK_BYTES,
-    OutputFileError,
     attr_value,
     chunk_shape,
     set_attrs,
     text_attr,
 )
+from aclcheck.store.h5read import h5_reason
 
 
 def check_output_path(path: str | Path, force: bool) -> Path:
@@ -174,7 +176,8 @@ def write_dataset(parent: h5py.Group, name: str, data: np.ndarray, compress: str
 
 def write_root_attrs(f: h5py.File, fmt: str, meta: Mapping[str, Any], count: int) -> None:
     f.attrs["format"] = text_attr(fmt)
-    f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
+    version = SCHEMA_VERSION if fmt == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
+    f.attrs["schema_version"] = np.int64(version)
     for key, value in meta.items():
         if value is None or key in ("format", "schema_version", "case_count"):
             continue

@@ -11,17 +11,16 @@ from typing import Any
 import h5py
 
 from aclcheck.errors import InputFileError
-from aclcheck.store.h5read import H5_ERRORS, damage, default_read_limit, open_h5
-from aclcheck.store.reader import GoldenFile, open_golden
-from aclcheck.store.results import iter_results, result_index
-from aclcheck.store.schema import (
+from aclcheck.store.codec import (
     EXPECT_ATTRS,
     FORMAT_GOLDEN,
     FORMAT_RESULTS,
-    TENSOR_DATASETS,
-    IndexEntry,
     plain_value,
 )
+from aclcheck.store.h5read import H5_ERRORS, damage, default_read_limit, open_h5
+from aclcheck.store.index import IndexEntry
+from aclcheck.store.reader import GoldenFile, open_golden
+from aclcheck.store.results import iter_results, result_index
 
 #: Problems listed per file; the rest are counted.
 MAX_PROBLEMS = 50
@@ -69,7 +68,7 @@ def check_golden(path: str | Path) -> CheckReport:
                 with damage(p, f"case {entry.id}"):
                     _check_case(gf, entry, report)
             except InputFileError as exc:
-                report.add(str(exc).removeprefix(f"{p}: "))
+                report.add(exc.detail(p))
     return report
 
 
@@ -78,8 +77,8 @@ def _check_case(gf: GoldenFile, entry: IndexEntry, report: CheckReport) -> None:
     reading every dataset), plus the stored expectation and byte count."""
     cid = entry.id
     attrs = gf.attrs(cid)
-    missing = [k for k in ("id", "product", "dtype", "format", "self_shape", "grad_shape",
-                           "seed", "family") + EXPECT_ATTRS if k not in attrs]
+    required = tuple(f.name for f in gf.case_type.record_fields() if f.required)
+    missing = [k for k in required + EXPECT_ATTRS if k not in attrs]
     if missing:
         report.add(f"case {cid}: missing attribute {missing[0]!r}")
         return
@@ -91,8 +90,8 @@ def _check_case(gf: GoldenFile, entry: IndexEntry, report: CheckReport) -> None:
         report.add(f"case {cid}: /index expected_status {entry.expected_status} != "
                    f"attribute {attrs['expected_status']}")
     nbytes = 0
-    for name in TENSOR_DATASETS:
-        t = gf.tensor(cid, name)
+    for role in gf.case_type.inputs():
+        t = gf.tensor(cid, role.name)
         if t is not None:
             report.datasets += 1
             nbytes += t.storage.nbytes
@@ -127,6 +126,11 @@ def peek_format(path: str | Path) -> str | None:
     return plain_value(fmt) if fmt is not None else None
 
 
+def is_golden(path: str | Path) -> bool:
+    """Whether `path` is an aclcheck golden file (by its root attribute, not its name)."""
+    return peek_format(path) == FORMAT_GOLDEN
+
+
 def check_results(path: str | Path) -> CheckReport:
     """Read every dataset of a results file and validate it against its index."""
     p = Path(path)
@@ -145,5 +149,5 @@ def check_results(path: str | Path) -> CheckReport:
                 report.datasets += 1
                 report.bytes_read += row.output.nbytes
     except InputFileError as exc:
-        report.add(str(exc).removeprefix(f"{p}: "))
+        report.add(exc.detail(p))
     return report

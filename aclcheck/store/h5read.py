@@ -15,7 +15,16 @@ import h5py
 import numpy as np
 
 from aclcheck.errors import InputFileError
-from aclcheck.store.schema import CHUNK_BYTES, REQUIRED_ROOT_ATTRS, SCHEMA_VERSION, plain_value
+from aclcheck.ops import OPERATORS
+from aclcheck.store.codec import (
+    CHUNK_BYTES,
+    FORMAT_GOLDEN,
+    REQUIRED_ROOT_ATTRS,
+    RESULTS_SCHEMA_VERSION,
+    SCHEMA1_OPERATOR,
+    SCHEMA_VERSION,
+    plain_value,
+)
 
 #: The filters the writer uses; a dataset with any other filter is refused unread.
 ALLOWED_FILTERS = {h5py.h5z.FILTER_FLETCHER32: "fletcher32", h5py.h5z.FILTER_SHUFFLE: "shuffle",
@@ -50,23 +59,23 @@ def default_read_limit() -> int:
     return max(_MIN_READ_LIMIT, memory_bytes() // 2)
 
 
-def open_h5(path: str | Path, expected_format: str, *, newest: int = SCHEMA_VERSION
+def open_h5(path: str | Path, expected_format: str, *, newest: int | None = None
             ) -> tuple[h5py.File, dict[str, Any]]:
     """Open and validate the root of a store file; every failure is one InputFileError.
     `newest`: the highest schema version the caller reads."""
     p = Path(path)
     if not p.exists():
-        raise InputFileError(f"{p}: no such file")
+        raise InputFileError.at(p, "no such file")
     if p.is_dir():
-        raise InputFileError(f"{p}: is a folder, expected an HDF5 file")
+        raise InputFileError.at(p, "is a folder, expected an HDF5 file")
     if not p.is_file():
-        raise InputFileError(f"{p}: not a regular file (a FIFO or device is not read)")
+        raise InputFileError.at(p, "not a regular file (a FIFO or device is not read)")
     try:
         is_hdf5 = h5py.is_hdf5(p)
     except OSError as exc:
-        raise InputFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        raise InputFileError.at(p, f"cannot read: {exc.strerror or exc}") from None
     if not is_hdf5:
-        raise InputFileError(f"{p}: not an HDF5 file")
+        raise InputFileError.at(p, "not an HDF5 file")
     try:
         f = h5py.File(p, "r")
     except H5_ERRORS as exc:
@@ -75,13 +84,13 @@ def open_h5(path: str | Path, expected_format: str, *, newest: int = SCHEMA_VERS
             m = re.search(r"eof = (\d+).*stored_eof = (\d+)", msg)
             detail = (f"{m.group(1)} of {m.group(2)} bytes present" if m
                       else h5_reason(msg))
-            raise InputFileError(f"{p}: truncated HDF5 file ({detail})") from None
-        raise InputFileError(f"{p}: unreadable HDF5 file ({h5_reason(msg)})") from None
+            raise InputFileError.at(p, f"truncated HDF5 file ({detail})") from None
+        raise InputFileError.at(p, f"unreadable HDF5 file ({h5_reason(msg)})") from None
     try:
         meta = {k: plain_value(v) for k, v in f.attrs.items()}
     except H5_ERRORS as exc:
         f.close()
-        raise InputFileError(f"{p}: damaged root attributes ({h5_reason(str(exc))})") from None
+        raise InputFileError.at(p, f"damaged root attributes ({h5_reason(str(exc))})") from None
     try:
         _check_root(p, meta, expected_format, newest)
     except InputFileError:
@@ -110,31 +119,53 @@ def damage(p: Path, what: str) -> Iterator[None]:
     except InputFileError:
         raise
     except H5_ERRORS as exc:
-        raise InputFileError(f"{p}: {what}: damaged file ({h5_reason(str(exc))})") from None
+        raise InputFileError.at(p, f"{what}: damaged file ({h5_reason(str(exc))})") from None
 
 
 def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str,
-                newest: int = SCHEMA_VERSION) -> None:
+                newest: int | None = None) -> None:
     fmt = meta.get("format")
     if fmt is None:
-        raise InputFileError(f"{p}: not an aclcheck file (no 'format' attribute)")
+        raise InputFileError.at(p, "not an aclcheck file (no 'format' attribute)")
     if fmt != expected_format:
-        raise InputFileError(f"{p}: is a {fmt!r} file, expected {expected_format!r}")
+        raise InputFileError.at(p, f"is a {fmt!r} file, expected {expected_format!r}")
     version = meta.get("schema_version")
     if not isinstance(version, int):
-        raise InputFileError(f"{p}: missing or non-integer 'schema_version' attribute")
+        raise InputFileError.at(p, "missing or non-integer 'schema_version' attribute")
+    if newest is None:
+        newest = SCHEMA_VERSION if expected_format == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
     if version > newest:
-        raise InputFileError(f"{p}: schema version {version} is newer than this aclcheck "
-                             f"understands ({newest}); upgrade aclcheck")
+        raise InputFileError.at(p, f"schema version {version} is newer than this aclcheck "
+                                f"understands ({newest}); upgrade aclcheck")
     if version < 1:
-        raise InputFileError(f"{p}: invalid schema version {version}")
+        raise InputFileError.at(p, f"invalid schema version {version}")
     for key in REQUIRED_ROOT_ATTRS:
         if key not in meta:
-            raise InputFileError(f"{p}: missing root attribute {key!r}")
+            raise InputFileError.at(p, f"missing root attribute {key!r}")
     count = meta["case_count"]
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise InputFileError(f"{p}: root attribute 'case_count' must be a non-negative "
-                             f"integer, got {count!r}")
+        raise InputFileError.at(p, f"root attribute 'case_count' must be a non-negative "
+                                f"integer, got {count!r}")
+    if expected_format == FORMAT_GOLDEN:
+        file_operator(p, meta)
+
+
+def file_operator(p: Path, meta: Mapping[str, Any]) -> str:
+    """The operator whose cases a golden file holds: the root attribute `operator` (schema
+    2 on), the 2D adaptive average pooling backward for schema 1 (the only operator that
+    wrote it); one InputFileError when the file names an operator this aclcheck lacks."""
+    if meta.get("schema_version") == 1:
+        return SCHEMA1_OPERATOR
+    name = meta.get("operator")
+    if name is None:
+        raise InputFileError.at(p, "missing root attribute 'operator' (schema version "
+                                f"{meta.get('schema_version')})")
+    if not isinstance(name, str):
+        raise InputFileError.at(p, f"root attribute 'operator' must be text, got {name!r}")
+    if name not in OPERATORS:
+        raise InputFileError.at(p, f"written for operator {name!r}, which this aclcheck does "
+                                f"not know (known: {', '.join(OPERATORS)}); upgrade aclcheck")
+    return str(name)
 
 
 def read_dataset(p: Path, ds: h5py.Dataset, what: str) -> np.ndarray:
@@ -145,8 +176,8 @@ def read_dataset(p: Path, ds: h5py.Dataset, what: str) -> np.ndarray:
         msg = h5_reason(str(exc))
         if "filter" in msg or "checksum" in msg:
             kind = "checksum mismatch (fletcher32)" if ds.fletcher32 else "filter failure"
-            raise InputFileError(f"{p}: {what}: {kind}: the data is corrupt") from None
-        raise InputFileError(f"{p}: {what}: cannot read ({msg})") from None
+            raise InputFileError.at(p, f"{what}: {kind}: the data is corrupt") from None
+        raise InputFileError.at(p, f"{what}: cannot read ({msg})") from None
 
 
 def member(p: Path, parent: h5py.Group, name: str, what: str) -> object | None:
@@ -159,7 +190,7 @@ def member(p: Path, parent: h5py.Group, name: str, what: str) -> object | None:
         if not isinstance(link, h5py.HardLink):
             kind = ("a link into another file" if isinstance(link, h5py.ExternalLink)
                     else "a soft link")
-            raise InputFileError(f"{p}: {what}: is {kind}; not followed")
+            raise InputFileError.at(p, f"{what}: is {kind}; not followed")
         return parent[name]
 
 
@@ -177,8 +208,8 @@ def check_layout(p: Path, ds: object, what: str, limit: int) -> h5py.Dataset:
     compact datasets, unknown filters, non-empty data without a fletcher32 checksum,
     chunks never written, oversized chunks, and anything declaring over `limit` bytes."""
     if not isinstance(ds, h5py.Dataset):
-        raise InputFileError(f"{p}: {what}: is a {type(ds).__name__.lower()}, expected a "
-                             "dataset")
+        raise InputFileError.at(p, f"{what}: is a {type(ds).__name__.lower()}, expected a "
+                                "dataset")
     with damage(p, what):
         dcpl = ds.id.get_create_plist()
         layout = dcpl.get_layout()
@@ -187,31 +218,31 @@ def check_layout(p: Path, ds: object, what: str, limit: int) -> h5py.Dataset:
         nbytes = declared_bytes(ds)
         chunks = ds.chunks
     if external:
-        raise InputFileError(f"{p}: {what}: refers to external storage (data kept in "
-                             "another file); not read")
+        raise InputFileError.at(p, f"{what}: refers to external storage (data kept in "
+                                "another file); not read")
     if layout not in (h5py.h5d.CONTIGUOUS, h5py.h5d.CHUNKED):
         kind = {h5py.h5d.COMPACT: "compact"}.get(layout, "virtual or unknown")
-        raise InputFileError(f"{p}: {what}: {kind} dataset layout; not read")
+        raise InputFileError.at(p, f"{what}: {kind} dataset layout; not read")
     unknown = [f for f in filters if f not in ALLOWED_FILTERS]
     if unknown:
-        raise InputFileError(f"{p}: {what}: unknown HDF5 filter {unknown[0]}; not read")
+        raise InputFileError.at(p, f"{what}: unknown HDF5 filter {unknown[0]}; not read")
     if nbytes > limit:
-        raise InputFileError(f"{p}: {what}: declares {nbytes} bytes, over the read limit of "
-                             f"{limit} bytes (${READ_LIMIT_ENV})")
+        raise InputFileError.at(p, f"{what}: declares {nbytes} bytes, over the read limit of "
+                                f"{limit} bytes (${READ_LIMIT_ENV})")
     if nbytes == 0:
         return ds
     if layout != h5py.h5d.CHUNKED or h5py.h5z.FILTER_FLETCHER32 not in filters:
-        raise InputFileError(f"{p}: {what}: stored without a fletcher32 checksum; not read")
+        raise InputFileError.at(p, f"{what}: stored without a fletcher32 checksum; not read")
     assert chunks is not None
     if math.prod(chunks) * ds.dtype.itemsize > MAX_CHUNK_BYTES:
-        raise InputFileError(f"{p}: {what}: chunks of {math.prod(chunks)} elements, over "
-                             f"{MAX_CHUNK_BYTES} bytes; not read")
+        raise InputFileError.at(p, f"{what}: chunks of {math.prod(chunks)} elements, over "
+                                f"{MAX_CHUNK_BYTES} bytes; not read")
     expected = math.prod(-(-int(d) // int(c)) for d, c in zip(ds.shape, chunks, strict=True))
     with damage(p, what):
         written = ds.id.get_num_chunks()
     if written != expected:
-        raise InputFileError(f"{p}: {what}: {written} of {expected} chunks stored; the data "
-                             "is incomplete")
+        raise InputFileError.at(p, f"{what}: {written} of {expected} chunks stored; the data "
+                                "is incomplete")
     return ds
 
 

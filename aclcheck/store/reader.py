@@ -9,33 +9,30 @@ from typing import Any
 import h5py
 import numpy as np
 
-from aclcheck.cases import Case, CaseTensors
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.layouts import StridedTensor, layout_geometry
+from aclcheck.dtypes import decode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.layouts import StridedTensor, layout_geometry
+from aclcheck.ops import OPERATORS
+from aclcheck.ops.operator import Operator
+from aclcheck.store.codec import (
+    FORMAT_GOLDEN,
+    index_dtype_problem,
+    is_safe_id,
+    plain_value,
+)
 from aclcheck.store.h5read import (
     check_layout,
     damage,
     default_read_limit,
+    file_operator,
     member,
     open_h5,
     read_checked,
     read_dataset,
 )
-from aclcheck.store.schema import (
-    FORMAT_GOLDEN,
-    INDEX_COLUMNS,
-    TENSOR_DATASETS,
-    IndexEntry,
-    decode_array,
-    entries_from_array,
-    index_dtype_problem,
-    index_mismatches,
-    is_safe_id,
-    plain_value,
-    record_from_attrs,
-    record_problem,
-    storage_dtype,
-)
+from aclcheck.store.index import IndexEntry, entries_from_array, index_columns, index_mismatches
+from aclcheck.store.records import record_from_attrs, record_problem
 
 
 def tensor_from(p: Path, ds: object, what: str, case: Case, name: str,
@@ -50,28 +47,29 @@ def tensor_from(p: Path, ds: object, what: str, case: Case, name: str,
         stored_size = int(ds.size)
     for key in ("dtype", "shape", "strides", "offset"):
         if key not in attrs:
-            raise InputFileError(f"{p}: {what}: missing attribute {key!r}")
+            raise InputFileError.at(p, f"{what}: missing attribute {key!r}")
     desc = case.tensor_desc(name)
     dname = attrs["dtype"]
     if dname != desc.dtype:
-        raise InputFileError(f"{p}: {what}: dtype attribute {dname!r} != record {desc.dtype!r}")
+        raise InputFileError.at(p, f"{what}: dtype attribute {dname!r} != record {desc.dtype!r}")
     want = storage_dtype(desc.dtype)
     if stored_dtype != want:
-        raise InputFileError(f"{p}: {what}: stored as {stored_dtype}, dtype {dname!r} needs {want}")
+        raise InputFileError.at(p, f"{what}: stored as {stored_dtype}, dtype {dname!r} "
+                                f"needs {want}")
     shape, strides = _as_list(attrs["shape"]), _as_list(attrs["strides"])
     offset = attrs["offset"]
     if not all(isinstance(v, int) and not isinstance(v, bool)
                for v in (*shape, *strides, offset)):
-        raise InputFileError(f"{p}: {what}: shape/strides/offset attributes must be "
-                             "integers")
+        raise InputFileError.at(p, f"{what}: shape/strides/offset attributes must be "
+                                "integers")
     shape, strides = tuple(shape), tuple(strides)
     if shape != tuple(desc.shape):
-        raise InputFileError(f"{p}: {what}: shape {shape} != record {tuple(desc.shape)}")
-    geometry = layout_geometry(shape, case.layout)
+        raise InputFileError.at(p, f"{what}: shape {shape} != record {tuple(desc.shape)}")
+    geometry = layout_geometry(shape, case.layout, case.SPATIAL_RANK)
     if (strides, offset, stored_size) != geometry:
-        raise InputFileError(f"{p}: {what}: strides {strides}, offset {offset}, storage "
-                             f"{stored_size} != layout {case.layout!r}: {geometry[0]}, "
-                             f"{geometry[1]}, {geometry[2]}")
+        raise InputFileError.at(p, f"{what}: strides {strides}, offset {offset}, storage "
+                                f"{stored_size} != layout {case.layout!r}: {geometry[0]}, "
+                                f"{geometry[1]}, {geometry[2]}")
     storage = decode_array(read_dataset(p, ds, what).reshape(-1), desc.dtype)
     return StridedTensor(storage, shape, strides, offset)
 
@@ -101,6 +99,9 @@ class GoldenFile:
         self.path = Path(path)
         self.read_limit = default_read_limit() if read_limit is None else read_limit
         self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN)
+        #: the operator whose cases the file holds
+        self.op: Operator = OPERATORS[file_operator(self.path, self.meta)]
+        self.case_type: type[Case] = self.op.case_type
         try:
             with damage(self.path, "/index"):
                 self._load_index()
@@ -117,35 +118,36 @@ class GoldenFile:
         p = self.path
         index = member(p, self._f, "index", "/index")
         if index is None:
-            raise InputFileError(f"{p}: missing dataset /index")
+            raise InputFileError.at(p, "missing dataset /index")
         cases = member(p, self._f, "cases", "/cases")
         if not isinstance(cases, h5py.Group):
-            raise InputFileError(f"{p}: missing group /cases")
+            raise InputFileError.at(p, "missing group /cases")
         self._cases = cases
         ds = check_layout(p, index, "/index", self.read_limit)
         if ds.ndim != 1:
-            raise InputFileError(f"{p}: /index must be a 1-D table, has shape {ds.shape}")
-        problem = index_dtype_problem(ds.dtype, INDEX_COLUMNS)
+            raise InputFileError.at(p, f"/index must be a 1-D table, has shape {ds.shape}")
+        problem = index_dtype_problem(ds.dtype, index_columns(self.case_type))
         if problem:
-            raise InputFileError(f"{p}: /index {problem}")
+            raise InputFileError.at(p, f"/index {problem}")
         if ds.shape[0] != self.meta["case_count"]:
-            raise InputFileError(f"{p}: /index has {ds.shape[0]} rows, "
-                                 f"case_count says {self.meta['case_count']}")
+            raise InputFileError.at(p, f"/index has {ds.shape[0]} rows, "
+                                    f"case_count says {self.meta['case_count']}")
         try:
-            self.index: list[IndexEntry] = entries_from_array(read_dataset(p, ds, "/index"))
+            self.index: list[IndexEntry] = entries_from_array(read_dataset(p, ds, "/index"),
+                                                              self.case_type)
         except (ValueError, UnicodeDecodeError, OverflowError) as exc:
-            raise InputFileError(f"{p}: /index: bad row ({exc})") from None
+            raise InputFileError.at(p, f"/index: bad row ({exc})") from None
         seen: set[str] = set()
         for entry in self.index:
             if not is_safe_id(entry.id):
-                raise InputFileError(f"{p}: /index: case id {entry.id!r} is not a plain name "
-                                     "(letters, digits, '_', '.', '-')")
+                raise InputFileError.at(p, f"/index: case id {entry.id!r} is not a plain name "
+                                        "(letters, digits, '_', '.', '-')")
             if entry.id in seen:
-                raise InputFileError(f"{p}: /index: case {entry.id} is listed twice")
+                raise InputFileError.at(p, f"/index: case {entry.id} is listed twice")
             seen.add(entry.id)
         stray = sorted(set(cases.keys()) - seen)  # a case hidden from /index is not skipped
         if stray:
-            raise InputFileError(f"{p}: /cases/{stray[0]}: group not listed in /index")
+            raise InputFileError.at(p, f"/cases/{stray[0]}: group not listed in /index")
 
     # -- context manager
     def close(self) -> None:
@@ -174,11 +176,11 @@ class GoldenFile:
         self.entry(case_id)
         group = member(self.path, self._cases, case_id, f"case {case_id}")
         if group is None:
-            raise InputFileError(f"{self.path}: case {case_id}: group /cases/{case_id} "
-                                 "is missing")
+            raise InputFileError.at(self.path, f"case {case_id}: group /cases/{case_id} "
+                                    "is missing")
         if not isinstance(group, h5py.Group):
-            raise InputFileError(f"{self.path}: case {case_id}: /cases/{case_id} is not a "
-                                 "group")
+            raise InputFileError.at(self.path, f"case {case_id}: /cases/{case_id} is not a "
+                                    "group")
         return group
 
     def attrs(self, case_id: str) -> dict[str, Any]:
@@ -192,18 +194,18 @@ class GoldenFile:
         names the contract knows, sane shapes, and the same facts as its /index row."""
         if self._memo is not None and self._memo[0] == case_id:
             return self._memo[1]
-        bad = f"{self.path}: case {case_id}: bad case record"
+        bad = f"case {case_id}: bad case record"
         attrs = self.attrs(case_id)
         try:
-            case = Case.from_record(record_from_attrs(attrs))
+            case = self.case_type.from_record(record_from_attrs(attrs, self.case_type))
             problem = record_problem(case) or _stored_flags_problem(attrs, self.entry(case_id))
         except (TypeError, ValueError, KeyError, OverflowError) as exc:
-            raise InputFileError(f"{bad} ({exc})") from None
+            raise InputFileError.at(self.path, f"{bad} ({exc})") from None
         if problem:
-            raise InputFileError(f"{bad} ({problem})")
+            raise InputFileError.at(self.path, f"{bad} ({problem})")
         mismatches = index_mismatches(self.entry(case_id), case)
         if mismatches:
-            raise InputFileError(f"{self.path}: case {case_id}: {mismatches[0]}")
+            raise InputFileError.at(self.path, f"case {case_id}: {mismatches[0]}")
         self._memo = (case_id, case)
         return case
 
@@ -211,22 +213,22 @@ class GoldenFile:
         return member(self.path, self._group(case_id), name, f"case {case_id}: dataset {name}")
 
     def tensor(self, case_id: str, name: str) -> StridedTensor | None:
-        """grad_output or self as laid out in memory (None for a null pointer)."""
+        """One input tensor (by role) as laid out in memory (None for a null pointer)."""
         case = self.case(case_id)
         ds = self._dataset(case_id, name)
         if name in case.null:
             if ds is not None:
-                raise InputFileError(f"{self.path}: case {case_id}: dataset {name!r} present "
-                                     "for a null pointer")
+                raise InputFileError.at(self.path, f"case {case_id}: dataset {name!r} present "
+                                        "for a null pointer")
             return None
         if ds is None:
-            raise InputFileError(f"{self.path}: case {case_id}: dataset {name!r} is missing")
+            raise InputFileError.at(self.path, f"case {case_id}: dataset {name!r} is missing")
         return tensor_from(self.path, ds, f"case {case_id}: dataset {name}", case, name,
                            self.read_limit)
 
-    def inputs(self, case_id: str) -> tuple[StridedTensor | None, StridedTensor | None]:
-        """(grad_output, self) reconstructed from storage + shape/strides/offset."""
-        return self.tensor(case_id, "grad_output"), self.tensor(case_id, "self")
+    def inputs(self, case_id: str) -> tuple[StridedTensor | None, ...]:
+        """The input tensors in role order, from storage + shape/strides/offset."""
+        return tuple(self.tensor(case_id, r.name) for r in self.case_type.inputs())
 
     def golden(self, case_id: str) -> np.ndarray | None:
         """The float64 golden, shaped like self (None for calls that must be rejected).
@@ -237,28 +239,33 @@ class GoldenFile:
         what = f"case {case_id}: dataset golden"
         if ds is None:
             if entry.has_golden or case.positive:
-                raise InputFileError(f"{self.path}: case {case_id}: dataset 'golden' is missing")
+                raise InputFileError.at(self.path, f"case {case_id}: dataset 'golden' is missing")
             return None
         ds = check_layout(self.path, ds, what, self.read_limit)
         with damage(self.path, what):
             stored, shape = ds.dtype, tuple(int(d) for d in ds.shape)
             label = plain_value(ds.attrs.get("dtype"))
         if stored != np.float64 or label != "float64":
-            raise InputFileError(f"{self.path}: {what}: stored as {stored} (dtype attribute "
-                                 f"{label!r}), expected float64")
-        if shape != tuple(case.self_shape):
-            raise InputFileError(f"{self.path}: {what}: shape {shape} != self shape "
-                                 f"{tuple(case.self_shape)}")
+            raise InputFileError.at(self.path, f"{what}: stored as {stored} (dtype attribute "
+                                    f"{label!r}), expected float64")
+        out = case.output()
+        want = case.tensor_desc(out.shape_of or out.name).shape
+        if shape != tuple(want):
+            raise InputFileError.at(self.path, f"{what}: shape {shape} != "
+                                    f"{case.role(out.shape_of or out.name).api} shape "
+                                    f"{tuple(want)}")
         return read_checked(self.path, ds, what, self.read_limit)
 
-    def tensors(self, case_id: str) -> CaseTensors:
-        grad, self_ = self.inputs(case_id)
-        return CaseTensors(grad, self_, self.golden(case_id))
+    def data(self, case_id: str) -> CaseData:
+        """The case's record, input tensors by role and golden."""
+        case = self.case(case_id)
+        inputs = {r.name: self.tensor(case_id, r.name) for r in self.case_type.inputs()}
+        return CaseData(case, inputs, self.golden(case_id))
 
     def compression(self) -> str:
         """'gzip' or 'none': the filter of the first chunked dataset (for `merge`)."""
         for entry in self.index:
-            for name in TENSOR_DATASETS + ("golden",):
+            for name in [r.name for r in self.case_type.inputs()] + ["golden"]:
                 ds = self._dataset(entry.id, name)
                 with damage(self.path, f"case {entry.id}: dataset {name}"):
                     if isinstance(ds, h5py.Dataset) and ds.chunks is not None:

@@ -11,22 +11,13 @@ from typing import Any
 import h5py
 import numpy as np
 
+from aclcheck.dtypes import decode_array, encode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
-from aclcheck.store.h5read import (
-    check_layout,
-    damage,
-    default_read_limit,
-    member,
-    open_h5,
-    read_dataset,
-)
-from aclcheck.store.schema import (
+from aclcheck.store.codec import (
     COMPRESSIONS,
     FORMAT_RESULTS,
     check_id,
-    decode_array,
-    encode_array,
     index_dtype_problem,
     is_safe_id,
     plain_value,
@@ -34,8 +25,15 @@ from aclcheck.store.schema import (
     run_meta,
     set_attrs,
     shape_text,
-    storage_dtype,
     text_attr,
+)
+from aclcheck.store.h5read import (
+    check_layout,
+    damage,
+    default_read_limit,
+    member,
+    open_h5,
+    read_dataset,
 )
 
 RESULT_INDEX_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -105,26 +103,26 @@ def result_index(p: Path, f: h5py.File, meta: Mapping[str, Any], limit: int) -> 
     with damage(p, "/index"):
         index, results = member(p, f, "index", "/index"), member(p, f, "results", "/results")
         if index is None or results is None:
-            raise InputFileError(f"{p}: missing /index or /results")
+            raise InputFileError.at(p, "missing /index or /results")
         if not isinstance(results, h5py.Group):
-            raise InputFileError(f"{p}: /results is not a group")
+            raise InputFileError.at(p, "/results is not a group")
         ds = check_layout(p, index, "/index", limit)
         if ds.ndim != 1:
-            raise InputFileError(f"{p}: /index must be a 1-D table, has shape {ds.shape}")
+            raise InputFileError.at(p, f"/index must be a 1-D table, has shape {ds.shape}")
         problem = index_dtype_problem(ds.dtype, RESULT_INDEX_COLUMNS)
         if problem:
-            raise InputFileError(f"{p}: /index {problem}")
+            raise InputFileError.at(p, f"/index {problem}")
         if ds.shape[0] != meta["case_count"]:
-            raise InputFileError(f"{p}: /index has {ds.shape[0]} rows, case_count says "
-                                 f"{meta['case_count']}")
+            raise InputFileError.at(p, f"/index has {ds.shape[0]} rows, case_count says "
+                                    f"{meta['case_count']}")
         arr = read_dataset(p, ds, "/index")
     seen: set[str] = set()
     for raw in arr["case_id"].tolist():
         cid = raw.decode("utf-8", errors="replace")
         if not is_safe_id(cid):
-            raise InputFileError(f"{p}: /index: case id {cid!r} is not a plain name")
+            raise InputFileError.at(p, f"/index: case id {cid!r} is not a plain name")
         if cid in seen:
-            raise InputFileError(f"{p}: /index: case {cid} is listed twice")
+            raise InputFileError.at(p, f"/index: case {cid} is listed twice")
         seen.add(cid)
     return arr
 
@@ -144,12 +142,12 @@ def iter_results(path: str | Path, *, read_limit: int | None = None) -> Iterator
 
 
 def _result_row(p: Path, f: h5py.File, rec: np.void, cid: str, limit: int) -> ResultRow:
-    where = f"{p}: result {cid}"
+    where = f"result {cid}"
     group = member(p, f["results"], cid, f"result {cid}")
     if group is None:
-        raise InputFileError(f"{where}: group is missing")
+        raise InputFileError.at(p, f"{where}: group is missing")
     if not isinstance(group, h5py.Group):
-        raise InputFileError(f"{where}: /results/{cid} is not a group")
+        raise InputFileError.at(p, f"{where}: /results/{cid} is not a group")
     output = None
     what = f"result {cid}: dataset output"
     stored = member(p, group, "output", what)
@@ -159,18 +157,18 @@ def _result_row(p: Path, f: h5py.File, rec: np.void, cid: str, limit: int) -> Re
         try:
             want = storage_dtype(str(name))
         except KeyError:
-            raise InputFileError(f"{where}: unknown dtype {name!r}") from None
+            raise InputFileError.at(p, f"{where}: unknown dtype {name!r}") from None
         if ds.dtype != want:
-            raise InputFileError(f"{where}: output stored as {ds.dtype}, "
-                                 f"dtype {name!r} needs {want}")
+            raise InputFileError.at(p, f"{where}: output stored as {ds.dtype}, "
+                                    f"dtype {name!r} needs {want}")
         index_shape = rec["shape"].decode("utf-8", errors="replace")
         if shape_text(ds.shape) != index_shape or rec["dtype"].decode("utf-8") != name:
-            raise InputFileError(f"{where}: output {name} {shape_text(ds.shape)} != /index "
-                                 f"{rec['dtype'].decode('utf-8', errors='replace')} "
-                                 f"{index_shape}")
+            raise InputFileError.at(p, f"{where}: output {name} {shape_text(ds.shape)} != /index "
+                                    f"{rec['dtype'].decode('utf-8', errors='replace')} "
+                                    f"{index_shape}")
         output = decode_array(read_dataset(p, ds, what), str(name))
     elif rec["has_output"]:
-        raise InputFileError(f"{where}: dataset 'output' is missing")
+        raise InputFileError.at(p, f"{where}: dataset 'output' is missing")
     message = plain_value(group.attrs.get("message", ""))
     return ResultRow(cid, int(rec["status"]), output, float(rec["time_s"]),
                      message if isinstance(message, str) else str(message))

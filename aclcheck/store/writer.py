@@ -11,24 +11,23 @@ from typing import Any
 import h5py
 import numpy as np
 
-from aclcheck.cases import Case, CaseTensors
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.layouts import StridedTensor
+from aclcheck.dtypes import encode_array
 from aclcheck.errors import UsageError
-from aclcheck.layouts import StridedTensor
+from aclcheck.ops import default_operator
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
-from aclcheck.store.schema import (
+from aclcheck.store.codec import (
     COMPRESSIONS,
     FORMAT_GOLDEN,
-    IndexEntry,
     check_id,
-    encode_array,
-    index_array,
-    index_entry,
     new_group,
-    record_attrs,
     run_meta,
     set_attrs,
     text_attr,
 )
+from aclcheck.store.index import IndexEntry, index_array, index_entry
+from aclcheck.store.records import record_attrs
 
 
 def _tensor_attrs(t: StridedTensor, dtype: str) -> dict[str, Any]:
@@ -65,11 +64,13 @@ class GoldenWriter:
             self._out.abort()
             raise
         self._entries: list[IndexEntry] = []
+        #: the record class of the cases written (the default operator's until one is)
+        self.case_type: type[Case] = default_operator().case_type
         self._seen: set[str] = set()
         self.array_bytes = 0
         self.file_bytes = 0
 
-    def add(self, case: Case, tensors: CaseTensors) -> int:
+    def add(self, case: Case, tensors: CaseData) -> int:
         """Write one case; returns the bytes of array data stored."""
         check_id(case.id)
         if case.id in self._seen:
@@ -80,7 +81,7 @@ class GoldenWriter:
             group = new_group(self._cases, case.id)
             set_attrs(group, {**record_attrs(case), "has_golden": np.uint8(has_golden)})
             nbytes = 0
-            for name, t in (("grad_output", tensors.grad_output), ("self", tensors.self)):
+            for name, t in tensors.inputs.items():
                 if t is not None:
                     nbytes += _write_tensor(group, name, t, self.compress)
             if has_golden:
@@ -89,6 +90,7 @@ class GoldenWriter:
                               {"dtype": text_attr("float64")})
                 nbytes += g.nbytes
         self._entries.append(index_entry(case, has_golden, nbytes))
+        self.case_type = type(case)
         self.array_bytes += nbytes
         self._out.wrote(nbytes)
         return nbytes
@@ -99,8 +101,10 @@ class GoldenWriter:
         f = self._out.file
         try:
             with self._out.writing():
-                write_dataset(f, "index", index_array(self._entries), "none", {})
-                write_root_attrs(f, FORMAT_GOLDEN, self.meta, len(self._entries))
+                write_dataset(f, "index", index_array(self._entries, self.case_type), "none",
+                              {})
+                meta = {**self.meta, "operator": self.case_type.OPERATOR}
+                write_root_attrs(f, FORMAT_GOLDEN, meta, len(self._entries))
             self.file_bytes = self._out.commit()
         except BaseException:
             self._out.abort()
@@ -120,7 +124,7 @@ class GoldenWriter:
             self.abort()
 
 
-def write_golden(path: str | Path, items: Iterable[tuple[Case, CaseTensors]],
+def write_golden(path: str | Path, items: Iterable[tuple[Case, CaseData]],
                  meta: Mapping[str, Any] | None = None, *, force: bool = False,
                  compress: str = "none") -> GoldenWriter:
     """Write a whole golden file from (case, tensors) pairs; returns the closed writer."""

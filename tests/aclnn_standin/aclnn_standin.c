@@ -1,6 +1,7 @@
 /*
- * A stand-in for the CANN libraries that aclnnAdaptiveAvgPool2dBackward needs, so the
- * `--impl aclnn` adapter can be tested on machines without an NPU.
+ * A stand-in for the CANN libraries that aclnnAdaptiveAvgPool2dBackward and
+ * aclnnAdaptiveAvgPool3dBackward need, so the `--impl aclnn` adapter can be tested on
+ * machines without an NPU.
  *
  * One file, built three times (see tests/test_aclnn.py):
  *   cc -shared -fPIC -O2 -Wl,-z,now -DSTANDIN_ACL      -o libascendcl.so aclnn_standin.c -lm
@@ -12,9 +13,11 @@
  *
  * "Device" memory is host memory, tracked so that frees and copies of unknown pointers
  * fail. The first phase validates like contract.md section 5 (statuses 161001 / 161002,
- * dtype support by the product of the SoC name); the second computes the backward in
- * double and rounds once to the output dtype, reading every tensor through its strides
- * and storage offset.
+ * dtype support by the product of the SoC name), for the 3D operator like contract-3d.md
+ * section 5 (the vendor's order: dims, dtypes by SoC and output size, formats, the
+ * training 1x1x1 rule; 561103 where the SoC has no non-global kernel); the second
+ * computes the backward in double and rounds once to the output dtype, reading every
+ * tensor through its strides and storage offset.
  *
  * Environment (read at every call, so one loaded copy serves several tests):
  *   ACLCHECK_STANDIN_LOG  append one JSON line per API call here (tensor geometry included)
@@ -24,6 +27,7 @@
  *                         (and compute nothing when they differ: no out-of-bounds reads)
  */
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -282,7 +286,7 @@ int aclDestroyTensor(const aclTensor *tensor) {
 #define ACLNN_ERR_PARAM_INVALID 161002
 #define ACLNN_ERR_RUNTIME_ERROR 361001
 
-enum { DT_FLOAT = 0, DT_FLOAT16 = 1, DT_BF16 = 27 };
+enum { DT_FLOAT = 0, DT_FLOAT16 = 1, DT_DOUBLE = 11, DT_BF16 = 27 };
 enum { FMT_NC1HWC0 = 3, FMT_FRACTAL_Z = 4, FMT_FRACTAL_NZ = 29 };
 #define WORKSPACE_BYTES 4096
 
@@ -293,6 +297,7 @@ typedef struct aclOpExecutor {
     uint64_t workspace;
     int compute; /* 0: nothing to do (empty tensors, undocumented shapes) */
     int ignore_strides;
+    int op; /* 0: the 2D operator's executor, 3: the 3D operator's */
 } aclOpExecutor;
 
 static const char *bug(void) {
@@ -442,7 +447,9 @@ static uint16_t double_to_bf16(double x) {
     return (uint16_t)(bits >> 16);
 }
 
-static size_t item_size(int dtype) { return dtype == DT_FLOAT ? 4 : 2; }
+static size_t item_size(int dtype) {
+    return dtype == DT_DOUBLE ? 8 : dtype == DT_FLOAT ? 4 : 2;
+}
 
 static double load(const aclTensor *t, int64_t index) {
     const char *p = (const char *)t->data + (size_t)index * item_size(t->dtype);
@@ -451,19 +458,42 @@ static double load(const aclTensor *t, int64_t index) {
         memcpy(&f, p, sizeof f);
         return (double)f;
     }
+    if (t->dtype == DT_DOUBLE) {
+        double d;
+        memcpy(&d, p, sizeof d);
+        return d;
+    }
     uint16_t h;
     memcpy(&h, p, sizeof h);
     return t->dtype == DT_FLOAT16 ? half_to_double(h) : bf16_to_double(h);
 }
 
+/* Atlas training/inference compute in saturation mode only (docs/contract.md section
+ * 10): an overflowing result is the largest finite value of its sign, NaN is 0. The
+ * A2/A3 and 950 SoCs default to inf-nan mode (IEEE). */
+static int saturation_mode(void) {
+    const char *soc = aclrtGetSocName();
+    return !(strncmp(soc, "Ascend910B", 10) == 0 || strncmp(soc, "Ascend910_93", 12) == 0
+             || strncmp(soc, "Ascend950", 9) == 0);
+}
+
 static void store(aclTensor *t, int64_t index, double v) {
     char *p = (char *)t->data + (size_t)index * item_size(t->dtype);
+    int sat = saturation_mode();
+    if (sat && isnan(v)) v = 0.0;
     if (t->dtype == DT_FLOAT) {
         float f = (float)v;
+        if (sat && isinf(f)) f = copysignf(FLT_MAX, f);
         memcpy(p, &f, sizeof f);
         return;
     }
+    if (t->dtype == DT_DOUBLE) {
+        memcpy(p, &v, sizeof v);
+        return;
+    }
     uint16_t h = t->dtype == DT_FLOAT16 ? double_to_half(v) : double_to_bf16(v);
+    if (sat && t->dtype == DT_FLOAT16 && (h & 0x7fff) == 0x7c00) h = (h & 0x8000) | 0x7bff;
+    if (sat && t->dtype != DT_FLOAT16 && (h & 0x7fff) == 0x7f80) h = (h & 0x8000) | 0x7f7f;
     memcpy(p, &h, sizeof h);
 }
 
@@ -531,6 +561,8 @@ int aclnnAdaptiveAvgPool2dBackward(void *workspace, uint64_t workspaceSize,
     int status = ACLNN_SUCCESS;
     if (executor == NULL) {
         status = reject(ACLNN_ERR_PARAM_NULLPTR, "executor is null");
+    } else if (executor->op != 0) {
+        status = reject(ACLNN_ERR_PARAM_INVALID, "executor of another operator");
     } else if (executor->workspace > 0 && (workspace == NULL
                                            || workspaceSize < executor->workspace)) {
         status = reject(ACLNN_ERR_PARAM_INVALID, "workspace too small");
@@ -544,7 +576,204 @@ int aclnnAdaptiveAvgPool2dBackward(void *workspace, uint64_t workspaceSize,
                 "\"workspace_size\":%llu,\"stream\":%llu,\"status\":%d,\"computed\":%d}",
                 addr(workspace), (unsigned long long)workspaceSize, addr(stream), status,
                 executor ? executor->compute : 0);
-    free(executor); /* executors are single-use: the second phase releases them */
+    if (executor != NULL && executor->op == 0) free(executor); /* single-use */
+    return status;
+}
+
+/* -- aclnnAdaptiveAvgPool3dBackward --------------------------------------------------- */
+
+#define ACLNN_ERR_INNER_NULLPTR 561103
+enum { FMT_NDC1HWC0 = 32, FMT_FRACTAL_Z_3D = 33 };
+
+static int private_format_3d(int f) {
+    return private_format(f) || f == FMT_NDC1HWC0 || f == FMT_FRACTAL_Z_3D;
+}
+
+static int reject3(int status, const char *what) {
+    standin_set_error("EZ1001: [standin] aclnnAdaptiveAvgPool3dBackward: %s", what);
+    return status;
+}
+
+static int soc_is(const char *prefix) {
+    return strncmp(aclrtGetSocName(), prefix, strlen(prefix)) == 0;
+}
+
+/* A2 / A3 / Ascend 950 (the vendor's IsRegbase): the kernel path with bfloat16 */
+static int soc_kernel(void) {
+    return soc_is("Ascend910B") || soc_is("Ascend910_93") || soc_is("Ascend950");
+}
+
+/* Atlas training: Ascend910 but not 910B / 910_93 */
+static int soc_training(void) { return soc_is("Ascend910") && !soc_kernel(); }
+
+static int is_global(const aclTensor *g) {
+    uint64_t r = g->ndim;
+    return g->dims[r - 3] == 1 && g->dims[r - 2] == 1 && g->dims[r - 1] == 1;
+}
+
+/* CheckDtypeValid: the list depends on the SoC and on gradOutput's (Do, Ho, Wo) */
+static int dtype_listed_3d(int dtype, int global) {
+    if (soc_kernel()) {
+        return dtype == DT_FLOAT || dtype == DT_FLOAT16 || dtype == DT_BF16
+               || (global && dtype == DT_DOUBLE);
+    }
+    return dtype == DT_FLOAT || dtype == DT_FLOAT16 || dtype == DT_DOUBLE;
+}
+
+/* contract-3d.md section 5: the vendor's op_api checks, in its order */
+static int validate_3d(const aclTensor *g, const aclTensor *s, const aclTensor *o) {
+    if (g == NULL || s == NULL || o == NULL) {
+        return reject3(ACLNN_ERR_PARAM_NULLPTR, "gradOutput, self or out is a null pointer");
+    }
+    uint64_t r = s->ndim;
+    if (r != 4 && r != 5) return reject3(ACLNN_ERR_PARAM_INVALID, "self must be 4D or 5D");
+    if (g->ndim != r || o->ndim != r) {
+        return reject3(ACLNN_ERR_PARAM_INVALID, "gradOutput and out rank must equal self's");
+    }
+    for (uint64_t i = 0; i < r; i++) {
+        if (s->dims[i] <= 0) return reject3(ACLNN_ERR_PARAM_INVALID, "non-empty self expected");
+        if (o->dims[i] != s->dims[i]) {
+            return reject3(ACLNN_ERR_PARAM_INVALID, "out shape must equal self's");
+        }
+    }
+    if (strcmp(bug(), "accept_nc_mismatch") != 0 && !same_dims(g, s, r - 3)) {
+        return reject3(ACLNN_ERR_PARAM_INVALID, "leading dims of gradOutput differ from self");
+    }
+    for (uint64_t i = r - 3; i < r; i++) {
+        if (g->dims[i] <= 0) return reject3(ACLNN_ERR_PARAM_INVALID, "empty output size");
+    }
+    int global = is_global(g);
+    if (!dtype_listed_3d(g->dtype, global) || !dtype_listed_3d(s->dtype, global)) {
+        return reject3(ACLNN_ERR_PARAM_INVALID, "dtype not supported on this SoC");
+    }
+    if (g->dtype != s->dtype || s->dtype != o->dtype) {
+        return reject3(ACLNN_ERR_PARAM_INVALID, "dtype mismatch");
+    }
+    if (g->format != s->format || o->format != s->format) {
+        return reject3(ACLNN_ERR_PARAM_INVALID, "format mismatch");
+    }
+    if (private_format_3d(g->format)) {
+        return reject3(ACLNN_ERR_PARAM_INVALID, "Format only support NCDHW, ND");
+    }
+    if (!global && soc_training()) {
+        return reject3(ACLNN_ERR_PARAM_INVALID, "only support D=1 && H=1 && W=1 on 910A");
+    }
+    if (!global && !soc_kernel()) {
+        return reject3(ACLNN_ERR_INNER_NULLPTR, "no AdaptiveAvgPool3dGrad kernel for this SoC");
+    }
+    return ACLNN_SUCCESS;
+}
+
+int aclnnAdaptiveAvgPool3dBackwardGetWorkspaceSize(const aclTensor *gradOutput,
+                                                   const aclTensor *self, aclTensor *out,
+                                                   uint64_t *workspaceSize,
+                                                   aclOpExecutor **executor) {
+    int status = workspaceSize == NULL || executor == NULL
+                     ? reject3(ACLNN_ERR_PARAM_NULLPTR, "workspaceSize or executor is null")
+                     : validate_3d(gradOutput, self, out);
+    aclOpExecutor *ex = NULL;
+    if (status == ACLNN_SUCCESS) {
+        ex = calloc(1, sizeof *ex);
+        if (ex == NULL) return reject3(ACLNN_ERR_RUNTIME_ERROR, "out of memory");
+        ex->grad = gradOutput;
+        ex->self = self;
+        ex->out = out;
+        ex->op = 3;
+        /* with the N/C checks skipped (a bug), compute only where it is safe */
+        ex->compute = same_dims(gradOutput, self, self->ndim - 3);
+        ex->workspace = WORKSPACE_BYTES;
+        ex->ignore_strides = strcmp(bug(), "ignore_strides") == 0;
+        *workspaceSize = ex->workspace;
+        *executor = ex;
+    }
+    standin_log("{\"call\":\"aclnnAdaptiveAvgPool3dBackwardGetWorkspaceSize\","
+                "\"grad_output\":%llu,\"self\":%llu,\"out\":%llu,\"status\":%d,"
+                "\"workspace\":%llu}", addr(gradOutput), addr(self), addr(out), status,
+                (unsigned long long)(ex ? ex->workspace : 0));
+    return status;
+}
+
+/* Element index of the `flat`-th element of the leading dims and (d, h, w). */
+static int64_t element3(const aclTensor *t, int64_t flat, int64_t d, int64_t h, int64_t w,
+                        int contig) {
+    int r = (int)t->ndim;
+    int64_t strides[MAX_DIMS] = {0};
+    if (contig) {
+        int64_t acc = 1;
+        for (int k = r - 1; k >= 0; k--) {
+            strides[k] = acc;
+            acc *= t->dims[k];
+        }
+    } else {
+        memcpy(strides, t->strides, sizeof strides);
+    }
+    int64_t index = (contig ? 0 : t->offset) + d * strides[r - 3] + h * strides[r - 2]
+                    + w * strides[r - 1];
+    for (int k = r - 4; k >= 0; k--) {
+        index += (flat % t->dims[k]) * strides[k];
+        flat /= t->dims[k];
+    }
+    return index;
+}
+
+static void backward_3d(const aclOpExecutor *ex) {
+    const aclTensor *g = ex->grad;
+    aclTensor *o = ex->out;
+    int r = (int)o->ndim;
+    int64_t od = g->dims[r - 3], oh = g->dims[r - 2], ow = g->dims[r - 1];
+    int64_t d = o->dims[r - 3], h = o->dims[r - 2], w = o->dims[r - 1];
+    int64_t plane = d * h * w, planes = numel(o) / plane;
+    double *acc = malloc((size_t)plane * sizeof *acc);
+    if (acc == NULL) return;
+    for (int64_t p = 0; p < planes; p++) {
+        for (int64_t k = 0; k < plane; k++) acc[k] = 0.0;
+        for (int64_t i = 0; i < od; i++) {
+            int64_t ds = win_start(i, od, d), de = win_end(i, od, d);
+            for (int64_t j = 0; j < oh; j++) {
+                int64_t hs = win_start(j, oh, h), he = win_end(j, oh, h);
+                for (int64_t m = 0; m < ow; m++) {
+                    int64_t ws = win_start(m, ow, w), we = win_end(m, ow, w);
+                    double v = load(g, element3(g, p, i, j, m, ex->ignore_strides))
+                               / (double)((de - ds) * (he - hs) * (we - ws));
+                    for (int64_t z = ds; z < de; z++) {
+                        for (int64_t y = hs; y < he; y++) {
+                            for (int64_t x = ws; x < we; x++) acc[(z * h + y) * w + x] += v;
+                        }
+                    }
+                }
+            }
+        }
+        for (int64_t z = 0; z < d; z++) {
+            for (int64_t y = 0; y < h; y++) {
+                for (int64_t x = 0; x < w; x++) {
+                    store(o, element3(o, p, z, y, x, 0), acc[(z * h + y) * w + x]);
+                }
+            }
+        }
+    }
+    free(acc);
+}
+
+int aclnnAdaptiveAvgPool3dBackward(void *workspace, uint64_t workspaceSize,
+                                   aclOpExecutor *executor, void *stream) {
+    int status = ACLNN_SUCCESS;
+    if (executor == NULL) {
+        status = reject3(ACLNN_ERR_PARAM_NULLPTR, "executor is null");
+    } else if (executor->op != 3) {
+        status = reject3(ACLNN_ERR_PARAM_INVALID, "executor of another operator");
+    } else if (workspace == NULL || workspaceSize < executor->workspace) {
+        status = reject3(ACLNN_ERR_PARAM_INVALID, "workspace too small");
+    } else if (stream == NULL) {
+        status = reject3(ACLNN_ERR_PARAM_NULLPTR, "stream is null");
+    } else {
+        memset(workspace, 0, (size_t)workspaceSize);
+        if (executor->compute) backward_3d(executor);
+    }
+    standin_log("{\"call\":\"aclnnAdaptiveAvgPool3dBackward\",\"workspace\":%llu,"
+                "\"workspace_size\":%llu,\"stream\":%llu,\"status\":%d,\"computed\":%d}",
+                addr(workspace), (unsigned long long)workspaceSize, addr(stream), status,
+                executor ? executor->compute : 0);
+    if (executor != NULL && executor->op == 3) free(executor);
     return status;
 }
 

@@ -1,0 +1,40 @@
+"""What a coverage report is: edges of an operator's calls and how many cases of a golden
+file reach each (`aclcheck inspect FILE --coverage`). Each operator says which edges it
+has (its `coverage` hook); the records here are what the command renders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One edge and how many valid cases of the file reach it (first one as example)."""
+
+    group: str  # "hardware", "shape", "value", "layout", "dtype"
+    label: str
+    section: str  # docs/contract.md section ("" where none)
+    cases: int
+    example: str  # id of the first case reaching it ("" when none)
+
+    @property
+    def covered(self) -> bool:
+        return self.cases > 0
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Every edge with its count, plus the extremes (largest N·C, W, 1x1 plane, ...)."""
+
+    valid_cases: int
+    edges: tuple[Edge, ...]
+    extremes: tuple[tuple[str, int], ...]
+
+    def missing(self) -> tuple[Edge, ...]:
+        return tuple(e for e in self.edges if not e.covered)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"valid_cases": self.valid_cases,
+                "edges": [{"group": e.group, "label": e.label, "section": e.section,
+                           "cases": e.cases, "example": e.example} for e in self.edges],
+                "extremes": dict(self.extremes)}

@@ -1,0 +1,121 @@
+"""Memory layouts of case tensors: a storage buffer plus shape, strides and offset.
+
+A layout never changes a tensor's values, only where they live, so a layout case has the
+same golden as its contiguous twin and any difference is the implementation's layout bug.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: contiguous: row-major; channels_last: C (the axis before the spatial ones) innermost
+#: (NHWC / HWC in memory for 2-D pooling); strided: every other element of a padded
+#: buffer, with a storage offset; transposed: the last two axes swapped in memory
+#: (column-major planes).
+LAYOUTS: tuple[str, ...] = ("contiguous", "channels_last", "strided", "transposed")
+LAYOUT_TAGS: dict[str, str] = {
+    "contiguous": "",
+    "channels_last": "cl",
+    "strided": "strided",
+    "transposed": "hwT",
+}
+STRIDED_OFFSET = 3
+
+
+@dataclass(frozen=True)
+class StridedTensor:
+    """A tensor as an aclTensor sees it: 1-D storage, view shape, element strides, offset."""
+
+    storage: np.ndarray
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.storage.dtype
+
+    def view(self) -> np.ndarray:
+        """The logical tensor as a numpy view into the storage (no copy)."""
+        item = self.storage.dtype.itemsize
+        base = self.storage[self.offset :] if self.storage.size else self.storage
+        return np.lib.stride_tricks.as_strided(
+            base, shape=self.shape, strides=tuple(s * item for s in self.strides), writeable=False
+        )
+
+    @property
+    def contiguous(self) -> bool:
+        return self.offset == 0 and self.strides == contiguous_strides(self.shape)
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides."""
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def layout_geometry(shape: tuple[int, ...], layout: str, spatial_rank: int = 2
+                    ) -> tuple[tuple[int, ...], int, int]:
+    """(element strides, storage offset, storage size) of `layout` for `shape`, whose
+    last `spatial_rank` axes are spatial (the one before them is C)."""
+    rank = len(shape)
+    numel = math.prod(shape)
+    if layout == "contiguous" or rank < 2:
+        return contiguous_strides(shape), 0, numel
+    if layout == "channels_last" and rank > spatial_rank:
+        # Leading dims before C stay outer; C becomes innermost: (..., C, H, W) -> (..., H, W, C)
+        c = max(shape[-spatial_rank - 1], 1)
+        spatial = shape[-spatial_rank:]
+        inner = (1, *(s * c for s in contiguous_strides(spatial)))
+        plane = c * math.prod(max(d, 1) for d in spatial)
+        outer = tuple(s * plane for s in contiguous_strides(shape[:-spatial_rank - 1]))
+        return outer + inner, 0, numel
+    if layout == "transposed":
+        h, w = (max(d, 1) for d in shape[-2:])
+        outer = tuple(s * h * w for s in contiguous_strides(shape[:-2]))
+        return outer + (1, h), 0, numel
+    if layout == "strided":
+        strides = [0] * rank
+        strides[-1] = 2
+        span = 2 * shape[-1] + 1
+        for d in range(rank - 2, -1, -1):
+            strides[d] = span
+            span = span * (shape[d] + 1)
+        size = STRIDED_OFFSET + span if numel else 0
+        return tuple(strides), STRIDED_OFFSET if numel else 0, size
+    if layout == "channels_last":  # no C axis: nothing to permute
+        return contiguous_strides(shape), 0, numel
+    raise ValueError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+
+
+def gap_fill(dtype: np.dtype) -> object:
+    """Value written into storage that no view element covers: NaN for floats, so a
+    kernel that ignores strides reads poison instead of plausible numbers."""
+    if np.issubdtype(dtype, np.integer):
+        return np.iinfo(dtype).max
+    if dtype == np.bool_:
+        return True
+    return np.nan
+
+
+def place(values: np.ndarray, layout: str, spatial_rank: int = 2) -> StridedTensor:
+    """Lay out logical `values` in a fresh storage buffer according to `layout`."""
+    shape = tuple(values.shape)
+    strides, offset, size = layout_geometry(shape, layout, spatial_rank)
+    if strides == contiguous_strides(shape) and offset == 0:
+        storage = np.ascontiguousarray(values).reshape(-1).copy()
+        return StridedTensor(storage, shape, strides, 0)
+    storage = np.full(size, gap_fill(values.dtype), dtype=values.dtype)
+    tensor = StridedTensor(storage, shape, strides, offset)
+    item = storage.dtype.itemsize
+    target = np.lib.stride_tricks.as_strided(
+        storage[offset:], shape=shape, strides=tuple(s * item for s in strides)
+    )
+    target[...] = values
+    return tensor

@@ -1,0 +1,277 @@
+"""From the evidence of a run's failing cases to a ranked diagnosis.
+
+Evidence comes in three kinds (judging/codes.Kind): what-if models that reproduce a case's
+output, signature rules over which cases fail, and findings about where one case's wrong
+elements sit. `rank` turns them into entries ordered by strength of evidence:
+
+- a model counts the failing cases it reproduces; a model that only widens the error
+  bound (accumulation in the input dtype) counts the cases it reproduces bit for bit plus
+  those no value model explains, so a wider budget never outranks an exact account;
+- entries that account for most of the failing cases (MOST) come first, models before
+  findings before rules (a reproduced output is direct evidence, a finding about one
+  case's wrong elements too, a pattern over cases circumstantial), then by the share
+  they account for and by bit-exact reproductions; the rest follow by share;
+- models that explain exactly the same cases equally well are one entry (the others
+  are named as alternatives);
+- a model or finding that accounts for less than MIN_SHARE of the failing cases is left
+  out; nothing is said when nothing fails.
+
+Pure over plain records; messages are rendered from the numbers by `Entry.message`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from aclcheck.judging.codes import DiagnosisCode, Kind
+from aclcheck.judging.magnitude import ClassSummary, Magnitude, MagnitudeClass
+from aclcheck.judging.magnitude import summarize as summarize_magnitudes
+from aclcheck.judging.reproduce import CaseEvidence, ModelResult
+from aclcheck.judging.signature import CaseFacts, GroupRow, Signature, differing, rules, signature
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
+
+#: Entries that account for fewer of the failing cases are not reported.
+MIN_SHARE = 0.25
+#: Entries that account for at least this share of the failing cases lead.
+MOST = 0.75
+#: A finding counts for a case when it accounts for at least this share of its wrong
+#: elements.
+FINDING_SHARE = 0.9
+
+
+@dataclass(frozen=True)
+class RuleEvidence:
+    """A signature rule that holds for the run (judging.signature.RuleFinding's data)."""
+
+    code: DiagnosisCode
+    text: str
+    failing: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the diagnosis."""
+
+    code: DiagnosisCode
+    summary: str
+    cases_explained: int
+    cases_failing: int
+    exact: int
+    score: int  # what the ranking counted (see the module doc)
+    accumulate: str | None = None  # a precision model's wider accumulation
+    alternatives: tuple[DiagnosisCode, ...] = ()  # models that explain the same equally
+
+    @property
+    def kind(self) -> Kind:
+        return self.code.kind
+
+    def message(self) -> str:
+        n, f = self.cases_explained, self.cases_failing
+        if self.kind is Kind.RULE:
+            return self.summary
+        if self.kind is Kind.FINDING:
+            return f"{self.summary} (in {n} of {f} failing cases)"
+        if self.exact == n:
+            how = "bit-exactly"
+        elif self.accumulate is not None:
+            how = (f"within the error bound of {self.accumulate} accumulation"
+                   + (f", {self.exact} bit-exactly" if self.exact else ""))
+        else:
+            how = ("within the accumulation error bound"
+                   + (f", {self.exact} bit-exactly" if self.exact else ""))
+        also = (f" (so does {', '.join(c.value for c in self.alternatives)})"
+                if self.alternatives else "")
+        return f"{self.summary}: reproduces {n} of {f} failing cases {how}{also}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code.value, "kind": self.kind.value,
+                "message": self.message(), "cases_explained": self.cases_explained,
+                "cases_failing": self.cases_failing, "exact": self.exact,
+                "alternatives": [c.value for c in self.alternatives],
+                "summary": self.summary, "score": self.score,
+                "accumulate": self.accumulate}
+
+    @classmethod
+    def from_json(cls, data: object) -> Entry:
+        """A report's entry (ValueError when it is not one aclcheck writes)."""
+        if not isinstance(data, dict):
+            raise ValueError("a diagnosis entry is not an object")
+        try:
+            counts = [int(data[k]) for k in ("cases_explained", "cases_failing", "exact",
+                                             "score")]
+            accumulate = data.get("accumulate")
+            return cls(DiagnosisCode(data["code"]), str(data["summary"]), *counts,
+                       None if accumulate is None else str(accumulate),
+                       tuple(DiagnosisCode(c) for c in data.get("alternatives", ())))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"a diagnosis entry: {exc}") from None
+
+
+def _model_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
+    explained: dict[DiagnosisCode, set[str]] = {}
+    exact: dict[DiagnosisCode, set[str]] = {}
+    info: dict[DiagnosisCode, ModelResult] = {}
+    for case in cases:
+        for m in case.explained_by:
+            info.setdefault(m.code, m)
+            explained.setdefault(m.code, set()).add(case.case_id)
+            if m.exact:
+                exact.setdefault(m.code, set()).add(case.case_id)
+    by_value: set[str] = set()
+    for code, ids in explained.items():
+        if not info[code].precision:
+            by_value |= ids
+    out: list[Entry] = []
+    groups: dict[tuple[frozenset[str], frozenset[str]], list[DiagnosisCode]] = {}
+    for code, ids in explained.items():
+        groups.setdefault((frozenset(ids), frozenset(exact.get(code, set()))), []).append(code)
+    for (ids, hits), codes in groups.items():
+        codes.sort(key=lambda c: (info[c].precision, c.value))
+        m = info[codes[0]]
+        score = len(hits | (ids - by_value)) if m.precision else len(ids)
+        out.append(Entry(m.code, m.summary, len(ids), failing, len(hits), score,
+                         m.accumulate if m.precision else None, tuple(codes[1:])))
+    return out
+
+
+def _finding_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
+    counts: dict[DiagnosisCode, int] = {}
+    texts: dict[DiagnosisCode, str] = {}
+    for case in cases:
+        for f in case.findings:
+            if f.share >= FINDING_SHARE:
+                counts[f.code] = counts.get(f.code, 0) + 1
+                texts.setdefault(f.code, f.text)
+    return [Entry(code, texts[code], n, failing, 0, n) for code, n in counts.items()]
+
+
+_TIER = {Kind.MODEL: 0, Kind.FINDING: 1, Kind.RULE: 2}
+
+
+def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
+         failing: int | None = None) -> tuple[Entry, ...]:
+    """The diagnosis of a run: entries by strength of evidence (see the module doc).
+
+    cases: evidence of the failing cases whose outputs were re-judged; rules: signature
+    rules that hold; failing: the run's failing cases a rule speaks of (default: len(cases)).
+    """
+    total = len(cases)
+    entries = _model_entries(cases, total) + _finding_entries(cases, total)
+    entries = [e for e in entries if total and e.score >= MIN_SHARE * total]
+    n_rule = failing if failing is not None else total
+    entries += [Entry(r.code, r.text, r.failing, n_rule, 0, r.failing) for r in rules]
+    if not any(e.cases_failing for e in entries):
+        return ()
+    return tuple(sorted(entries, key=_strength))
+
+
+def _strength(e: Entry) -> tuple[bool, int, float, int, str]:
+    """Sort key of the ranking (see the module doc)."""
+    share = e.score / e.cases_failing if e.cases_failing else 0.0
+    lead = share >= MOST
+    return (not lead, _TIER[e.kind] if lead else 0, -share, -e.exact, e.code.value)
+
+
+def merge_entries(shards: Sequence[Sequence[Entry]], failed: int, failing: int
+                  ) -> tuple[Entry, ...]:
+    """The diagnosis of shards merged: a model's or finding's counts summed over the
+    shards, against the merged run's FAIL cases (`failed`); a rule only when it held in
+    every shard that had a diagnosis (rules are all-or-none), against every failing case
+    (`failing`); ranked again."""
+    shards = [s for s in shards if s]
+    merged: dict[DiagnosisCode, Entry] = {}
+    for entries in shards:
+        for e in entries:
+            was = merged.get(e.code)
+            if was is None:
+                merged[e.code] = e
+            else:
+                merged[e.code] = replace(
+                    was, cases_explained=was.cases_explained + e.cases_explained,
+                    exact=was.exact + e.exact, score=was.score + e.score)
+    out = []
+    for code, e in merged.items():
+        if code.kind is Kind.RULE:
+            if all(any(x.code is code for x in entries) for entries in shards):
+                out.append(replace(e, cases_explained=failing, cases_failing=failing,
+                                   score=failing))
+        elif failed and e.score >= MIN_SHARE * failed:
+            out.append(replace(e, cases_failing=failed))
+    return tuple(sorted(out, key=_strength))
+
+
+# -- a run's diagnosis ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunDiagnosis:
+    """What a run's failures say: the size of the errors, which groups fail, what
+    explains them. Empty (and silent) when nothing fails."""
+
+    magnitude: tuple[ClassSummary, ...]
+    signature: Signature
+    differing: tuple[GroupRow, ...]
+    entries: tuple[Entry, ...]
+
+    @property
+    def headline(self) -> str | None:
+        """`gross: median 900 ULP (758x budget) on 94 % of elements of 97 cases`."""
+        return "; ".join(s.text() for s in self.magnitude) or None
+
+    def summary_json(self) -> dict[str, Any]:
+        """The JSON summary's by_* tables and magnitude classes."""
+        return {**self.signature.to_json(), "magnitude": _classes_json(self.magnitude)}
+
+    def entries_json(self) -> list[dict[str, Any]]:
+        return [e.to_json() for e in self.entries]
+
+    @classmethod
+    def from_report(cls, report: dict[str, Any]) -> RunDiagnosis | None:
+        """What a JSON report says about its failures (None: nothing, or a report of an
+        older aclcheck or one edited past reading: not guessed at)."""
+        summary = report.get("summary") or {}
+        try:
+            magnitude = tuple(
+                ClassSummary(MagnitudeClass(c["class"]), int(c["cases"]), int(c["wrong"]),
+                             int(c["elements"]), float(c["median_ulp"]),
+                             float(c["median_ratio"]), float(c.get("max_ulp", 0.0)),
+                             float(c.get("max_ratio", 0.0)))
+                for c in summary.get("magnitude") or [])
+            sig = Signature(**{k: dict(summary.get(k) or {}) for k in (
+                "by_family", "by_layout", "by_rank", "by_product_dtype", "by_axis_kind")})
+            rows = differing(sig)
+            entries = tuple(Entry.from_json(e) for e in report.get("diagnosis") or [])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        if not (magnitude or rows or entries):
+            return None
+        return cls(magnitude, sig, rows, entries)
+
+
+def _classes_json(classes: Iterable[ClassSummary]) -> list[dict[str, Any]]:
+    return [{"class": s.cls.value, "cases": s.cases, "wrong": s.wrong,
+             "elements": s.elements, "median_ulp": s.median_ulp,
+             "median_ratio": s.median_ratio, "max_ulp": s.max_ulp,
+             "max_ratio": s.max_ratio} for s in classes]
+
+
+def magnitude_json(magnitudes: Iterable[Magnitude]) -> list[dict[str, Any]]:
+    """The JSON summary's magnitude classes of the FAIL cases' magnitudes."""
+    return _classes_json(summarize_magnitudes(magnitudes))
+
+
+def diagnose(verdicts: Sequence[CaseVerdict], facts: Sequence[CaseFacts]) -> RunDiagnosis:
+    """The diagnosis of a run from its verdicts (FAILs carry their evidence) and the
+    signature facts of its cases (any order; cases without facts are not grouped)."""
+    magnitude = summarize_magnitudes(v.magnitude for v in verdicts
+                                     if v.verdict is Verdict.FAIL and v.magnitude is not None)
+    sig = signature(facts)
+    failing = [v for v in verdicts if v.failing]
+    evidence = [v.clues if v.clues is not None else CaseEvidence(v.case_id, judged=False)
+                for v in verdicts if v.verdict is Verdict.FAIL]
+    found = [RuleEvidence(r.code, r.message, r.failing) for r in rules(facts)]
+    entries = rank(evidence, found, failing=len(failing)) if failing else ()
+    return RunDiagnosis(magnitude, sig, differing(sig), entries)
+

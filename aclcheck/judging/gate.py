@@ -1,0 +1,107 @@
+"""The gate: exit 0 only when a correct kernel was actually judged.
+
+`decide` turns a run's verdicts (and what else the command found) into a `Gate`: pass
+or fail, and the findings behind it as records (`Finding`), which the CLI words at the
+edge. A run passes when something was judged and nothing nonconforming was:
+
+  * nonconformance (FAIL, WRONG_STATUS, UNIMPLEMENTED, NONDETERMINISTIC, ERROR), or an
+    XPASS under --strict-xfail; against a baseline only what got worse;
+  * no case judged: every case SKIP (or MISTRUSTED: it cannot discriminate; an
+    undocumented call never fails, so it judges nothing either); or, when the run holds
+    calls that must succeed, none of those judged (a kernel that computes nothing must
+    not pass on its rejections alone);
+  * a known-failure entry that matches every case of the run (it cannot tell a known
+    failure from a new one): a warning, failing under --strict-xfail;
+  * whatever the command itself saw go wrong (an input that changed during the run, an
+    in-process kernel that changed aclcheck): `problems`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.xfail import XfailEntry
+
+#: verdicts that say nothing about the kernel
+UNJUDGED = frozenset({Verdict.SKIP, Verdict.MISTRUSTED})
+
+
+class Kind(StrEnum):
+    NONCONFORMANT = "nonconformant"  # count: failing cases
+    NOTHING_JUDGED = "nothing-judged"  # count: cases, detail: the first SKIP reason
+    XFAIL_MATCHES_ALL = "xfail-matches-all"  # detail: the entry's id pattern
+    INPUT_CHANGED = "input-changed"  # detail: the file
+    TAMPERED = "tampered"  # detail: what the in-process kernel changed
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: Kind
+    count: int = 0
+    detail: str = ""
+    valid_only: bool = False  # NOTHING_JUDGED: of the calls that must succeed
+
+
+@dataclass(frozen=True)
+class Gate:
+    failed: bool
+    findings: tuple[Finding, ...] = ()  # why it failed
+    warnings: tuple[Finding, ...] = field(default=())  # said, not failing
+
+
+def judged(verdicts: Sequence[CaseVerdict]) -> int:
+    """Cases whose verdict says something about the kernel (not SKIP or MISTRUSTED, not
+    an undocumented call: those never fail)."""
+    return sum(v.verdict not in UNJUDGED and v.expected_status != UNSPECIFIED
+               for v in verdicts)
+
+
+def _unjudged(verdicts: Sequence[CaseVerdict]) -> Finding | None:
+    """NOTHING_JUDGED when no case was judged, or none of the calls that must succeed
+    where the run has some (count: the cases concerned; detail: a SKIP reason)."""
+    if not judged(verdicts):
+        return Finding(Kind.NOTHING_JUDGED, len(verdicts), _skip_reason(verdicts))
+    valid = [v for v in verdicts if v.expected_status == SUCCESS]
+    if valid and not judged(valid):
+        return Finding(Kind.NOTHING_JUDGED, len(valid), _skip_reason(valid),
+                       valid_only=True)
+    return None
+
+
+def _skip_reason(verdicts: Sequence[CaseVerdict]) -> str:
+    return next((v.message for v in verdicts if v.verdict == Verdict.SKIP), "")
+
+
+def catch_all(entries: Sequence[XfailEntry], verdicts: Sequence[CaseVerdict],
+              implementation: str) -> list[XfailEntry]:
+    """Known-failure entries that match every case of a run of two or more cases."""
+    if len(verdicts) < 2:
+        return []
+    return [e for e in entries
+            if all(e.matches(v.case_id, implementation) for v in verdicts)]
+
+
+def decide(verdicts: Sequence[CaseVerdict], *, strict_xfail: bool = False,
+           failing: Sequence[CaseVerdict] | None = None,
+           catch_all_entries: Sequence[XfailEntry] = (),
+           problems: Sequence[Finding] = ()) -> Gate:
+    """The gate of a run. `failing`: the cases that fail it, when not all nonconforming
+    ones do (a baseline gate passes what was already failing)."""
+    bad = list(failing) if failing is not None else [
+        v for v in verdicts if v.failing or (strict_xfail and v.verdict == Verdict.XPASS)]
+    findings: list[Finding] = list(problems)
+    if bad:
+        findings.append(Finding(Kind.NONCONFORMANT, len(bad)))
+    unjudged = _unjudged(verdicts)
+    if unjudged is not None:
+        findings.append(unjudged)
+    loose = [Finding(Kind.XFAIL_MATCHES_ALL, len(verdicts), e.pattern)
+             for e in catch_all_entries]
+    if strict_xfail:
+        findings += loose
+        loose = []
+    return Gate(bool(findings), tuple(findings), tuple(loose))

@@ -1,0 +1,288 @@
+"""Failure signatures: pass/fail counted by family, layout, rank, product x dtype and the
+kind of each window axis, and the rules that read the pattern.
+
+A bug shows in *which* cases fail as much as in how they fail: only non-contiguous cases
+(a stride bug), only rank 3 (the rank-3 path), only H != W or Ho != Wo (an axis mix-up),
+everything but divisible, global and identity windows (window bounds or divisor), only
+FP16/BF16 where FP32 accumulation is promised (accumulation precision). Everything here
+is pure over CaseFacts records, which the operator makes from its case records.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from aclcheck.judging.codes import DiagnosisCode
+
+
+class AxisKind(StrEnum):
+    """How an adaptive window axis maps its input size I onto its output size O."""
+
+    EMPTY = "empty"  # I or O is 0
+    IDENTITY = "identity"  # O == I: windows of one element
+    GLOBAL = "global"  # O == 1 < I: one window over the whole axis
+    DIVISIBLE = "divisible"  # O < I, I % O == 0: equal windows that tile the axis
+    NONDIVISIBLE = "nondivisible"  # O < I, I % O != 0: overlapping windows of two sizes
+    UPSAMPLING = "upsampling"  # O > I: windows of one or two elements, overlapping
+
+
+#: Kinds whose windows are all equal and never overlap: simple index arithmetic.
+PLAIN_KINDS = frozenset({AxisKind.IDENTITY, AxisKind.GLOBAL, AxisKind.DIVISIBLE})
+
+
+def axis_kind(in_size: int, out_size: int) -> AxisKind:
+    if in_size <= 0 or out_size <= 0:
+        return AxisKind.EMPTY
+    if out_size == in_size:
+        return AxisKind.IDENTITY
+    if out_size == 1:
+        return AxisKind.GLOBAL
+    if out_size > in_size:
+        return AxisKind.UPSAMPLING
+    return AxisKind.DIVISIBLE if in_size % out_size == 0 else AxisKind.NONDIVISIBLE
+
+
+#: Verdict values (judging.verdicts.Verdict) as a signature counts them.
+FAILING = frozenset({"FAIL", "WRONG_STATUS", "UNIMPLEMENTED", "NONDETERMINISTIC", "ERROR"})
+PASSING = frozenset({"PASS"})
+#: Count keys per verdict (the JSON summary's names).
+COUNT_KEYS: dict[str, str] = {
+    "PASS": "passed", "FAIL": "failed", "WRONG_STATUS": "wrong_status",
+    "UNIMPLEMENTED": "unimplemented", "NONDETERMINISTIC": "nondeterministic",
+    "ERROR": "error", "SKIP": "skipped", "MISTRUSTED": "mistrusted", "XFAIL": "xfailed",
+    "XPASS": "xpassed",
+}
+
+
+@dataclass(frozen=True)
+class CaseFacts:
+    """What a signature groups one judged case by."""
+
+    case_id: str
+    verdict: str  # a Verdict value
+    family: str
+    layout: str
+    rank: int
+    product: str
+    dtype: str
+    valid: bool  # the contract says the call succeeds (numbers are judged)
+    axes: tuple[tuple[str, AxisKind], ...] = ()  # (axis name, kind) per window axis
+    square: bool = True  # every window axis has the same input size and output size
+    accumulation: str = ""  # the accumulation the product promises for the dtype
+
+    @property
+    def failing(self) -> bool:
+        return self.verdict in FAILING
+
+    @property
+    def passing(self) -> bool:
+        return self.verdict in PASSING
+
+
+Counts = dict[str, int]
+
+
+def _counts(items: Iterable[CaseFacts]) -> Counts:
+    c = Counter(COUNT_KEYS.get(f.verdict, f.verdict.lower()) for f in items)
+    return {"cases": sum(c.values()), **dict(sorted(c.items()))}
+
+
+def _group(facts: Sequence[CaseFacts], key) -> dict[str, Counts]:  # noqa: ANN001
+    groups: dict[str, list[CaseFacts]] = {}
+    for f in facts:
+        groups.setdefault(str(key(f)), []).append(f)
+    return {name: _counts(items) for name, items in sorted(groups.items())}
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Counts per verdict by each grouping (the JSON report's summary.by_* tables)."""
+
+    by_family: dict[str, Counts]
+    by_layout: dict[str, Counts]
+    by_rank: dict[str, Counts]
+    by_product_dtype: dict[str, Counts]
+    by_axis_kind: dict[str, dict[str, Counts]]  # axis name (and "square") -> kind -> counts
+
+    def to_json(self) -> dict[str, object]:
+        return {"by_family": self.by_family, "by_layout": self.by_layout,
+                "by_rank": self.by_rank, "by_product_dtype": self.by_product_dtype,
+                "by_axis_kind": self.by_axis_kind}
+
+    def tables(self) -> dict[str, dict[str, Counts]]:
+        """Every grouping as one flat table name -> group -> counts."""
+        out = {"family": self.by_family, "layout": self.by_layout, "rank": self.by_rank,
+               "product x dtype": self.by_product_dtype}
+        for axis, kinds in self.by_axis_kind.items():
+            out[axis if axis == "square" else f"axis {axis}"] = kinds
+        return out
+
+
+def signature(facts: Sequence[CaseFacts]) -> Signature:
+    """The grouped counts of a run: by family every case; the other groupings count the
+    valid calls (invalid calls are judged on their status, in their own family)."""
+    valid = [f for f in facts if f.valid]
+    axes: dict[str, dict[str, Counts]] = {}
+    names = list(dict.fromkeys(name for f in valid for name, _ in f.axes))
+    for i, name in enumerate(names):
+        axes[name] = _group([f for f in valid if len(f.axes) > i],
+                            lambda f, i=i: f.axes[i][1].value)
+    if valid:
+        axes["square"] = _group(valid, lambda f: "square" if f.square else "non-square")
+    return Signature(
+        by_family=_group(facts, lambda f: f.family),
+        by_layout=_group(valid, lambda f: f.layout),
+        by_rank=_group(valid, lambda f: f.rank),
+        by_product_dtype=_group(valid, lambda f: f"{f.product} x {f.dtype}"),
+        by_axis_kind=axes,
+    )
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One group of a table whose groups differ: some of them fail, some never do."""
+
+    table: str
+    group: str
+    cases: int
+    failing: int
+
+
+def differing(sig: Signature) -> tuple[GroupRow, ...]:
+    """The rows worth showing: groups of the tables in which at least one group has
+    failing cases and another has cases but none failing."""
+    rows = []
+    for table, groups in sig.tables().items():
+        fails = {g: sum(c.get(COUNT_KEYS[v], 0) for v in FAILING) for g, c in groups.items()}
+        if not any(fails.values()) or all(fails.values()):
+            continue
+        for group, counts in groups.items():
+            rows.append(GroupRow(table, group, counts["cases"], fails[group]))
+    return tuple(rows)
+
+
+def compact(rows: Sequence[GroupRow]) -> tuple[tuple[str, str, str], ...]:
+    """One line per grouping of `differing` rows: (grouped by, the groups with failures
+    as `group failing/cases`, the groups without as `group cases`)."""
+    tables: dict[str, list[GroupRow]] = {}
+    for row in rows:
+        tables.setdefault(row.table, []).append(row)
+    return tuple(
+        (name, ", ".join(f"{g.group} {g.failing}/{g.cases}" for g in groups if g.failing),
+         ", ".join(f"{g.group} {g.cases}" for g in groups if not g.failing))
+        for name, groups in tables.items())
+
+
+# -- rules ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RuleFinding:
+    """A rule that read the signature: its code, what it says, the cases it covers."""
+
+    code: DiagnosisCode
+    message: str
+    failing: int  # failing valid cases it accounts for (all of them: rules are all-or-none)
+
+
+def _share(items: Sequence[CaseFacts]) -> str:
+    fails = sum(f.failing for f in items)
+    return f"{fails} of {len(items)} fail"
+
+
+#: A rule "only the cases in G fail" holds when, were failures spread over the judged
+#: cases at G's own failure rate, the chance that none of the cases outside G fails is
+#: below this: a pattern, not a coincidence of a few cases.
+CHANCE = 1e-3
+
+
+def _only(failing: Sequence[CaseFacts], passing: Sequence[CaseFacts], inside,  # noqa: ANN001
+          ) -> bool:
+    """Every failing case is inside the predicate, and the passing cases outside it are
+    too many to pass by chance (CHANCE)."""
+    if not all(inside(f) for f in failing):
+        return False
+    n_in = len(failing) + sum(1 for f in passing if inside(f))
+    n_out = sum(1 for f in passing if not inside(f))
+    if not n_out or not n_in:
+        return False
+    rate = len(failing) / n_in
+    return rate >= 1.0 or (1.0 - rate) ** n_out < CHANCE
+
+
+def rules(facts: Sequence[CaseFacts]) -> tuple[RuleFinding, ...]:
+    """The signature rules that hold for a run (none when nothing or everything fails)."""
+    valid = [f for f in facts if f.valid]
+    failing = [f for f in valid if f.failing]
+    passing = [f for f in valid if f.passing]
+    if not failing:
+        return ()
+    n = len(failing)
+    if not passing:
+        return (RuleFinding(DiagnosisCode.EVERY_CASE, f"every judged valid call fails "
+                            f"({n} cases): the computation itself, not one path", n),)
+    out: list[RuleFinding] = []
+
+    def noncontiguous(f: CaseFacts) -> bool:
+        return f.layout != "contiguous"
+
+    if _only(failing, passing, noncontiguous):
+        layouts = sorted({f.layout for f in failing})
+        contiguous = [f for f in valid if not noncontiguous(f)]
+        out.append(RuleFinding(DiagnosisCode.LAYOUT_STRIDE, (
+            f"only non-contiguous cases fail ({', '.join(layouts)}: "
+            f"{_share([f for f in valid if f.layout in layouts])}) while contiguous ones "
+            f"pass ({_share(contiguous)}): strides or layout handling"), n))
+    ranks = sorted({f.rank for f in failing})
+    if len(ranks) == 1 and _only(failing, passing, lambda f: f.rank == ranks[0]):
+        r = ranks[0]
+        out.append(RuleFinding(DiagnosisCode.RANK_PATH, (
+            f"only rank-{r} cases fail ({_share([f for f in valid if f.rank == r])}; other "
+            f"ranks: {_share([f for f in valid if f.rank != r])}): the rank-{r} path"), n))
+    if _only(failing, passing, lambda f: not f.square):
+        out.append(RuleFinding(DiagnosisCode.AXIS_MIXUP, (
+            f"only cases with H != W or Ho != Wo fail ("
+            f"{_share([f for f in valid if not f.square])}; square: "
+            f"{_share([f for f in valid if f.square])}): H and W mixed up"), n))
+
+    def upsampling(f: CaseFacts) -> bool:
+        return any(k is AxisKind.UPSAMPLING for _, k in f.axes)
+
+    def irregular(f: CaseFacts) -> bool:
+        return any(k not in PLAIN_KINDS and k is not AxisKind.EMPTY for _, k in f.axes)
+
+    if _only(failing, passing, upsampling):
+        out.append(RuleFinding(DiagnosisCode.UPSAMPLING_WINDOWS, (
+            f"only cases with an upsampling axis (O > I) fail "
+            f"({_share([f for f in valid if upsampling(f)])}; others: "
+            f"{_share([f for f in valid if not upsampling(f)])}): windows of upsampling "
+            "axes"), n))
+    elif _only(failing, passing, irregular):
+        plain = [f for f in valid if not irregular(f)]
+        out.append(RuleFinding(DiagnosisCode.WINDOW_BOUNDS_OR_DIVISOR, (
+            f"divisible, global and identity windows pass ({_share(plain)}); only "
+            f"nondivisible or upsampling axes fail "
+            f"({_share([f for f in valid if irregular(f)])}): window bounds or divisor"), n))
+
+    def low_with_fp32(f: CaseFacts) -> bool:
+        return f.dtype in ("float16", "bfloat16") and f.accumulation == "float32"
+
+    if _only(failing, passing, low_with_fp32):
+        pairs = sorted({f"{f.product} x {f.dtype}" for f in failing})
+        out.append(RuleFinding(DiagnosisCode.ACCUMULATION_PRECISION, (
+            f"only FP16/BF16 on products that promise FP32 accumulation fail "
+            f"({', '.join(pairs)}); float32 and the other products pass: accumulation "
+            "precision"), n))
+    families = sorted({f.family for f in failing})
+    all_families = {f.family for f in valid}
+    if len(families) <= 2 < len(all_families) and _only(
+            failing, passing, lambda f: f.family in families):
+        out.append(RuleFinding(DiagnosisCode.FAMILY_ONLY, (
+            f"only the {', '.join(families)} famil{'y' if len(families) == 1 else 'ies'} "
+            f"fail{'s' if len(families) == 1 else ''} "
+            f"({_share([f for f in valid if f.family in families])}); the other families "
+            "pass: what those cases have in common (values, sizes)"), n))
+    return tuple(out)

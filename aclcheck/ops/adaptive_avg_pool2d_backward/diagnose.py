@@ -1,0 +1,211 @@
+"""The diagnosis hooks of aclnnAdaptiveAvgPool2dBackward: what a failure signature groups
+one of its cases by (judging.signature.CaseFacts), and the evidence of one failing case:
+the what-if models (bugs.py) re-judged on the kernel's output, and where its wrong
+elements sit (judging.clues, ops.adaptive.clues).
+
+A model is judged by the interval of judging.reproduce with the error bound of the
+case's product path (its own accumulation for a precision model, 0 where the exactness
+proof holds), so it explains an output only where a kernel with that bug could have
+written it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from aclcheck.cases import Case, CaseData
+from aclcheck.dtypes import FLOAT_FORMATS, float_format, plane_quanta
+from aclcheck.judging.budget import BudgetModel
+from aclcheck.judging.clues import findings
+from aclcheck.judging.exactness import proven_mask
+from aclcheck.judging.pieces import load
+from aclcheck.judging.reproduce import (
+    CaseEvidence,
+    ModelResult,
+    Reproduction,
+    WhatIf,
+    inside,
+    reproduce,
+)
+from aclcheck.judging.signature import AxisKind, CaseFacts, axis_kind
+from aclcheck.ops.adaptive.clues import window_findings
+from aclcheck.ops.adaptive.windows import spread_plan, window_bounds
+from aclcheck.ops.adaptive_avg_pool2d_backward import bugs, contract
+from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import budget_model, numeric_model
+
+#: Cases with more output elements are not re-judged against the models (their
+#: evidence says so; the ranking counts them failing and unexplained).
+REJUDGE_ELEMENTS = 1 << 18
+#: c of the error bound a model is judged with (the default standard's).
+MODEL_C = 2.0
+
+
+def facts(case: Case, verdict: str) -> CaseFacts:
+    """What a failure signature groups this case by."""
+    self_shape = tuple(case.tensor_desc("self").shape)
+    grad_shape = tuple(case.tensor_desc("grad_output").shape)
+    axes: tuple = ()
+    square = True
+    if len(self_shape) >= 2 and len(grad_shape) >= 2:
+        (h, w), (ho, wo) = self_shape[-2:], grad_shape[-2:]
+        axes = (("H", axis_kind(h, ho)), ("W", axis_kind(w, wo)))
+        square = h == w and ho == wo
+    rules = contract.PRODUCTS.get(case.product)
+    return CaseFacts(case.id, verdict, case.family, case.layout, len(self_shape),
+                     case.product, case.dtype, case.expectation.success, axes, square,
+                     rules.accumulate if rules is not None else "")
+
+
+def windows(case: Case) -> tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]:
+    """(axis, window starts, window ends) of each spatial axis: the tables a printed
+    case shows beside its values."""
+    self_shape = tuple(case.tensor_desc("self").shape)
+    grad_shape = tuple(case.tensor_desc("grad_output").shape)
+    if len(self_shape) < 2 or len(grad_shape) < 2:
+        return ()
+    out = []
+    for name, i, o in zip(("H", "W"), self_shape[-2:], grad_shape[-2:], strict=True):
+        if i > 0 and o > 0:
+            start, end = window_bounds(int(o), int(i))
+            out.append((name, tuple(int(x) for x in start), tuple(int(x) for x in end)))
+    return tuple(out)
+
+
+#: Families whose cases are defined by their window shapes: a smaller case of one of
+#: them is named by what its shapes are now (shape_family).
+SHAPE_FAMILIES = frozenset({"divisible", "nondivisible", "upsampling", "global", "identity",
+                            "alignment", "index", "stress"})
+
+
+def shape_family(kinds: Sequence[AxisKind]) -> str:
+    """The shape family a set of window axes belongs to: upsampling or nondivisible if
+    any axis is, global or identity if every axis is, else divisible (empty: empty)."""
+    ks = set(kinds)
+    if AxisKind.EMPTY in ks:
+        return "empty"
+    if AxisKind.UPSAMPLING in ks:
+        return "upsampling"
+    if AxisKind.NONDIVISIBLE in ks:
+        return "nondivisible"
+    if ks == {AxisKind.IDENTITY}:
+        return "identity"
+    if ks == {AxisKind.GLOBAL}:
+        return "global"
+    return "divisible"
+
+
+def relabel(family: str, kinds: Sequence[AxisKind]) -> str:
+    """The family label of a case whose shapes changed (shrink): shape families are
+    named anew, families of values, layouts, ranks or rules keep their label."""
+    return shape_family(kinds) if family in SHAPE_FAMILIES else family
+
+
+def family(case: Case) -> str:
+    """The family label of a case named for its shapes now (shrink): see relabel."""
+    return relabel(case.family, [kind for _, kind in facts(case, "").axes])
+
+
+def scene(data: CaseData) -> bugs.Scene | None:
+    """What the models read about a case (None: not a valid call of a float dtype)."""
+    case, grad_t, golden = data.case, data.inputs.get("grad_output"), data.golden
+    if grad_t is None or golden is None or case.dtype not in FLOAT_FORMATS:
+        return None
+    grad = grad_t.view()
+    if grad.ndim < 2 or golden.ndim < 2:
+        return None
+    in_hw = (int(golden.shape[-2]), int(golden.shape[-1]))
+    plans = (spread_plan(int(grad.shape[-2]), in_hw[0]),
+             spread_plan(int(grad.shape[-1]), in_hw[1]))
+    return bugs.Scene(grad, in_hw, case.dtype, np.asarray(golden, dtype=np.float64), plans)
+
+
+class _Bounds:
+    """The error bounds of the models on one case: the budget model and the proven-exact
+    elements of each accumulation, computed once (every model of a case shares them)."""
+
+    def __init__(self, sc: bugs.Scene, product: str) -> None:
+        self.sc, self.product = sc, product
+        self._paths: dict[str | None, tuple[BudgetModel, np.ndarray]] = {}
+
+    def _path(self, accumulate: str | None) -> tuple[BudgetModel, np.ndarray]:
+        if accumulate not in self._paths:
+            sc = self.sc
+            grad = np.asarray(sc.grad)
+            out_hw = (int(grad.shape[-2]), int(grad.shape[-1]))
+            model = budget_model(self.product, sc.dtype, out_hw, sc.in_hw, c=MODEL_C,
+                                 accumulate=accumulate)
+            proven = np.zeros(sc.golden.shape, dtype=bool)
+            numbers = numeric_model(self.product, sc.dtype, grad.shape, sc.in_hw, accumulate)
+            plan = numbers.exact if numbers is not None else None
+            if plan is not None:
+                m3 = np.asarray(sc.magnitudes).reshape(-1, *sc.in_hw)
+                quanta = plane_quanta(grad, m3.shape[0], sc.fmt)
+                proven = proven_mask(plan, m3, plan.plane_bounds(quanta)).reshape(
+                    sc.golden.shape)
+            self._paths[accumulate] = (model, proven)
+        return self._paths[accumulate]
+
+    def interval(self, what: WhatIf) -> tuple[np.ndarray, np.ndarray | None]:
+        """(E, proven) of a model: the error bound its kernel's sums may add (the bug's
+        own terms and magnitudes) and the elements the exactness proof computes exactly
+        (None: its own magnitudes, no proof)."""
+        sc = self.sc
+        model, proven = self._path(what.accumulate)
+        k = (what.terms if what.terms is not None else model.k()).astype(np.float64)
+        m = what.magnitudes if what.magnitudes is not None else sc.magnitudes
+        path = model.path
+        u, eta = path.accumulate.unit_roundoff, path.accumulate.smallest_subnormal
+        extra = ((model.c * k + path.extra_roundings) * u + path.scale_error) * m \
+            + model.c * k * eta + model.atol
+        return (np.broadcast_to(extra, sc.golden.shape),
+                proven if what.magnitudes is None else None)
+
+    def rejudge(self, what: WhatIf, actual: np.ndarray) -> Reproduction:
+        extra, proven = self.interval(what)
+        return reproduce(what.values, actual, extra, self.sc.fmt, what.rounding, proven,
+                         what.exact)
+
+    def wrong(self, actual: np.ndarray) -> np.ndarray:
+        right = WhatIf(self.sc.golden)
+        extra, proven = self.interval(right)
+        return ~inside(right.values, actual, extra, self.sc.fmt, right.rounding, proven)
+
+
+def rejudge(sc: bugs.Scene, what: WhatIf, actual: np.ndarray, product: str) -> Reproduction:
+    """One model against one output (judging.reproduce on the product's error bound)."""
+    return _Bounds(sc, product).rejudge(what, actual)
+
+
+def evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
+    """The diagnosis evidence of one failing case from the kernel's output."""
+    with np.errstate(all="ignore"):  # models of broken kernels overflow and make NaN
+        return _evidence(data, output)
+
+
+def _evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
+    case = data.case
+    sc = scene(data)
+    if sc is None or sc.golden.size > REJUDGE_ELEMENTS or output.shape != sc.golden.shape:
+        return CaseEvidence(case.id, judged=False)
+    if not np.any(sc.golden):  # the golden cancels to zero: nothing to tell bugs apart
+        return CaseEvidence(case.id, judged=False)
+    actual = load(output)
+    bounds = _Bounds(sc, case.product)
+    wrong = bounds.wrong(actual)
+    if not wrong.any():  # the gate failed on something the interval allows
+        return CaseEvidence(case.id)
+    results = []
+    for model, what in bugs.what_ifs(sc):
+        res = bounds.rejudge(what, actual)
+        results.append(ModelResult(model.code, model.summary, res.explained, res.exact,
+                                   precision=what.accumulate is not None,
+                                   accumulate=case.dtype if what.accumulate == "input"
+                                   else what.accumulate))
+    grad = sc.grad
+    windows = ((int(grad.shape[-2]), sc.in_hw[0]), (int(grad.shape[-1]), sc.in_hw[1]))
+    found = findings(wrong, sc.golden, actual, batch_rank=sc.golden.ndim - 2)
+    found += window_findings(wrong, sc.golden, actual, windows,
+                             float_format(case.dtype).precision)
+    return CaseEvidence(case.id, tuple(results), tuple(found))

@@ -1,0 +1,14 @@
+"""The call space of aclnnAdaptiveAvgPool2dBackward (shrink and hunt): the adaptive-
+pooling space over H and W, with this operator's products, formats and distributions."""
+
+from __future__ import annotations
+
+from aclcheck.ops.adaptive.space import AdaptiveSpace
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case, make_id
+from aclcheck.ops.adaptive_avg_pool2d_backward.values import DISTRIBUTIONS
+
+SPACE = AdaptiveSpace(Case, ("H", "W"), contract.PRODUCTS,
+                      contract.supported_formats_for_rank, DISTRIBUTIONS, make_id)
+#: one random valid call (SPACE.random_case)
+random_case = SPACE.random_case

@@ -1,0 +1,54 @@
+"""The case record of aclnnAdaptiveAvgPool3dBackward: one flat field per fact of its call
+(the on-disk schema of its golden files, case files and /index), the same fields as the
+2D operator's (its tensors are also gradOutput, self and out), its own contract.
+
+Per-tensor fields left None take the case's main dtype / format / self shape; `null`
+lists tensors passed as null pointers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from aclcheck.cases import Call, Expectation, Role
+from aclcheck.cases import Case as CaseBase
+from aclcheck.ops.adaptive_avg_pool3d_backward import contract
+from aclcheck.ops.adaptive_avg_pool3d_backward.values import DISTRIBUTIONS
+
+
+@dataclass(frozen=True)
+class Case(CaseBase):
+    """One call of aclnnAdaptiveAvgPool3dBackward, fully described."""
+
+    OPERATOR: ClassVar[str] = contract.OPERATOR
+    ROLES: ClassVar[tuple[Role, ...]] = contract.ROLES
+    SPATIAL_RANK: ClassVar[int] = contract.SPATIAL_RANK
+    DISTRIBUTIONS: ClassVar[tuple[str, ...]] = DISTRIBUTIONS
+    FILE_ORDER: ClassVar[tuple[str, ...]] = (
+        "id", "family", "product", "dtype", "format", "self_shape", "grad_shape",
+        "distribution", "layout", "seed", "out_shape", "grad_dtype", "self_dtype",
+        "out_dtype", "grad_format", "self_format", "out_format", "null")
+
+    id: str
+    family: str
+    product: str
+    dtype: str
+    format: str
+    self_shape: tuple[int, ...]
+    grad_shape: tuple[int, ...]
+    seed: int
+    distribution: str = "normal"
+    layout: str = "contiguous"
+    out_shape: tuple[int, ...] | None = None
+    grad_dtype: str | None = None
+    self_dtype: str | None = None
+    out_dtype: str | None = None
+    grad_format: str | None = None
+    self_format: str | None = None
+    out_format: str | None = None
+    null: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def expect(cls, call: Call) -> Expectation:
+        return contract.expected_status(call)

@@ -1,0 +1,96 @@
+"""Ids and input values of aclnnAdaptiveAvgPool3dBackward cases.
+
+The value distributions are the 2D operator's (the vendor suites' random ones plus exact,
+special-value and overflow-edge ones); what is 3D here is where exact values come from
+(window volumes kd*kh*kw) and how rounding ties are laid out (the 2D tie layout on every
+D plane, D an identity axis).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from aclcheck.cases import Case, join_id
+from aclcheck.cases.layouts import LAYOUT_TAGS
+from aclcheck.cases.values import SPECIAL_DISTS, other_values, random_floats, special_floats
+from aclcheck.dtypes import FLOAT_FORMATS, round_to
+from aclcheck.ops.adaptive.ties import tie_grad
+from aclcheck.ops.adaptive.windows import spread_plan
+
+#: Value distributions (the 2D operator's): the vendor suites' four random ones, then
+#: exact golden, IEEE special values, overflow edge, ones and rounding ties.
+DISTRIBUTIONS: tuple[str, ...] = (
+    "normal", "uniform", "small", "outliers", "exact-int", "special", "inf-fill",
+    "nan-fill", "subnormal", "near-max", "ones", "ties",
+)
+#: Random-number stream of each input role (independent draws per tensor).
+STREAMS: dict[str, int] = {"grad_output": 1, "self": 2}
+
+
+def shape_tag(shape: tuple[int, ...]) -> str:
+    """n2c3d4h17w9 for 5-D, c3d4h17w9 for 4-D, s5x6 for other ranks."""
+    if len(shape) == 5:
+        return "n{}c{}d{}h{}w{}".format(*shape)
+    if len(shape) == 4:
+        return "c{}d{}h{}w{}".format(*shape)
+    return "s" + "x".join(str(d) for d in shape)
+
+
+def make_id(product: str, dtype: str, fmt: str, label: str, self_shape: tuple[int, ...],
+            grad_shape: tuple[int, ...], distribution: str, layout: str = "contiguous") -> str:
+    """Readable, stable id, e.g. a2-bf16-NCDHW-nondiv0-n2c3d5h7w9-o3x4x5-normal."""
+    out = "x".join(str(d) for d in grad_shape[-3:])
+    return join_id(product, dtype, fmt, label, f"{shape_tag(self_shape)}-o{out}",
+                   distribution, LAYOUT_TAGS.get(layout, ""))
+
+
+def _spatial(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
+    if len(shape) < 3:
+        return None
+    return tuple(int(v) for v in shape[-3:])  # type: ignore[return-value]
+
+
+def _exact_int_grad(rng: np.random.Generator, grad_shape: tuple[int, ...],
+                    in_dhw: tuple[int, int, int]) -> np.ndarray:
+    """gradOutput with every term g / (kd*kh*kw) a nonzero small integer: the golden is
+    exact."""
+    sizes = [spread_plan(int(o), int(i)).sizes.astype(np.float64)
+             for o, i in zip(grad_shape[-3:], in_dhw, strict=True)]
+    vol = np.multiply.outer(np.multiply.outer(sizes[0], sizes[1]), sizes[2])
+    # nonzero: a one-element gradOutput must not make an all-zero golden (no signal)
+    n = math.prod(grad_shape)
+    t = (rng.integers(1, 3, n) * rng.choice((-1, 1), n)).reshape(grad_shape).astype(np.float64)
+    return t * vol
+
+
+def tensor_values(case: Case, role: str) -> np.ndarray:
+    """The logical values of an input role (grad_output or self) in its numpy dtype."""
+    desc = case.tensor_desc(role)
+    shape, dtype = tuple(desc.shape), desc.dtype
+    rng = np.random.default_rng([case.seed, STREAMS[role]])
+    if dtype not in FLOAT_FORMATS:
+        return other_values(rng, shape, dtype)
+    fmt = FLOAT_FORMATS[dtype]
+    dist = case.distribution if role == "grad_output" else "uniform"
+    in_dhw, out_dhw = _spatial(tuple(case.self_shape)), _spatial(shape)
+    vals = None
+    if dist == "ties" and in_dhw is not None and out_dhw is not None:
+        # exact ties of the output dtype: the 2D layout on every D plane (D identity)
+        if in_dhw[0] == out_dhw[0]:
+            vals = tie_grad(rng, shape, in_dhw[1:], fmt)
+        dist = "ties" if vals is not None else "exact-int"  # no tie layout for this shape
+    if vals is not None:
+        pass
+    elif dist == "exact-int":
+        if in_dhw is not None and out_dhw is not None and min(in_dhw) > 0:
+            vals = _exact_int_grad(rng, shape, in_dhw)
+        else:
+            vals = rng.integers(-2, 3, math.prod(shape)).reshape(shape).astype(np.float64)
+    elif dist in SPECIAL_DISTS:
+        vals = special_floats(rng, shape, dist, dtype)
+    else:
+        vals = random_floats(rng, shape, dist, dtype)
+    with np.errstate(over="ignore"):
+        return round_to(vals, fmt)

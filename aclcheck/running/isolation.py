@@ -1,0 +1,441 @@
+"""Run an implementation in a worker process that may crash, hang or misbehave.
+
+The parent's side (the worker's is aclcheck.running.worker). One long-lived worker at a
+time, replaced only after it died, hung, broke the protocol or may be corrupted (the
+caller says when). Workers come from a zygote (see
+aclcheck.running.zygote): forked from one that imported the adapter (milliseconds) when the
+adapter is fork-safe, else each a fresh interpreter it starts. A zygote that dies is
+replaced by a fresh exec-mode one.
+
+What crosses back is plain data (aclcheck.running.wire): frames read with a deadline and size
+caps, an output array rebuilt from its bytes only when it has the dtype and shape the
+case expects. Anything else (a partial or oversized frame, an answer to another call,
+a worker that stops reading its calls) is that case's ERROR and the worker is replaced.
+
+Every worker leads its own process group: a crash or a hang kills the whole group, and
+the zygote sweeps whatever left it. What a worker writes to stdout and stderr (glibc's
+"free(): invalid size", a kernel's warnings) goes to an unlinked temporary file (nothing
+left behind, even when aclcheck is killed); the tail of it, read by seeking, comes back
+with that call's outcome. How long a call may run is a `CallClock`'s allowance (hang
+detection that adapts to the run), capped by the timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import select
+import signal
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import IO, Any
+
+from aclcheck import interrupts
+from aclcheck.cases.call import Outcome
+from aclcheck.impls.base import CallInputs
+from aclcheck.running import wire
+from aclcheck.running.hangs import CallClock
+from aclcheck.running.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
+from aclcheck.running.worker import one_line
+from aclcheck.running.zygote import Zygote, ZygoteError, kill_group
+
+#: seconds a worker (and a zygote's import) may take to start: not a call, not the timeout
+START_ALLOWANCE_S = 120.0
+#: a heartbeat line every this many seconds while one call is awaited
+HEARTBEAT_EVERY_S = 10.0
+#: the tail of a worker's output kept per call (characters; read as 4x as many bytes)
+LOG_TAIL_CHARS = 4000
+#: consecutive failed worker starts after which the remaining calls are ERROR at once
+MAX_START_FAILURES = 3
+
+Heartbeat = Callable[[str], None]
+Now = Callable[[], float]
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """'killed by SIGSEGV (segmentation fault)' / 'exited with code 3'."""
+    if exitcode is None:
+        return "worker vanished"
+    if exitcode < 0:
+        try:
+            sig = signal.Signals(-exitcode)
+            text = signal.strsignal(sig) or ""
+            return f"killed by {sig.name}" + (f" ({text.lower()})" if text else "")
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exited with code {exitcode}"
+
+
+def call_size(call: CallInputs) -> int:
+    """Elements a call moves (its inputs): what 'comparable calls' compares."""
+    return sum(t.storage.size for t in call.inputs.values() if t is not None)
+
+
+_WORKER = "aclcheck.running.worker:_zygote_worker"
+
+
+def start_zygote(spec: str) -> Zygote | None:
+    """A zygote that imports `spec`'s adapter and forks workers from it, or None where
+    fork() is unavailable. It imports in the background: `Zygote.ready` waits."""
+    if not hasattr(os, "fork"):
+        return None
+    return Zygote(_WORKER, "aclcheck.running.worker:_preload", spec)
+
+
+def start_exec_zygote() -> Zygote | None:
+    """A zygote whose every worker is a fresh interpreter (device adapters)."""
+    if not hasattr(os, "fork"):
+        return None
+    return Zygote(_WORKER)
+
+
+# -- the parent's side -----------------------------------------------------------------------
+
+
+class WorkerStartError(Exception):
+    """A worker that could not start: `kind` is what went wrong ("timeout", "exit",
+    "protocol", or the adapter's exception type name), `text` one line."""
+
+    def __init__(self, kind: str, text: str) -> None:
+        super().__init__(text)
+        self.kind = kind
+        self.text = text
+
+
+@dataclass
+class _Live:
+    """One running worker: its group, connection, zygote and output log."""
+
+    pid: int
+    channel: Channel
+    log: IO[bytes]
+    zygote: Zygote
+    answered: int = 0
+    info: AdapterInfo | None = None
+    note: str | None = None
+
+    def new_log(self) -> str:
+        """The tail of what the worker wrote since the last call (read by seeking; the
+        file is emptied after each read, so it never accumulates)."""
+        fd = self.log.fileno()
+        try:
+            size = os.fstat(fd).st_size
+            start = max(0, size - 4 * LOG_TAIL_CHARS)
+            data = os.pread(fd, size - start, start) if size else b""
+            os.ftruncate(fd, 0)
+        except OSError:
+            return ""
+        text = data.decode("utf-8", "replace").strip()
+        cut = start > 0 or len(text) > LOG_TAIL_CHARS
+        text = text[-LOG_TAIL_CHARS:]
+        return "..." + text if cut and text else text
+
+
+@dataclass
+class _Pending:
+    """The call in flight."""
+
+    seq: int
+    call: CallInputs
+    size: int
+    first: bool
+    sent_at: float = 0.0
+    deadline: float = 0.0
+    why: str = ""
+    failed: Outcome | None = None  # no worker took it (could not start)
+    send_error: str | None = None  # the worker died, or did not take the call in time
+
+
+class IsolatedRunner:
+    """Calls an adapter (rebuilt from `spec`) in a worker process, hang-checked.
+
+    zygote: where workers come from (its owner closes it); without one, or once it is
+    gone, the runner starts its own exec-mode zygote. check_supports: the worker asks
+    the adapter's own supports() first and may answer "declined" (a SKIP).
+    """
+
+    def __init__(self, spec: str, timeout: float, deterministic: bool | None = None,
+                 memory_limit: int | None = None, *, zygote: Zygote | None = None,
+                 clock: CallClock | None = None, heartbeat: Heartbeat | None = None,
+                 check_supports: bool = False, start_allowance: float | None = None,
+                 now: Now = time.monotonic) -> None:
+        self.spec = spec
+        self.memory_limit = memory_limit
+        self.timeout = timeout
+        self.deterministic = deterministic
+        self.zygote = zygote
+        self.clock = clock if clock is not None else CallClock(cap=timeout)
+        self.heartbeat = heartbeat
+        self.check_supports = check_supports
+        self.start_allowance = (START_ALLOWANCE_S if start_allowance is None
+                                else start_allowance)
+        self.now = now
+        self._own: Zygote | None = None  # the exec-mode zygote this runner started
+        self._live: _Live | None = None
+        self._pending: _Pending | None = None
+        self._seq = 0
+        self._start_failures = 0
+        self._last_start_error: WorkerStartError | None = None
+        #: workers started so far (a test proves fork-safe runs start no fresh process)
+        self.started = 0
+        self.spawned = 0
+        self.restarts = 0
+
+    # -- worker lifetime
+
+    def _zygote(self) -> Zygote:
+        if self.zygote is not None:
+            return self.zygote
+        if self._own is None:
+            self._own = start_exec_zygote()
+            if self._own is None:
+                raise WorkerStartError("exit", "no fork() on this platform")
+        return self._own
+
+    def _fork(self, args: tuple[Any, ...], log: IO[bytes]) -> tuple[int, socket.socket, Zygote]:
+        for _ in range(2):
+            zygote = self._zygote()
+            try:
+                pid, sock = zygote.fork_worker(args, [log.fileno()])
+                return pid, sock, zygote
+            except ZygoteError as exc:
+                error = exc
+                if zygote is self.zygote:  # the given one is gone: our own from now on
+                    self.zygote = None
+                else:
+                    self._own = None
+                    zygote.close()
+        raise WorkerStartError("exit", str(error))
+
+    def _start(self) -> _Live:
+        if self._start_failures >= MAX_START_FAILURES and self._last_start_error is not None:
+            last = self._last_start_error
+            raise WorkerStartError(last.kind, f"{last.text} ({self._start_failures} "
+                                              "starts failed in a row; not tried again)")
+        try:
+            live = self._start_once()
+        except WorkerStartError as exc:
+            self._start_failures += 1
+            self._last_start_error = exc
+            raise
+        self._start_failures = 0
+        return live
+
+    def _start_once(self) -> _Live:
+        import fcntl  # POSIX, as workers are
+
+        log = tempfile.TemporaryFile(prefix="aclcheck-worker-")
+        flags = fcntl.fcntl(log.fileno(), fcntl.F_GETFL)
+        fcntl.fcntl(log.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)  # shared with the worker
+        args = (self.spec, self.deterministic, self.memory_limit, self.check_supports)
+        try:
+            pid, sock, zygote = self._fork(args, log)
+        except BaseException:
+            log.close()
+            raise
+        self.started += 1
+        self.spawned += not zygote.preloads
+        live = _Live(pid, Channel(sock, self.now), log, zygote)
+        try:
+            head = live.channel.read_head(self.now() + self.start_allowance)
+        except FrameTimeout:
+            self._retire(live)
+            raise WorkerStartError("timeout", f"did not start within "
+                                              f"{self.start_allowance:g} s") from None
+        except (EOFError, OSError):
+            tail = live.new_log()
+            code = self._retire(live)
+            raise WorkerStartError("exit", f"died at start: {describe_exit(code)}"
+                                   + (f" ({one_line(tail)[-300:]})" if tail else "")) from None
+        except ProtocolError as exc:
+            self._retire(live)
+            raise WorkerStartError("protocol", str(exc)) from None
+        try:
+            if head.kind == wire.SETUP_ERROR:
+                kind = head.meta.get("type")
+                raise WorkerStartError(kind if isinstance(kind, str) else "error",
+                                       wire.text_field(head.meta, "error"))
+            if head.kind != wire.READY:
+                raise ProtocolError(f"a frame of kind {head.kind} where READY was due")
+            live.info = AdapterInfo.from_json(head.meta.get("info"))
+            note = head.meta.get("note")
+            live.note = None if note is None else wire.text_field(head.meta, "note")
+        except (ProtocolError, ValueError) as exc:
+            self._retire(live)
+            raise WorkerStartError("protocol", str(exc)) from None
+        except WorkerStartError:
+            self._retire(live)
+            raise
+        return live
+
+    def describe(self) -> tuple[AdapterInfo, str | None]:
+        """Start a worker (if none runs) and return what it says of its adapter, and its
+        deterministic-mode note; WorkerStartError when it cannot start."""
+        if self._live is None:
+            self._live = self._start()
+        assert self._live.info is not None
+        return self._live.info, self._live.note
+
+    @property
+    def note(self) -> str | None:
+        """The running worker's deterministic-mode note (None: none, or no worker)."""
+        return self._live.note if self._live is not None else None
+
+    def _retire(self, live: _Live) -> int | None:
+        """Kill the worker's whole group and have its zygote reap it (and sweep what it
+        left behind); its exit code."""
+        kill_group(live.pid, alive=True)
+        try:
+            code = live.zygote.reap(live.pid)
+        except ZygoteError:
+            code = None
+        live.channel.close()
+        live.log.close()
+        return code
+
+    def _drop(self, live: _Live) -> int | None:
+        code = self._retire(live)
+        self._live = None
+        return code
+
+    # -- calls
+
+    def submit(self, call: CallInputs) -> None:
+        """Send one call; the worker computes while the caller does other work."""
+        self._seq += 1
+        pending = _Pending(self._seq, call, call_size(call), first=False)
+        self._pending = pending
+        if self._live is None:
+            try:
+                self._live = self._start()
+            except WorkerStartError as exc:
+                pending.failed = Outcome(crashed=f"worker could not start: {exc.text}")
+                return
+        live = self._live
+        pending.first = live.answered == 0
+        allowance, pending.why = self.clock.allowance(pending.size, pending.first)
+        pending.sent_at = self.now()
+        pending.deadline = pending.sent_at + allowance
+        try:
+            live.channel.send_call(pending.seq, call, pending.deadline)
+        except FrameTimeout:
+            pending.send_error = "timeout"  # the worker does not read its calls
+        except OSError:
+            pending.send_error = "died"  # the worker is gone: collect() says how
+
+    def _wait(self, live: _Live, pending: _Pending) -> bool:
+        """Wait for the answer's first byte until the deadline; heartbeat on long waits."""
+        poller = select.poll()
+        poller.register(live.channel.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        next_beat = pending.sent_at + HEARTBEAT_EVERY_S
+        while True:
+            interrupts.check()  # a Ctrl-C swallowed meanwhile (in a finalizer) stops here
+            now = self.now()
+            if now >= pending.deadline:
+                return False
+            until = min(pending.deadline, next_beat)
+            if poller.poll(max(0, math.ceil((until - now) * 1000))):
+                return True
+            now = self.now()
+            if next_beat <= now < pending.deadline:
+                if self.heartbeat is not None:
+                    elapsed, allowed = now - pending.sent_at, pending.deadline - pending.sent_at
+                    self.heartbeat(f"aclcheck: {pending.call.case.id}: still running after "
+                                   f"{elapsed:.0f} s (declared hung after {allowed:.0f} s)")
+                next_beat += HEARTBEAT_EVERY_S
+
+    def _answer(self, live: _Live, pending: _Pending) -> Outcome:
+        """Read and check the answer to the pending call (ProtocolError, FrameTimeout,
+        EOFError, OSError otherwise)."""
+        head = live.channel.read_head(pending.deadline)
+        if head.seq != pending.seq:
+            raise ProtocolError("an answer to another call")
+        if head.kind == wire.INTERRUPTED:
+            raise KeyboardInterrupt
+        if head.kind == wire.UNSUPPORTED:
+            if not self.check_supports or head.data_len:
+                raise ProtocolError("a case declined by an adapter that cannot decline")
+            return Outcome(skipped=wire.text_field(head.meta, "reason"))
+        if head.kind != wire.OUTCOME:
+            raise ProtocolError(f"a frame of kind {head.kind} where an answer was due")
+        answer = wire.decode_outcome(head, pending.call.case, self.now() - pending.sent_at)
+        if answer.array is not None and answer.array.nbytes:
+            live.channel.read_into(memoryview(answer.array.reshape(-1).view("u1")),
+                                   pending.deadline)
+        live.answered += 1
+        self.clock.record(pending.size, answer.seconds, pending.first)
+        log = live.new_log()
+        return replace(answer.outcome, log=log) if log else answer.outcome
+
+    def collect(self) -> Outcome:
+        """The answer to the submitted call; a crash, a hang (counted from the submission)
+        or a broken answer becomes Outcome(crashed=...), and the next call gets a fresh
+        worker."""
+        live, pending = self._live, self._pending
+        assert pending is not None, "collect() without submit()"
+        self._pending = None
+        if pending.failed is not None:
+            return pending.failed
+        assert live is not None
+        died, partial, broken = pending.send_error == "died", False, ""
+        if pending.send_error is None:
+            try:
+                if self._wait(live, pending):
+                    return self._answer(live, pending)
+            except FrameTimeout as exc:
+                partial = exc.partial
+            except (EOFError, OSError):
+                died = True  # the worker died mid-call
+            except ProtocolError as exc:
+                broken = str(exc)
+        elapsed = self.now() - pending.sent_at
+        log = live.new_log()
+        code = self._drop(live)
+        self.restarts += 1
+        if broken:
+            reason = f"the worker broke the protocol: {broken} (worker killed)"
+        elif died:
+            reason = f"worker {describe_exit(code)}"
+        elif pending.send_error == "timeout":
+            reason = (f"timeout: the worker did not take the call within {elapsed:.1f} s, "
+                      f"allowed by {pending.why} (worker killed)")
+        elif partial:
+            reason = (f"timeout: only part of an answer after {elapsed:.1f} s, allowed by "
+                      f"{pending.why} (worker killed)")
+        else:
+            reason = (f"timeout: no answer after {elapsed:.1f} s, allowed by {pending.why} "
+                      "(worker killed; hung?)")
+        return Outcome(crashed=reason, time_s=elapsed, log=log)
+
+    def run(self, call: CallInputs) -> Outcome:
+        """One call, start to finish."""
+        self.submit(call)
+        return self.collect()
+
+    def recycle(self) -> None:
+        """Replace the worker: after it accepted an invalid call its memory may be
+        corrupted (out-of-bounds reads and writes), which must not blame the next case."""
+        if self._live is not None:
+            self._drop(self._live)
+            self.restarts += 1
+
+    def close(self) -> None:
+        """Stop the worker (and anything it started) and the runner's own zygote."""
+        live = self._live
+        try:
+            if live is not None:
+                with contextlib.suppress(OSError, FrameTimeout):
+                    live.channel.send(wire.STOP, deadline=self.now() + 0.5)
+                    # EOF once it has exited; a worker still on a call (Ctrl-C) is killed
+                    poller = select.poll()
+                    poller.register(live.channel.fileno(), select.POLLIN | select.POLLHUP)
+                    poller.poll(100 if self._pending else 2000)
+                self._drop(live)
+        finally:
+            if self._own is not None:
+                self._own.close()
+                self._own = None

@@ -1,0 +1,86 @@
+"""The runner's fan-out: each case runs on a concurrent.futures-style executor (a local
+process pool, a Dask client's executor), verdicts come back in case order, identical to
+a serial run. Only this process reads the golden file; workers get plain data.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from aclcheck import interrupts
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.call import Capabilities
+from aclcheck.impls.base import Implementation
+from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.running.remote import RemoteImpl
+from aclcheck.running.runner import (
+    CaseRunner,
+    CaseSource,
+    ProgressFn,
+    RunOptions,
+    run_case,
+)
+from aclcheck.running.wire import AdapterInfo
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One case shipped to an executor worker: plain, picklable data (no file handles).
+    `info`: the adapter's capabilities when its calls are isolated, so the executor
+    worker never imports it either (None: it runs there, in-process)."""
+
+    spec: str
+    loaded: CaseData
+    opts: RunOptions
+    info: AdapterInfo | None = None
+
+
+_WORKER_CACHE: dict[tuple[str, str], tuple[Implementation, CaseRunner]] = {}
+
+
+def run_work_item(item: WorkItem) -> CaseVerdict:
+    """Pool-side: build (once per process) the adapter from its spec and run one case."""
+    from aclcheck.impls.registry import create
+
+    key = (item.spec, repr(item.opts))  # options may hold unhashable overrides
+    if key not in _WORKER_CACHE:
+        impl = RemoteImpl(item.spec, item.info) if item.info is not None else create(item.spec)
+        _WORKER_CACHE[key] = (impl, CaseRunner(impl, item.opts))
+    impl, runner = _WORKER_CACHE[key]
+    return run_case(runner, item.loaded, Capabilities.of(impl))
+
+
+class SubmitExecutor(Protocol):
+    def submit(self, fn: Callable[..., object], /, *args: object) -> object: ...
+
+
+def iter_verdicts_parallel(impl: Implementation, cases: Iterable[Case], source: CaseSource,
+                           opts: RunOptions, pool: SubmitExecutor, *, window: int = 8,
+                           progress: ProgressFn | None = None) -> Iterator[CaseVerdict]:
+    """Like iter_verdicts, but each case runs on `pool` (ProcessPoolCaseRunner, a Dask
+    client's executor, ...). Only this process reads the source; at most `window` cases
+    are in flight, and verdicts come back in case order, identical to a serial run."""
+    if not impl.spec:
+        raise ValueError(f"{impl.name} cannot be rebuilt in another process; run it serially")
+    pending: deque = deque()
+    it = iter(cases)
+    exhausted = False
+    while True:
+        while not exhausted and len(pending) < window:
+            case = next(it, None)
+            if case is None:
+                exhausted = True
+                break
+            info = impl.info if isinstance(impl, RemoteImpl) else None
+            item = WorkItem(impl.spec, source.load(case), opts, info)
+            pending.append(pool.submit(run_work_item, item))
+        if not pending:
+            return
+        interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
+        verdict = pending.popleft().result()  # type: ignore[attr-defined]
+        if progress is not None:
+            progress(verdict)
+        yield verdict

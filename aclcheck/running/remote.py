@@ -1,0 +1,198 @@
+"""Where a command's adapter lives, and the adapter as this process sees it when its
+calls are isolated: plain data reported by the process that built it, never the adapter
+object or its module.
+
+`open_impl` decides, for `--impl SPEC` and `--[no-]isolate`:
+
+  * isolated calls (the default for fork-safe adapters): the adapter is built only in
+    the zygote and the workers; this process gets a `RemoteImpl` (name, dtypes,
+    products, status codes... as checked `AdapterInfo`) and never imports the module;
+  * calls in this process (`--no-isolate`, device adapters by default): the adapter is
+    built here. User code (`module:function`, plugins) is imported first in a zygote,
+    where a module that exits, raises or blocks while imported is contained, and only
+    then here, guarded against exits too.
+
+Either way a module that cannot be loaded is a usage error with one line, never a run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+from aclcheck.cases.call import Outcome
+from aclcheck.errors import ImplementationUnavailable, UnknownImplementation, UsageError
+from aclcheck.impls.base import CallInputs, ExitAttempt, Implementation, exit_refused
+from aclcheck.impls.registry import create, spec_kind, static_fork_safe
+from aclcheck.running.integrity import compromised, exit_handlers
+from aclcheck.running.wire import AdapterInfo
+from aclcheck.running.zygote import PreloadError, Zygote
+
+
+class RemoteImpl(Implementation):
+    """An adapter that exists only in worker processes: its capabilities as data."""
+
+    def __init__(self, spec: str, info: AdapterInfo) -> None:
+        self.spec = spec
+        self.info = info
+        self.name = info.name
+        self.description = info.description
+        self.has_status_codes = info.has_status_codes
+        self.models_products = info.models_products
+        self.dtypes = info.dtypes
+        self.products = info.products
+        self.fork_safe = info.fork_safe
+
+    def run(self, call: CallInputs) -> Outcome:
+        raise RuntimeError(f"{self.name} runs in isolated workers only")
+
+
+def trusted(spec: str, info: AdapterInfo) -> AdapterInfo:
+    """What this process knows better than a worker: a module:function adapter is a
+    plain callable (named by its spec, no status codes, no products, never declines)."""
+    if spec_kind(spec) == "callable":
+        return replace(info, name=spec, has_status_codes=False, models_products=False,
+                       fork_safe=True, declines=False)
+    return info
+
+
+@dataclass
+class OpenedImpl:
+    """A command's adapter: `impl` (a RemoteImpl when `isolated`), and the zygote its
+    workers come from (the caller hands it to the runner, which closes it)."""
+
+    impl: Implementation
+    zygote: Zygote | None
+    isolated: bool
+
+    def close(self) -> None:
+        try:
+            self.impl.close()
+        finally:
+            if self.zygote is not None:
+                self.zygote.close()
+
+
+def load_error(spec: str, kind: str, text: str, allowance: float) -> Exception:
+    """The usage error for an adapter that could not be loaded (one line)."""
+    if kind == "UnknownImplementation":
+        return UnknownImplementation(text)
+    if kind == "ImplementationUnavailable":
+        return ImplementationUnavailable(text, spec)
+    if kind == "timeout":
+        return UsageError(f"--impl {spec}: loading it did not finish within "
+                          f"{allowance:g} s (does it block while imported?)")
+    if kind == "exit":
+        return UsageError(f"--impl {spec}: the process loading it {text} (a module must "
+                          "not end the process while imported)")
+    if kind in ("SystemExit", "ExitAttempt"):
+        return UsageError(f"--impl {spec}: it tried to end the process while imported: "
+                          f"{text}")
+    return UsageError(f"--impl {spec}: cannot be loaded: {kind}: {text}")
+
+
+def build_here(spec: str) -> Implementation:
+    """The adapter, built in this process; a module that exits or raises while imported
+    is a usage error (Unknown/Unavailable pass through for the caller to word). User code
+    that registers exit handlers while imported marks the process compromised
+    (aclcheck.running.integrity)."""
+    handlers = exit_handlers()
+    try:
+        with exit_refused():
+            impl = create(spec)
+        if (exit_handlers() or 0) > (handlers or 0) and spec_kind(spec) != "builtin":
+            compromised.append("exit handlers registered while the adapter was imported")
+        return impl
+    except (UnknownImplementation, ImplementationUnavailable):
+        raise
+    except (SystemExit, ExitAttempt) as exc:
+        what = exc.args[0] if isinstance(exc, ExitAttempt) else f"sys.exit({exc.code!r})"
+        raise load_error(spec, "SystemExit", str(what), 0) from None
+    except Exception as exc:  # noqa: BLE001 - user code: one line, not a traceback
+        raise load_error(spec, type(exc).__name__, " ".join(str(exc).split()), 0) from None
+
+
+def _probe(zygote: Zygote, spec: str, allowance: float) -> AdapterInfo:
+    """The zygote's report on the adapter it built; on failure it is closed and the
+    failure raised as load_error."""
+    try:
+        value = zygote.ready(allowance)
+        return trusted(spec, AdapterInfo.from_json(value))
+    except PreloadError as exc:
+        zygote.close()
+        raise load_error(spec, exc.kind, exc.text, allowance) from None
+    except ValueError as exc:
+        zygote.close()
+        raise load_error(spec, "protocol", f"its worker reported {exc}", allowance) from None
+
+
+def _probe_worker(zygote: Zygote, spec: str, allowance: float) -> AdapterInfo:
+    """What a first worker of an exec-mode zygote says of the adapter it built."""
+    from aclcheck.running.isolation import IsolatedRunner, WorkerStartError
+
+    probe = IsolatedRunner(spec, timeout=allowance, zygote=zygote, start_allowance=allowance)
+    try:
+        info, _ = probe.describe()
+        return trusted(spec, info)
+    except WorkerStartError as exc:
+        zygote.close()
+        raise load_error(spec, exc.kind, exc.text, allowance) from None
+    finally:
+        probe.close()
+
+
+def _zygote(start: object) -> Zygote:
+    if start is None:
+        raise UsageError("isolated calls need fork(), which this platform lacks: "
+                         "use --no-isolate")
+    return start  # type: ignore[return-value]
+
+
+def open_impl(spec: str, isolate: bool | None, allowance: float | None = None) -> OpenedImpl:
+    """The adapter for `--impl spec` (see the module docstring). `allowance`: seconds
+    its loading may take (default aclcheck.running.isolation.START_ALLOWANCE_S)."""
+    from aclcheck.running import isolation
+
+    allowance = isolation.START_ALLOWANCE_S if allowance is None else allowance
+    kind = spec_kind(spec)
+    fork_safe = static_fork_safe(spec)
+    if isolate is None and not hasattr(os, "fork"):  # no workers here: in-process, said so
+        isolate = False
+    if isolate is False or (isolate is None and fork_safe is False):
+        zygote = None
+        if kind != "builtin":  # user code: first where an exit or a hang is contained
+            zygote = isolation.start_zygote(spec)
+            if zygote is not None and not _probe(zygote, spec, allowance).fork_safe:
+                zygote.close()
+                zygote = None
+        try:
+            return OpenedImpl(build_here(spec), zygote, isolated=False)
+        except BaseException:
+            if zygote is not None:
+                zygote.close()
+            raise
+    if fork_safe is False:  # a device adapter, asked to run isolated: fresh interpreters
+        zygote = _zygote(isolation.start_exec_zygote())
+        return OpenedImpl(RemoteImpl(spec, _probe_worker(zygote, spec, allowance)), zygote,
+                          isolated=True)
+    zygote = _zygote(isolation.start_zygote(spec))
+    info = _probe(zygote, spec, allowance)
+    if info.fork_safe:
+        return OpenedImpl(RemoteImpl(spec, info), zygote, isolated=True)
+    zygote.close()  # a plugin that is not fork-safe
+    if isolate is None:  # runs in this process by default, as device adapters do
+        return OpenedImpl(build_here(spec), None, isolated=False)
+    return OpenedImpl(RemoteImpl(spec, info), _zygote(isolation.start_exec_zygote()),
+                      isolated=True)
+
+
+def describe(spec: str, allowance: float | None = None) -> AdapterInfo:
+    """What `spec`'s adapter declares, learnt in a zygote (for listing plugins)."""
+    from aclcheck.running import isolation
+
+    allowance = isolation.START_ALLOWANCE_S if allowance is None else allowance
+    zygote = _zygote(isolation.start_zygote(spec))
+    try:
+        return _probe(zygote, spec, allowance)
+    finally:
+        zygote.close()

@@ -1,0 +1,398 @@
+"""Run cases through an adapter (in-process or isolated) and collect verdicts.
+
+Only the caller touches files: a `CaseSource` hands over plain arrays per case, and the
+runner returns plain verdicts. Determinism (`repeat`) and which calls run isolated live
+here; the worker processes themselves in aclcheck.running.isolation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from aclcheck import interrupts
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.acl import SUCCESS
+from aclcheck.cases.call import Capabilities, Outcome
+from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
+from aclcheck.errors import UsageError
+from aclcheck.impls.base import CallInputs, Implementation, guarded_run
+from aclcheck.judging.default_standard import accumulation
+from aclcheck.judging.expressible import not_expressible
+from aclcheck.judging.judge import JudgeOptions, judge, skipped
+from aclcheck.judging.model import CaseModel
+from aclcheck.judging.reproduce import CaseEvidence
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.ops import operator_of
+from aclcheck.options import TIMEOUT_S
+from aclcheck.running import recall
+from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
+from aclcheck.running.integrity import IntegrityGuard
+from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
+from aclcheck.running.remote import RemoteImpl
+from aclcheck.running.zygote import Zygote
+
+
+class CaseSource(Protocol):
+    """Anything that yields a case's data (a golden file, or cases made in memory)."""
+
+    def load(self, case: Case) -> CaseData: ...
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    judge: JudgeOptions = field(default_factory=JudgeOptions)
+    #: run every call in a worker process; None: yes for fork-safe adapters (a forked
+    #: worker costs nothing), no for the others (False: in-process, for debuggers)
+    isolate: bool | None = None
+    #: hard cap on one call's seconds in a worker (hang detection adapts below it)
+    timeout: float = TIMEOUT_S
+    #: address-space cap of the isolated worker in bytes (None: no cap)
+    memory_limit: int | None = None
+    repeat: int = 1
+    deterministic: bool = False
+    #: run calls the contract rejects in the isolated worker even without `isolate`:
+    #: an implementation that accepts them may read out of bounds and take the run down
+    isolate_invalid: bool = True
+    #: hang allowance floor in seconds (see aclcheck.running.hangs)
+    hang_floor: float = HANG_FLOOR_S
+    #: call each valid case again right after its twin and judge both answers
+    #: (aclcheck.running.recall: the stale-state check)
+    recall: bool = True
+
+
+def isolates(impl: Implementation, opts: RunOptions) -> bool:
+    """Whether every call runs in a worker: always for an adapter that exists only
+    there (RemoteImpl), else as asked, else where the adapter is fork-safe."""
+    if isinstance(impl, RemoteImpl):
+        return True
+    if not impl.spec:  # cannot be rebuilt elsewhere (stored results, library objects)
+        return False
+    if opts.isolate is not None:
+        return opts.isolate
+    return impl.fork_safe
+
+
+class CaseRunner:
+    """Makes an adapter's calls, in-process or in an isolated worker as the options say.
+
+    Workers come from `zygote` (aclcheck.running.remote.open_impl starts it; the runner
+    closes it), or, for a fork-safe adapter built here, from a zygote started with the
+    first isolated call: no call pays a fresh interpreter. In-process calls are followed
+    by an integrity check of this process (aclcheck.running.integrity).
+    Owns processes: use it as a context manager or call close().
+    """
+
+    def __init__(self, impl: Implementation, opts: RunOptions,
+                 heartbeat: Heartbeat | None = None, zygote: Zygote | None = None) -> None:
+        self.impl = impl
+        self.opts = opts
+        self.isolate = isolates(impl, opts)
+        if opts.memory_limit and not self.isolate:
+            fix = "add --isolate" if opts.isolate is None else "drop --no-isolate"
+            raise UsageError(f"--memory-limit caps the isolated worker: it needs isolation "
+                             f"({impl.name} runs in-process here; {fix})")
+        self.heartbeat = heartbeat
+        self._isolated: IsolatedRunner | None = None
+        #: the zygote workers come from; a forking one only for a fork-safe adapter
+        self._zygote = zygote
+        if zygote is not None and zygote.preloads and not impl.fork_safe:
+            zygote.close()
+            self._zygote = None
+        self._note: str | None = None
+        if opts.deterministic and not isinstance(impl, RemoteImpl):
+            try:
+                self._note = impl.set_deterministic(True)
+            except Exception as exc:  # noqa: BLE001 - reported per case, not a crash
+                self._note = f"cannot switch deterministic mode: {exc}"
+        #: in-process calls: what they must leave alone, taken before the first
+        self._guard = IntegrityGuard() if not self.isolate else None
+
+    @property
+    def deterministic_note(self) -> str | None:
+        """Why deterministic mode is not what was asked (the worker's word when isolated)."""
+        if isinstance(self.impl, RemoteImpl):
+            return self._isolated.note if self._isolated is not None else None
+        return self._note
+
+    def __enter__(self) -> CaseRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _needs_isolation(self, case: Case) -> bool:
+        if self.isolate:
+            return True
+        return (self.opts.isolate_invalid and not self.impl.has_status_codes
+                and case.expected_status != SUCCESS and bool(self.impl.spec))
+
+    def isolated(self) -> IsolatedRunner:
+        if self._isolated is None:
+            if self.impl.fork_safe and self._zygote is None:
+                self._zygote = start_zygote(self.impl.spec)
+            declines = isinstance(self.impl, RemoteImpl) and self.impl.info.declines
+            self._isolated = IsolatedRunner(
+                self.impl.spec, self.opts.timeout, self.opts.deterministic or None,
+                self.opts.memory_limit, zygote=self._zygote, heartbeat=self.heartbeat,
+                clock=CallClock(cap=self.opts.timeout, floor=self.opts.hang_floor),
+                check_supports=declines)
+        return self._isolated
+
+    def after_isolated(self, call: CallInputs, outcome: Outcome) -> None:
+        """A worker that accepted an invalid call may have corrupted its memory (out-of-
+        bounds reads and writes): replace it before it can blame the next case (a fork
+        from the zygote: milliseconds)."""
+        if call.case.expected_status != SUCCESS and outcome.output is not None:
+            self.isolated().recycle()
+
+    def fresh_worker(self, case: Case) -> None:
+        """Before the stale-state check's calls: a fresh worker where one is a fork away
+        (an isolated, fork-safe adapter; not a device adapter's fresh interpreter), so
+        that what the case's first call left behind cannot mask what its twin leaves (a
+        plan cached per shape, say)."""
+        if self._needs_isolation(case) and self.impl.fork_safe:
+            self.isolated().recycle()
+
+    @property
+    def pipelined(self) -> bool:
+        """Every call goes to the worker, one at a time: the parent can read and judge
+        neighbouring cases while the worker computes."""
+        return self.isolate and self.opts.repeat == 1
+
+    def call(self, call: CallInputs) -> Outcome:
+        if self._needs_isolation(call.case):
+            outcome = self.isolated().run(call)
+            self.after_isolated(call, outcome)
+            return outcome
+        outcome = guarded_run(self.impl, call)
+        changed = self._guard.check() if self._guard is not None else ()
+        if changed:
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more"
+                                              if len(changed) > 5 else "")
+            return Outcome(crashed=f"the implementation changed aclcheck's own process: "
+                                   f"{shown} (put back; run it isolated)",
+                           time_s=outcome.time_s)
+        return outcome
+
+    def close(self) -> None:
+        try:
+            if self._isolated is not None:
+                self._isolated.close()
+                self._isolated = None
+        finally:
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
+
+
+def _repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
+    """Max ULP distance between the first output and any repeat (0 = bitwise equal)."""
+    fmt = FLOAT_FORMATS.get(case.dtype)
+    first = outputs[0]
+    worst = 0
+    for other in outputs[1:]:
+        if fmt is None:
+            worst = max(worst, int(not np.array_equal(first, other, equal_nan=True)))
+            continue
+        dist = ulp_distance(first, other, fmt)
+        nan_diff = np.isnan(first.astype(np.float32)) != np.isnan(other.astype(np.float32))
+        if np.any(nan_diff):
+            worst = max(worst, 2**31)
+        if dist.size:
+            worst = max(worst, int(dist.max()))
+    return worst
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A case ready to run: its model (built once, by its operator), its data, the call."""
+
+    model: CaseModel
+    data: CaseData
+    call: CallInputs
+
+
+def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
+            ) -> Prepared | CaseVerdict:
+    """The call to make, or the SKIP verdict of a case the adapter cannot run."""
+    case = loaded.case
+    reason = runner.impl.supports(case)
+    if reason is not True:
+        return skipped(case, str(reason))
+    opts = runner.opts.judge
+    model = operator_of(case).model(case, accumulation(case.product, case.dtype,
+                                                       opts.accumulate, opts.overrides))
+    cannot = not_expressible(model, caps)
+    if cannot is not None:
+        return skipped(case, cannot)
+    return Prepared(model, loaded, CallInputs(case, loaded.inputs))
+
+
+def call_again(runner: CaseRunner, prepared: Prepared, first: Outcome) -> Outcome | None:
+    """The stale-state check's calls (aclcheck.running.recall): the case's twin, then the
+    case again, in one worker (a fresh one where that is cheap); the second outcome
+    (None: not checked)."""
+    if not runner.opts.recall or not recall.wanted(prepared.call, first):
+        return None
+    spatial = operator_of(prepared.call.case).spatial_rank
+    runner.fresh_worker(prepared.call.case)
+    runner.call(recall.twin(prepared.call, spatial))  # its answer is not the case's
+    return runner.call(prepared.call)
+
+
+def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
+             caps: Capabilities, again: Outcome | None = None) -> CaseVerdict:
+    """Judge what came back (and the second answer of the stale-state check, repeating
+    the call if asked), with notes (the caller adds the repro line:
+    aclcheck.running.config.VerifyConfig.repro)."""
+    opts = runner.opts
+    if outcome.unusable is not None:  # the same for every case: one usage error
+        raise UsageError(outcome.unusable)
+    verdict = judge(prepared.model, prepared.data, outcome, caps, opts.judge)
+    failing = outcome  # the answer whose numbers the verdict reports
+    if again is not None and not recall.same_answer(outcome.output, again.output):
+        first_passed = verdict.verdict is Verdict.PASS
+        verdict = recall.merged(verdict, judge(prepared.model, prepared.data, again, caps,
+                                               opts.judge))
+        if first_passed and verdict.verdict is not Verdict.PASS:
+            failing = again
+    verdict = _with_clues(verdict, prepared.data, failing)
+    if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
+        verdict = _judge_repeats(runner, prepared.call, outcome, verdict)
+    if runner.deterministic_note:
+        verdict = _with_note(verdict, runner.deterministic_note)
+    if outcome.log:  # the worker's output during this call (e.g. glibc's abort message)
+        verdict = _replace(verdict, detail="\n".join(filter(None, (
+            verdict.detail.rstrip("\n"), "worker output (stdout, stderr):", outcome.log))))
+    return verdict
+
+
+def _with_clues(verdict: CaseVerdict, data: CaseData, outcome: Outcome) -> CaseVerdict:
+    """A FAIL with its diagnosis evidence, from the operator's what-if models."""
+    hooks = operator_of(data.case).diagnosis
+    if verdict.verdict is not Verdict.FAIL or hooks is None \
+            or not isinstance(outcome.output, np.ndarray):
+        return verdict
+    try:
+        clues = hooks.evidence(data, outcome.output)
+    except (ValueError, IndexError, MemoryError, FloatingPointError):
+        clues = CaseEvidence(data.case.id, judged=False)  # the verdict stands
+    return _replace(verdict, clues=clues)
+
+
+def run_case(runner: CaseRunner, loaded: CaseData, caps: Capabilities) -> CaseVerdict:
+    """Run, repeat if asked, and judge one case."""
+    prepared = prepare(runner, loaded, caps)
+    if isinstance(prepared, CaseVerdict):
+        return prepared
+    outcome = runner.call(prepared.call)
+    return conclude(runner, prepared, outcome, caps, call_again(runner, prepared, outcome))
+
+
+def _judge_repeats(runner: CaseRunner, call: CallInputs, first: Outcome,
+                   verdict: CaseVerdict) -> CaseVerdict:
+    outputs = [first.output]
+    for _ in range(runner.opts.repeat - 1):
+        again = runner.call(call)
+        if again.crashed or not isinstance(again.output, np.ndarray) or (
+            again.output.shape != first.output.shape  # type: ignore[union-attr]
+        ):
+            what = again.crashed or again.raised or "no output"
+            return _replace(verdict, verdict=Verdict.ERROR,
+                            message=f"a repeat failed where the first run did not: {what}")
+        outputs.append(again.output)
+    worst = _repeat_variation(call.case, outputs)  # type: ignore[arg-type]
+    metrics = dict(verdict.metrics, repeat_max_ulp=worst)
+    verdict = _replace(verdict, metrics=metrics)
+    if worst == 0:
+        return _with_note(verdict, f"deterministic over {runner.opts.repeat} runs")
+    note = f"run-to-run variation over {runner.opts.repeat} runs: max {worst} ULP"
+    refused = runner.deterministic_note or first.deterministic_refused
+    if runner.opts.deterministic and not refused:
+        return _replace(verdict, verdict=Verdict.NONDETERMINISTIC,
+                        message=f"outputs differ between repeats with determinism on "
+                                f"(max {worst} ULP)", notes=verdict.notes + (note,))
+    return _with_note(verdict, note)
+
+
+def _replace(v: CaseVerdict, **changes: object) -> CaseVerdict:
+    from dataclasses import replace
+
+    return replace(v, **changes)  # type: ignore[arg-type]
+
+
+def _with_note(v: CaseVerdict, note: str) -> CaseVerdict:
+    return _replace(v, notes=v.notes + (note,))
+
+
+ProgressFn = Callable[[CaseVerdict], None]
+
+
+def run_cases(impl: Implementation, cases: Sequence[Case], source: CaseSource,
+              opts: RunOptions, progress: ProgressFn | None = None) -> list[CaseVerdict]:
+    """Every case through the adapter, in order; one verdict each."""
+    return list(iter_verdicts(impl, cases, source, opts, progress))
+
+
+def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSource,
+                  opts: RunOptions, progress: ProgressFn | None = None, *,
+                  runner: CaseRunner | None = None, heartbeat: Heartbeat | None = None,
+                  zygote: Zygote | None = None) -> Iterator[CaseVerdict]:
+    """Verdicts in case order. `runner`: one the caller made (and closes); `heartbeat`
+    gets a line now and then while one call runs long (CI logs); `zygote`: a prestarted
+    one for the runner made here."""
+    caps = Capabilities.of(impl)
+    owned = runner is None
+    runner = runner if runner is not None else CaseRunner(impl, opts, heartbeat, zygote)
+    try:
+        stream = (_pipelined(runner, cases, source, caps) if runner.pipelined else
+                  (run_case(runner, source.load(case), caps) for case in cases))
+        for verdict in stream:
+            interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
+            if progress is not None:
+                progress(verdict)
+            yield verdict
+    finally:
+        if owned:
+            runner.close()
+
+
+def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
+               caps: Capabilities) -> Iterator[CaseVerdict]:
+    """Isolated run with one call in flight: the parent loads the next case and judges
+    the previous one while the worker computes. Same verdicts, same order."""
+    worker = runner.isolated()
+    pending: Prepared | None = None
+
+    def collect() -> tuple[Outcome, Outcome | None]:
+        """The pending call's outcome, and its second one (the stale-state check's calls
+        run now, before the next case is submitted: one call in flight at a time)."""
+        assert pending is not None
+        outcome = worker.collect()
+        runner.after_isolated(pending.call, outcome)
+        return outcome, call_again(runner, pending, outcome)
+
+    for case in cases:
+        loaded = source.load(case)  # overlaps with the worker computing `pending`
+        prepared = prepare(runner, loaded, caps)
+        if isinstance(prepared, CaseVerdict):
+            if pending is not None:
+                outcome, again = collect()
+                yield conclude(runner, pending, outcome, caps, again)
+                pending = None
+            yield prepared
+            continue
+        if pending is None:
+            worker.submit(prepared.call)
+        else:
+            outcome, again = collect()
+            worker.submit(prepared.call)  # the worker starts on this one...
+            yield conclude(runner, pending, outcome, caps, again)  # ...while we judge
+        pending = prepared
+    if pending is not None:
+        outcome, again = collect()
+        yield conclude(runner, pending, outcome, caps, again)

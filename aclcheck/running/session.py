@@ -1,0 +1,266 @@
+"""One `aclcheck verify` run as a library call: open the golden file and the adapter,
+select and run the cases (serially or fanned out), apply the known failures and the
+baseline, decide the gate and write the reports. What is shown on a console (progress,
+the report, the gate's lines) is the caller's: the CLI renders a `VerifyRun`.
+
+Everything the run reads besides the golden file is read before any kernel code runs;
+the report paths and their mode are fixed then too (an in-process kernel that changes
+the working directory or the umask moves or locks nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from aclcheck.cases import Case, CaseData
+from aclcheck.errors import UsageError
+from aclcheck.executors import open_executor
+from aclcheck.impls.aclnn_options import configure_environment
+from aclcheck.impls.base import Implementation
+from aclcheck.judging import xfail
+from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
+from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
+from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.ops import operator_of
+from aclcheck.report import json_report, junit
+from aclcheck.report.diff import Diff, run_mismatch
+from aclcheck.report.diff import diff as baseline_diff
+from aclcheck.report.files import file_mode, write_all
+from aclcheck.running.config import VerifyConfig
+from aclcheck.running.isolation import Heartbeat
+from aclcheck.running.parallel import iter_verdicts_parallel
+from aclcheck.running.remote import OpenedImpl, open_impl
+from aclcheck.running.runner import ProgressFn, RunOptions, iter_verdicts
+from aclcheck.running.zygote import Zygote
+from aclcheck.store import GoldenFile, open_golden
+from aclcheck.store.file_guard import Snapshot
+from aclcheck.suite import sharding
+from aclcheck.suite.filters import select
+
+#: say(text): a line for the user while the run goes on (a warning, an interruption)
+Say = Callable[[str], None]
+#: progress(total): the per-verdict progress callback, as a context manager the run opens
+#: once it knows how many cases it runs
+Progress = Callable[[int], Any]
+
+
+class GoldenSource:
+    """Loads cases from an open golden file (only the parent process reads HDF5)."""
+
+    def __init__(self, gf: GoldenFile) -> None:
+        self.gf = gf
+
+    def load(self, case: Case) -> CaseData:
+        return self.gf.data(case.id)
+
+
+def open_adapter(impl: str, results: str | None, isolate: bool | None) -> OpenedImpl:
+    """The adapter for --impl / --results (where it lives: running.remote.open_impl)."""
+    if results is not None:
+        from aclcheck.impls.results_impl import ResultsImpl
+
+        return OpenedImpl(ResultsImpl(results), None, isolated=False)
+    return open_impl(impl, isolate)
+
+
+@dataclass
+class RunState:
+    """What a run has done so far (kept when it is interrupted): verdicts in order, the
+    size of the selection (before --shard) and the cases this run was to judge."""
+
+    verdicts: list[CaseVerdict] = field(default_factory=list)
+    selected: int = 0
+    planned: int = 0
+    cases: list[Case] = field(default_factory=list)  # the records judged (the diagnosis)
+
+
+@dataclass(frozen=True)
+class ReportTargets:
+    """Where the reports go and with which mode, fixed before the first call."""
+
+    paths: dict[str, str]
+    mode: int
+
+    @classmethod
+    def now(cls, config: VerifyConfig) -> ReportTargets:
+        return cls({flag: os.path.abspath(p) for flag, p in config.outputs.items()},
+                   file_mode())
+
+
+@dataclass(frozen=True)
+class VerifyRun:
+    """What a verify run did: the verdicts (known failures applied), the gate, the
+    changes against a baseline, reports that could not be written (by flag, why)."""
+
+    config: VerifyConfig
+    implementation: str
+    isolation: str  # "workers", "in-process" or "stored results"
+    verdicts: list[CaseVerdict]
+    gate: Gate
+    changes: Diff | None
+    lost: dict[str, str]
+    interrupted: bool
+    diagnosis: RunDiagnosis | None = None  # what the failures say (magnitude, signature)
+
+
+def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOptions,
+                  state: RunState, progress: Progress, heartbeat: Heartbeat | None = None,
+                  zygote: Zygote | None = None) -> None:
+    """Select cases from the golden file, run them (serially or fanned out), in order,
+    appending each verdict (with its repro line) to `state` as it comes, so an
+    interruption keeps them. The runner owns `zygote` from here."""
+    shard = sharding.parse_shard(config.shard) if config.shard else None
+    done = state.verdicts
+    with open_golden(config.golden) as gf:
+        positions = {e.id: i for i, e in enumerate(gf.index)}
+        rows = select(gf.index, **config.selection())
+        state.selected = len(rows)
+        if shard is not None:
+            keep = sharding.select([(r.id, r.nbytes) for r in rows], *shard)
+            rows = [r for r in rows if r.id in keep]
+        if not rows:
+            raise UsageError(f"{config.golden}: no case matches the selection"
+                             + (f" (shard {config.shard} is empty)" if state.selected else ""))
+        state.planned = len(rows)
+        cases = [gf.case(r.id) for r in rows]
+        state.cases = cases
+        source = GoldenSource(gf)
+        with progress(len(cases)) as step, open_executor(config.jobs, config.executor) as pool:
+            if pool is None:
+                stream = iter_verdicts(adapter, cases, source, opts, step,
+                                       heartbeat=heartbeat, zygote=zygote)
+            else:
+                if not adapter.spec:
+                    raise UsageError(f"{adapter.name} cannot run in worker processes; "
+                                     "drop --jobs / --executor")
+                stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
+                                                window=max(2 * config.jobs, 8), progress=step)
+            for v in stream:
+                done.append(replace(v, index=positions[v.case_id],
+                                    repro=config.repro(v.case_id)))
+
+
+def run_verify(config: VerifyConfig, progress: Progress, say: Say,
+               heartbeat: Heartbeat | None = None) -> VerifyRun:
+    """Run, gate and write the reports of one verify run (config.check() first)."""
+    restore = configure_environment(  # the aclnn options, inherited by workers
+        config.aclnn_lib_dirs, config.aclnn_device,
+        config.products if config.impl == "aclnn" else ())
+    try:
+        return _run(config, progress, say, heartbeat)
+    finally:
+        restore()
+
+
+def isolation_mode(config: VerifyConfig, opened: OpenedImpl) -> str:
+    """How the calls ran, as the reports record it."""
+    if config.results is not None:
+        return "stored results"
+    return "workers" if opened.isolated else "in-process"
+
+
+def _run(config: VerifyConfig, progress: Progress, say: Say,
+         heartbeat: Heartbeat | None) -> VerifyRun:
+    inputs, _ = config.file_roles()
+    read_during_run = Snapshot([r for r in inputs if r.flag == "GOLDEN"])
+    targets = ReportTargets.now(config)
+    opts = config.run_options()  # every input but the golden file is read now,
+    xfails = xfail.load(config.xfail) if config.xfail else None  # before any kernel code
+    baseline = json_report.read(config.baseline) if config.baseline else None
+    here = {"golden": str(config.golden)}
+    if baseline is not None and (mismatch := run_mismatch(baseline[0], here, "golden")):
+        raise UsageError(f"--baseline {config.baseline} is a report of another golden file "
+                         f"({mismatch}); compare such runs with `aclcheck diff --force`")
+    opened = open_adapter(config.impl, config.results, config.isolate)
+    adapter = opened.impl
+    if baseline is not None and (mismatch := run_mismatch(
+            baseline[0], {"implementation": adapter.name}, "implementation")):
+        say(f"aclcheck: warning: --baseline is a report of another run ({mismatch})")
+    state = RunState()
+    interrupted = False
+    try:
+        run_selection(config, adapter, opts, state, progress, heartbeat, opened.zygote)
+    except KeyboardInterrupt:
+        # keep what was judged: report it (marked) and exit 130
+        interrupted = True
+        say(f"aclcheck: interrupted after {len(state.verdicts)} cases; reporting those")
+    finally:
+        opened.close()
+    verdicts = state.verdicts
+    if xfails is not None:
+        verdicts = xfail.apply(verdicts, xfails, adapter.name)
+    problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
+                for r in read_during_run.changed()]
+    changes = baseline_diff(baseline[1], verdicts) if baseline is not None else None
+    failing = None
+    if changes is not None:  # against a baseline only what got worse gates
+        failing = [now for _, now in changes.new_failures
+                   if now.failing or config.strict_xfail]
+    gate = decide(verdicts, strict_xfail=config.strict_xfail, failing=failing,
+                  catch_all_entries=catch_all(xfails.entries, verdicts, adapter.name)
+                  if xfails is not None else (), problems=problems)
+    mode = isolation_mode(config, opened)
+    diagnosis = run_diagnosis(verdicts, state.cases)
+    lost = write_reports(config, targets, adapter.name, state, verdicts, interrupted, mode,
+                         diagnosis)
+    return VerifyRun(config, adapter.name, mode, verdicts, gate, changes, lost, interrupted,
+                     diagnosis)
+
+
+def run_diagnosis(verdicts: Sequence[CaseVerdict], cases: Iterable[Case]) -> RunDiagnosis:
+    """The diagnosis of a run from its verdicts and the case records they judged (each
+    case grouped by its operator's signature facts)."""
+    by_id = {c.id: c for c in cases}
+    facts = []
+    for v in verdicts:
+        case = by_id.get(v.case_id)
+        hooks = operator_of(case).diagnosis if case is not None else None
+        if hooks is not None:
+            facts.append(hooks.facts(case, v.verdict.value))
+    return diagnose(verdicts, facts)
+
+
+def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,
+                  state: RunState, verdicts: list[CaseVerdict], interrupted: bool,
+                  isolation: str, diagnosis: RunDiagnosis | None = None) -> dict[str, str]:
+    """Write the JSON, JUnit and HTML reports, each on its own; why any was lost, by flag."""
+    extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]]),
+                             "interrupted": interrupted, "isolation": isolation,
+                             "selection": {k: list(v) if isinstance(v, tuple) else v
+                                           for k, v in config.selection().items()},
+                             "selected": state.selected, "planned": state.planned}
+    if config.shard:
+        extra["shard"] = config.shard
+    writers: dict[str, Callable[[], None]] = {}
+    paths = targets.paths
+    report = json_report.build(verdicts, implementation=implementation,
+                               standards=config.standard_names, golden=str(config.golden),
+                               extra=extra) if config.json_path or config.html_path else {}
+    if report and diagnosis is not None:
+        report["summary"].update(diagnosis.summary_json())
+        report["diagnosis"] = diagnosis.entries_json()
+    if config.json_path:
+        writers["--json"] = partial(json_report.write, paths["--json"], report,
+                                    mode=targets.mode)
+    if config.junit_path:
+        name = f"aclcheck {implementation} {Path(config.golden).name}"
+        writers["--junit"] = partial(junit.write, paths["--junit"], verdicts,
+                                     suite_name=name, properties={"isolation": isolation},
+                                     mode=targets.mode)
+    if config.html_path:
+        from aclcheck.report import html as html_report  # matplotlib: only when asked
+
+        writers["--html"] = partial(html_report.write, paths["--html"], report, verdicts,
+                                    mode=targets.mode)
+    return write_all(writers)
+
+
+__all__ = ["GoldenSource", "ProgressFn", "RunState", "VerifyRun", "open_adapter",
+           "run_selection", "run_verify", "write_reports"]

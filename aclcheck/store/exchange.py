@@ -1,0 +1,383 @@
+"""The .bin folder exchange: a golden suite as raw files a C/C++ harness can read without
+HDF5, and the harness's out.bin / status.txt files back into the results layout.
+
+    DIR/manifest.json                   what every file holds (docs/bin-exchange.md)
+    DIR/<case_id>/<input role>.bin      storage buffers as stored, little-endian (one
+                                        file per input role of the operator)
+    DIR/<case_id>/golden.bin            float64, C order, the output's shape
+    DIR/<case_id>/out.bin, status.txt   written by the harness, read by `import`
+
+Raw means: elements in storage order, little-endian, bfloat16 as its 16-bit pattern, bool
+as one byte 0/1. The functions here only read and write files; the CLI is cli/exchange.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aclcheck import __version__
+from aclcheck.cases import Case
+from aclcheck.cases.acl import ACL_FORMAT_ENUM, MAX_RANK, SUCCESS, status_name
+from aclcheck.cases.layouts import StridedTensor, contiguous_strides
+from aclcheck.configfile import read_document
+from aclcheck.dtypes import ACL_DTYPE_ENUM, decode_array, encode_array, storage_dtype
+from aclcheck.errors import InputFileError, OutputFileError, UsageError
+from aclcheck.report.files import atomic_write
+from aclcheck.store import GoldenFile, ResultRow
+from aclcheck.store.codec import is_safe_id
+from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.store.records import MAX_DIM
+
+MANIFEST = "manifest.json"
+FORMAT = "aclcheck-bin-exchange"
+SCHEMA_VERSION = 1
+OUT_FILE = "out.bin"
+STATUS_FILE = "status.txt"
+#: Largest status.txt read (a status line and a message).
+MAX_STATUS_BYTES = 1 << 20
+
+
+@dataclass
+class ExportStats:
+    cases: int = 0
+    files: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class ImportResult:
+    """Rows for the results file, and the cases the harness left no answer for."""
+
+    rows: list[ResultRow] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+# -- encoding ----------------------------------------------------------------------------
+
+
+def raw_bytes(values: np.ndarray) -> bytes:
+    """Elements in C order, little-endian (bfloat16 as uint16 bits, bool as uint8)."""
+    stored, _ = encode_array(np.ascontiguousarray(values))
+    return np.ascontiguousarray(stored).astype(stored.dtype.newbyteorder("<")).tobytes()
+
+
+def element_size(dtype: str) -> int:
+    return storage_dtype(dtype).itemsize
+
+
+def decode_raw(data: bytes, dtype: str, shape: Sequence[int]) -> np.ndarray:
+    """Inverse of `raw_bytes` for an array of `shape` (the byte count must match)."""
+    stored = np.frombuffer(data, dtype=storage_dtype(dtype).newbyteorder("<"))
+    native = stored.astype(storage_dtype(dtype)).reshape(tuple(shape))
+    return decode_array(native, dtype)
+
+
+def _tensor_spec(file: str, dtype: str, fmt: str, shape: Sequence[int],
+                 strides: Sequence[int], offset: int, storage_size: int) -> dict[str, Any]:
+    size = element_size(dtype)
+    return {
+        "file": file, "dtype": dtype, "acl_dtype": ACL_DTYPE_ENUM[dtype],
+        "element_size": size, "format": fmt, "acl_format": ACL_FORMAT_ENUM[fmt],
+        "shape": [int(d) for d in shape], "strides": [int(s) for s in strides],
+        "offset": int(offset), "storage_size": int(storage_size),
+        "bytes": int(storage_size) * size,
+    }
+
+
+def case_entry(case: Case, inputs: Mapping[str, StridedTensor | None],
+               has_golden: bool) -> dict[str, Any]:
+    """The manifest entry of one case (what a harness needs to make the call): one tensor
+    entry per role (input files `{role}.bin`, the output `out.bin`; None for a null
+    pointer) and the golden."""
+    exp = case.expectation
+    tensors: dict[str, Any] = {}
+    for name, t in inputs.items():
+        if t is None:
+            tensors[name] = None
+            continue
+        desc = case.tensor_desc(name)
+        tensors[name] = _tensor_spec(f"{name}.bin", desc.dtype, desc.format, t.shape,
+                                     t.strides, t.offset, t.storage.size)
+    out = case.output().name
+    if out in case.null:
+        tensors[out] = None
+    else:
+        desc = case.tensor_desc(out)
+        shape = tuple(desc.shape)
+        tensors[out] = _tensor_spec(OUT_FILE, desc.dtype, desc.format, shape,
+                                    contiguous_strides(shape), 0, math.prod(shape))
+    golden = None
+    if has_golden:
+        shape = case.expected_output()[1]
+        golden = {"file": "golden.bin", "dtype": "float64", "element_size": 8,
+                  "shape": list(shape), "bytes": 8 * math.prod(shape)}
+    return {
+        "id": case.id, "dir": case.id, "product": case.product, "family": case.family,
+        "dtype": case.dtype, "format": case.format, "layout": case.layout,
+        "distribution": case.distribution, "null": list(case.null),
+        "expected_status": exp.status, "expected_status_name": status_name(exp.status),
+        "expected_rule": exp.rule, "expected_reason": exp.reason,
+        "out_written": case.out_written, "tensors": tensors, "golden": golden,
+    }
+
+
+# -- export --------------------------------------------------------------------------------
+
+
+def prepare_dir(out_dir: Path, force: bool) -> None:
+    """Create the export folder; refuse an existing export unless `force`."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"{out_dir}: exists and is not a folder")
+    if not out_dir.exists():
+        if not out_dir.parent.is_dir():
+            raise UsageError(f"{out_dir}: parent folder {out_dir.parent} does not exist")
+        try:
+            out_dir.mkdir()
+        except OSError as exc:
+            raise OutputFileError(f"{out_dir}: cannot create: {exc.strerror or exc}") from None
+        return
+    if any(out_dir.iterdir()) and not force:
+        raise UsageError(f"{out_dir}: folder is not empty (use --force to overwrite)")
+
+
+def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
+                 force: bool = False) -> ExportStats:
+    """Write the selected cases of an open golden file as .bin files plus manifest.json.
+
+    The manifest is written last, so an interrupted export has none. With `force`, each
+    exported case's folder is replaced (stale out.bin / status.txt files go with it).
+    """
+    root = Path(out_dir)
+    ids = list(ids)
+    for case_id in ids:  # before anything is written: each id becomes a folder name
+        if not is_safe_id(case_id):
+            raise InputFileError.at(gf.path, f"case id {case_id!r} is not a plain name; "
+                                    "nothing exported")
+    check_apart([Role("GOLDEN", gf.path)],  # what the export writes or replaces
+                [Role("FOLDER", root / MANIFEST),
+                 *(Role("FOLDER", root / case_id, tree=True) for case_id in ids)])
+    prepare_dir(root, force)
+    stats = ExportStats()
+    entries = []
+    for case_id in ids:
+        case = gf.case(case_id)
+        data = gf.data(case_id)
+        golden = data.golden
+        entry = case_entry(case, data.inputs, golden is not None)
+        case_dir = _fresh_dir(_case_dir(root, entry["dir"]))
+        for name, tensor in data.inputs.items():
+            spec = entry["tensors"][name]
+            if spec is not None and tensor is not None:
+                stats.bytes += _write(case_dir / spec["file"], raw_bytes(tensor.storage))
+                stats.files += 1
+        if golden is not None:
+            stats.bytes += _write(case_dir / "golden.bin",
+                                  raw_bytes(np.asarray(golden, dtype=np.float64)))
+            stats.files += 1
+        entries.append(entry)
+        stats.cases += 1
+    manifest = {
+        "format": FORMAT, "schema_version": SCHEMA_VERSION, "tool_version": __version__,
+        "golden": str(gf.path), "suite": str(gf.meta.get("suite", "")),
+        "byte_order": "little", "result_files": {"out": OUT_FILE, "status": STATUS_FILE},
+        "enums": {"acl_dtype": ACL_DTYPE_ENUM, "acl_format": ACL_FORMAT_ENUM},
+        "case_count": len(entries), "cases": entries,
+    }
+    text = json.dumps(manifest, indent=1)
+    try:  # a manifest of an earlier export is replaced whole, never truncated
+        atomic_write(root / MANIFEST, lambda fh: fh.write(text))
+    except OSError as exc:
+        raise OutputFileError(f"{root / MANIFEST}: cannot write: "
+                              f"{exc.strerror or exc}") from None
+    stats.files += 1
+    return stats
+
+
+def _case_dir(root: Path, name: str) -> Path:
+    """root/name, refusing any name that is not one plain path component."""
+    if not is_safe_id(name) or Path(name).name != name:
+        raise InputFileError(f"case folder {name!r} is not a plain name")
+    return root / name
+
+
+def _fresh_dir(path: Path) -> Path:
+    """An empty folder at `path` (a link or file there is removed, not followed)."""
+    try:
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+        path.mkdir()
+    except OSError as exc:
+        raise OutputFileError(f"{path}: cannot replace: {exc.strerror or exc}") from None
+    return path
+
+
+def _write(path: Path, data: bytes) -> int:
+    try:
+        path.write_bytes(data)
+    except OSError as exc:  # a full disk, a read-only folder: one line, not a traceback
+        raise OutputFileError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    return len(data)
+
+
+# -- import --------------------------------------------------------------------------------
+
+
+def _bad(path: Path, what: str) -> InputFileError:
+    return InputFileError.at(path, f"{what}")
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any]:
+    """The validated manifest of an export folder (InputFileError naming the file)."""
+    path = Path(folder) / MANIFEST
+    if not Path(folder).is_dir():
+        raise InputFileError.at(folder, "not a folder")
+    if not path.exists():
+        raise _bad(path, "missing (is this an `aclcheck export` folder?)")
+    manifest = read_document(path, "exchange manifest", syntax="json", error=InputFileError)
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise _bad(path, f"not an aclcheck exchange manifest (format must be {FORMAT!r})")
+    version = manifest.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise _bad(path, f"schema_version {version!r} is not supported (max {SCHEMA_VERSION})")
+    cases = manifest.get("cases")
+    if not isinstance(cases, list):
+        raise _bad(path, "'cases' must be a list")
+    seen: set[str] = set()
+    for k, entry in enumerate(cases):
+        _check_entry(path, k, entry)
+        if entry["id"] in seen:
+            raise _bad(path, f"case {entry['id']!r} is listed twice")
+        seen.add(entry["id"])
+    return manifest
+
+
+def _check_entry(path: Path, k: int, entry: Any) -> None:
+    where = f"cases[{k}]"
+    if not isinstance(entry, dict):
+        raise _bad(path, f"{where} is not an object")
+    for key in ("id", "dir"):
+        value = entry.get(key)
+        if not is_safe_id(value):
+            raise _bad(path, f"{where}.{key} must be a plain name ([A-Za-z0-9_.-]), "
+                       f"got {value!r}")
+    tensors = entry.get("tensors")
+    if not isinstance(tensors, dict) or "out" not in tensors:
+        raise _bad(path, f"{where} ({entry['id']}): 'tensors.out' is missing")
+    out = tensors["out"]
+    if out is None:
+        return
+    if not isinstance(out, dict):
+        raise _bad(path, f"{where} ({entry['id']}): 'tensors.out' is not an object")
+    shape = out.get("shape")
+    if (not isinstance(shape, list) or len(shape) > MAX_RANK
+            or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM
+                       for d in shape)):
+        raise _bad(path, f"{where} ({entry['id']}): tensors.out.shape must be a list of "
+                   "non-negative integers")
+    try:
+        storage_dtype(str(out.get("dtype")))
+    except KeyError:
+        raise _bad(path, f"{where} ({entry['id']}): unknown out dtype "
+                   f"{out.get('dtype')!r}") from None
+    file = out.get("file", OUT_FILE)
+    if not is_safe_id(file):
+        raise _bad(path, f"{where} ({entry['id']}): tensors.out.file must be a plain name")
+
+
+def _regular(path: Path, max_bytes: int | None) -> int:
+    """Size of a harness file, refusing links (they could point anywhere), FIFOs and
+    devices, and files over `max_bytes`, before anything is read."""
+    if path.is_symlink() or not path.is_file():
+        raise _bad(path, "not a regular file (links, FIFOs and devices are not read)")
+    size = path.stat().st_size
+    if max_bytes is not None and size > max_bytes:
+        raise _bad(path, f"{size} bytes, over the {max_bytes}-byte limit")
+    return size
+
+
+def read_status(path: Path) -> tuple[int, str]:
+    """(status, message): the first line is the integer status, the rest a message."""
+    _regular(path, MAX_STATUS_BYTES)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise _bad(path, f"unreadable ({exc.strerror})") from None
+    first, _, rest = text.strip().partition("\n")
+    try:
+        status = int(first.strip())
+    except ValueError:
+        raise _bad(path, f"first line must be an integer status, got {first.strip()[:40]!r}"
+                   ) from None
+    if not -(2**31) <= status < 2**31:
+        raise _bad(path, f"status {status} does not fit a 32-bit aclnnStatus")
+    return status, rest.strip()
+
+
+def read_out(path: Path, spec: dict[str, Any]) -> np.ndarray:
+    """out.bin as an array of the manifest's out shape and dtype (size checked)."""
+    shape = tuple(spec["shape"])
+    dtype = str(spec["dtype"])
+    want = math.prod(shape) * element_size(dtype)
+    size = _regular(path, None)
+    if size != want:
+        raise _bad(path, f"{size} bytes, expected {want} ({dtype}, shape "
+                   f"{'x'.join(map(str, shape)) or 'scalar'}, contiguous)")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _bad(path, f"unreadable ({exc.strerror})") from None
+    if len(data) != want:
+        raise _bad(path, f"changed while read ({len(data)} bytes, expected {want})")
+    return decode_raw(data, dtype, shape)
+
+
+def import_inputs(folder: str | Path) -> list[Role]:
+    """What `import` reads (aclcheck.store.file_guard): the manifest and every case folder."""
+    root = Path(folder)
+    roles = [Role("FOLDER", root / MANIFEST)]
+    try:
+        manifest = read_manifest(root)
+    except InputFileError:
+        return roles  # import_folder says what is wrong with it
+    return roles + [Role("FOLDER", _case_dir(root, e["dir"]), tree=True)
+                    for e in manifest["cases"]]
+
+
+def import_folder(folder: str | Path) -> ImportResult:
+    """Every case's answer in an export folder the harness has filled.
+
+    status.txt absent -> status 0 when out.bin exists; out.bin is read only for status 0
+    (a rejected call leaves out alone); neither file -> the case is listed as missing.
+    """
+    root = Path(folder)
+    manifest = read_manifest(root)
+    result = ImportResult(meta={"golden": str(manifest.get("golden", "")),
+                                "suite": str(manifest.get("suite", ""))})
+    for entry in manifest["cases"]:
+        case_dir = _case_dir(root, entry["dir"])
+        if case_dir.is_symlink():
+            raise _bad(case_dir, "is a link; case folders must be real folders")
+        out_spec = entry["tensors"]["out"]
+        out_path = case_dir / (out_spec.get("file", OUT_FILE) if out_spec else OUT_FILE)
+        status_path = case_dir / STATUS_FILE
+        has_out, has_status = out_path.is_file(), status_path.is_file()
+        if not has_out and not has_status:
+            result.missing.append(entry["id"])
+            continue
+        status, message = read_status(status_path) if has_status else (0, "")
+        output = None
+        if status == SUCCESS and has_out and out_spec is not None:
+            output = read_out(out_path, out_spec)
+        result.rows.append(ResultRow(entry["id"], status, output, 0.0, message))
+    return result
