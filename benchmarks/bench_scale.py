@@ -230,7 +230,7 @@ def aclcheck_cmd(*args: str) -> list[str]:
 def case_list(path: Path, *, count: int | None = None,
               cases_file: Path | None = None) -> int:
     """The cases aclcheck generates, as the bare scripts read them (JSON)."""
-    from aclcheck.generate import plan_suite
+    from aclcheck.suite.generate import plan_suite
 
     plan = plan_suite(count=count, cases_file=cases_file)
     rows = [{"id": c.id, "dtype": c.dtype,
