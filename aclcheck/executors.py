@@ -118,7 +118,8 @@ def _dask_client(url: str, spec: ExecutorSpec) -> Iterator[DaskExecutor]:
         with interrupts.held_for_children():  # its processes never see Ctrl-C
             cluster = distributed.LocalCluster(
                 n_workers=spec.local_workers, threads_per_worker=1, processes=True,
-                host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+                host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                preload=[__name__])  # dask_setup below, in every worker
         try:
             client = distributed.Client(cluster)
             try:
@@ -140,6 +141,13 @@ def _dask_client(url: str, spec: ExecutorSpec) -> Iterator[DaskExecutor]:
         yield DaskExecutor(client)
     finally:
         client.close()
+
+
+def dask_setup(worker: Any) -> None:
+    """Run by each worker of a dask-local cluster as it starts (a Dask preload): it
+    ignores Ctrl-C, which reaches the whole process group from a terminal; this process
+    decides, and closes the cluster."""
+    interrupts.child_ignores()
 
 
 def slots(executor: Any) -> int:
