@@ -55,11 +55,14 @@ def judged_calls(tally: Tally) -> int:
 
 
 def _progress(err: Console, campaign: Campaign, stop: Stop | None) -> Progress:
+    """A status line on a terminal; in logs a line at each tenth of the batches."""
     def show(tally: Tally, result: BatchResult) -> None:
+        text = (f"campaign: {tally.calls}/{campaign.budget} calls, "
+                f"{sum(tally.seen.values())} failing, {len(tally.first)} distinct")
         if err.is_terminal:
-            err.print(f"\rcampaign: {tally.calls}/{campaign.budget} calls, "
-                      f"{sum(tally.seen.values())} failing, {len(tally.first)} distinct   ",
-                      end="", markup=False, highlight=False)
+            err.print(f"\r{text}   ", end="", markup=False, highlight=False)
+        elif campaign.batches >= 10 and len(tally.done) % (campaign.batches // 10) == 0:
+            err.print(text, markup=False, highlight=False)
         if stop is not None:
             stop(tally)
     return show

@@ -10,6 +10,7 @@ i from (seed, i), makes its inputs and the float64 reference itself, and runs th
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -64,16 +65,18 @@ def judge_calls(judge: Judge, campaign: Campaign, batch: int) -> BatchResult:
     return BatchResult(batch, dict(counts), tuple(failures), time.perf_counter() - start)
 
 
-#: one judge per (adapter, options) per worker process: its zygote and worker live as
-#: long as the process, so every batch after the first starts no process
-_JUDGES: dict[tuple[str, str], LiveJudge] = {}
+#: one judge per (adapter, options, thread) per worker process: its zygote and worker
+#: live as long as the process, so every batch after the first starts no process; a Dask
+#: worker with several threads runs batches at once, each thread with its own judge
+_JUDGES: dict[tuple[str, str, int], LiveJudge] = {}
 
 
 def _judge(task: BatchTask) -> LiveJudge:
     from aclcheck.impls.registry import create
     from aclcheck.running.remote import RemoteImpl
 
-    key = (task.campaign.impl, repr(task.opts))  # options may hold unhashable overrides
+    # options may hold unhashable overrides: their repr
+    key = (task.campaign.impl, repr(task.opts), threading.get_ident())
     if key not in _JUDGES:
         spec = task.campaign.impl
         impl = RemoteImpl(spec, task.info) if task.info is not None else create(spec)
