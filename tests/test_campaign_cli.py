@@ -194,3 +194,25 @@ def test_crashes_and_hangs_stay_per_case_on_dask_workers(
     assert judged == {c["id"]: c["verdict"] for c in json.loads(serial.read_text())["cases"]}
     verdicts = list(judged.values())
     assert verdicts.count("ERROR") >= 2 and verdicts.count("PASS") >= 1
+
+
+def test_a_batch_that_raises_stops_with_one_line_and_keeps_the_others(
+        cli_run: CliRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aclcheck.cli import hunt_campaign
+
+    real = hunt_campaign.judge_calls
+
+    def broken(judge, campaign, batch):  # type: ignore[no-untyped-def]
+        if batch == 2:
+            raise RuntimeError("the adapter is missing on this worker")
+        return real(judge, campaign, batch)
+
+    monkeypatch.setattr(hunt_campaign, "judge_calls", broken)
+    args = ("hunt", "--budget", "8", "--batch", "2", *A2_FP32, "-o", str(tmp_path / "o"))
+    code, text = cli_run(*args)
+    assert code == 4, text
+    assert "a batch failed on its worker (RuntimeError: the adapter is missing" in text
+    assert sorted(r.batch for r in _journal(tmp_path / "o" / "checkpoint")) == [0, 1]
+    monkeypatch.setattr(hunt_campaign, "judge_calls", real)
+    code, text = cli_run(*args)
+    assert code == 0 and "2 of 4 batches (4 of 8 calls) judged already" in text, text

@@ -31,13 +31,6 @@ from aclcheck.triage.shrink import ShrinkResult, shrink
 Stop = Callable[[Tally], None]
 
 
-class BatchFailed(AclcheckError):
-    """A batch raised on its worker (a lost worker Dask gave up on, an adapter missing
-    there): the recorded batches are kept; the command says how to resume."""
-
-    exit_code = 4
-
-
 @dataclass(frozen=True)
 class Found:
     """One distinct failure: the minimal case (named for the output) and how it failed."""
@@ -98,8 +91,9 @@ def run_batches(ckpt: Checkpoint, judge: LiveJudge, opened: OpenedImpl, opts: Ru
         raise
     except AclcheckError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a worker's failure: one line, resumable
-        raise BatchFailed(f"a batch failed on its worker ({type(exc).__name__}: "
+    except Exception as exc:  # noqa: BLE001 - a batch raised on its worker (a lost worker
+        # Dask gave up on, an adapter missing there): one line (exit 4), resumable
+        raise AclcheckError(f"a batch failed on its worker ({type(exc).__name__}: "
                           f"{' '.join(str(exc).split())[:300]}); {ckpt.tally.calls} calls "
                           f"are recorded in {ckpt.folder}: rerun to resume") from None
     if err.is_terminal:
@@ -160,5 +154,5 @@ def summary_line(tally: Tally, campaign: Campaign, workers: int, seconds: float,
             f"{rate / workers:.1f} calls/s per worker")
 
 
-__all__ = ["BatchFailed", "Found", "judged_calls", "resume_line", "run_batches",
+__all__ = ["Found", "judged_calls", "resume_line", "run_batches",
            "shrink_distinct", "summary_line"]
