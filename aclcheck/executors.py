@@ -103,6 +103,12 @@ class DaskExecutor:
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         return self._executor.submit(fn, *args, **kwargs)
 
+    def __getattr__(self, name: str) -> Any:
+        """The rest of concurrent.futures' Executor (map, shutdown): the client's."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._executor, name)
+
     @property
     def slots(self) -> int:
         """Threads over all workers now (at least 1: workers may still be joining)."""
