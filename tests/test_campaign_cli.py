@@ -70,6 +70,9 @@ def test_a_campaign_on_two_dask_workers_finds_shrinks_dedups_and_writes(
         assert sorted(e.id for e in gf.index) == sorted(c.id for c in written)
     code, verdicts = cli_run("verify", str(golden), "--impl", BROKEN)
     assert code == 1 and "failed: 0" not in verdicts, verdicts
+    code, remote = cli_run("verify", str(golden), "--impl", BROKEN,  # verify on Dask too
+                           "--executor", "dask-local:2")
+    assert code == 1 and remote.splitlines()[-1] == verdicts.splitlines()[-1], remote
     code, verdicts = cli_run("verify", str(golden))  # the reference passes it
     assert code == 0, verdicts
 
