@@ -37,7 +37,7 @@ class Campaign:
     budget: int
     impl: str
     products: tuple[str, ...]
-    dtypes: tuple[str, ...]  # () : every dtype of the products
+    dtypes: tuple[str, ...]  # (): every dtype of the products
     standards: tuple[str, ...] = ()
     accumulate: str | None = None
     batch: int = DEFAULT_BATCH
