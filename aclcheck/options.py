@@ -200,8 +200,10 @@ JOBS = Option(
     "jobs", "--jobs", 1, kind=Kind.INT, minimum=1, show_default=True,
     doc="local worker processes", help="Run cases on N local worker processes.")
 EXECUTOR = Option(
-    "executor", "--executor", None, metavar="URL", doc="dask://HOST:PORT",
-    help="Fan cases out over a Dask cluster: dask://HOST:PORT.")
+    "executor", "--executor", None, metavar="URL", doc="dask://HOST:PORT or dask-local:N",
+    help="Fan cases out over a Dask cluster: dask://HOST:PORT (a running scheduler), or "
+         "dask-local:N (N worker processes on this machine, started and stopped here; "
+         "docs/campaign.md).")
 MAX_TIME = Option(
     None, "--max-time", MAX_TIME_S, kind=Kind.FLOAT, minimum=0.0, metavar="S",
     show_default=True, commands=frozenset({SHRINK, HUNT}), doc="seconds of the search",

@@ -1,6 +1,8 @@
-"""Hunt campaigns, phase A: call i a pure function of (seed, i), batches, the tally that
+"""Hunt campaigns, the parts: call i a pure function of (seed, i), batches, the tally that
 deduplicates failures, the checkpoint folder that survives a restart (a torn last line,
-another campaign, a second runner), and one batch judged against a broken kernel."""
+another campaign, a second runner), one batch judged against a broken kernel, and the
+driver over an executor (interrupted at a known batch, resumed). The command end to end,
+on a Dask LocalCluster: tests/test_campaign_cli.py."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.runner import RunOptions
+from aclcheck.running.campaign_worker import BatchTask, judge_batch
+from aclcheck.running.runner import RunOptions
 from aclcheck.triage.campaign import (
     BatchResult,
     Campaign,
@@ -22,7 +25,6 @@ from aclcheck.triage.campaign import (
     remaining,
 )
 from aclcheck.triage.campaign_run import Inline, run_campaign
-from aclcheck.triage.campaign_worker import BatchTask, judge_batch
 from aclcheck.triage.checkpoint import JOURNAL_NAME, SPEC_NAME, Checkpoint
 
 CAMPAIGN = Campaign(seed=5, budget=10, impl="reference", products=("atlas-a2",),
@@ -126,13 +128,17 @@ def test_a_batch_against_a_broken_kernel_finds_and_keys_failures() -> None:
     assert sum(result.counts.values()) == 8 and result.counts.get("FAIL", 0) >= 1
     for f in result.failures:
         assert f.verdict == "FAIL" and f.key.startswith("FAIL|0-valid")
-        assert f.case == call_case(campaign, f.index)
+        assert f.case(campaign.op) == call_case(campaign, f.index)
     clean = judge_batch(BatchTask(Campaign(**{**campaign.__dict__, "impl": "reference"}), 0,
                                   RunOptions(isolate=False)))
     assert clean.counts == {"PASS": 8} and not clean.failures
 
 
 # -- driving a campaign over an executor -----------------------------------------------------
+
+
+def _task(campaign: Campaign) -> Callable[[int], BatchTask]:
+    return lambda batch: BatchTask(campaign, batch, RunOptions())
 
 
 def _fake_work(calls: list[int]) -> Callable[[BatchTask], BatchResult]:
@@ -159,11 +165,11 @@ def test_a_campaign_resumes_after_an_interrupt_and_judges_each_batch_once(
 
     pool = ThreadPoolExecutor(2) if executor == "threads" else Inline()
     with Checkpoint(tmp_path / "c", campaign) as ckpt, pytest.raises(KeyboardInterrupt):
-        run_campaign(ckpt, pool, RunOptions(), work=interrupting, window=1)
+        run_campaign(ckpt, pool, _task(campaign), interrupting, window=1)
     first = len(calls)
     with Checkpoint(tmp_path / "c", campaign) as ckpt:
         assert ckpt.resumed and len(ckpt.tally.done) == first
-        tally = run_campaign(ckpt, pool, RunOptions(), work=work)
+        tally = run_campaign(ckpt, pool, _task(campaign), work)
     assert sorted(calls) == list(range(campaign.batches))  # every batch judged once
     assert tally.calls == 40 and tally.counts["FAIL"] == 10
     assert [f.key for f in tally.distinct()] == ["k0", "k1", "k2"]
@@ -183,5 +189,5 @@ def test_a_failing_batch_stops_the_campaign_and_keeps_the_others(tmp_path: Path)
 
     with Checkpoint(tmp_path / "c", campaign) as ckpt:
         with pytest.raises(RuntimeError, match="missing on this worker"):
-            run_campaign(ckpt, Inline(), RunOptions(), work=broken, window=4)
+            run_campaign(ckpt, Inline(), _task(campaign), broken, window=4)
         assert ckpt.tally.done == {0, 1, 3}  # what finished beside it is kept

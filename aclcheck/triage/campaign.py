@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.hunt import random_case
+from aclcheck.ops import operator
+from aclcheck.options import DEFAULT_OPERATOR
 
 #: Version of the campaign files (campaign.json, journal.jsonl).
 CAMPAIGN_VERSION = 1
@@ -36,10 +37,12 @@ class Campaign:
     budget: int
     impl: str
     products: tuple[str, ...]
-    dtypes: tuple[str, ...]
+    dtypes: tuple[str, ...]  # (): every dtype of the products
     standards: tuple[str, ...] = ()
     accumulate: str | None = None
     batch: int = DEFAULT_BATCH
+    op: str = DEFAULT_OPERATOR  # the operator's registry name
+    tolerances: str | None = None  # the tolerance file's path, as given
 
     def to_json(self) -> dict[str, Any]:
         return {"version": CAMPAIGN_VERSION, **asdict(self)}
@@ -53,7 +56,9 @@ class Campaign:
                              f"{CAMPAIGN_VERSION}")
         try:
             return cls(seed=int(data["seed"]), budget=int(data["budget"]),
-                       impl=str(data["impl"]),
+                       impl=str(data["impl"]), op=str(data["op"]),
+                       tolerances=(None if data["tolerances"] is None
+                                   else str(data["tolerances"])),
                        products=tuple(str(p) for p in data["products"]),
                        dtypes=tuple(str(d) for d in data["dtypes"]),
                        standards=tuple(str(s) for s in data["standards"]),
@@ -80,10 +85,11 @@ class Campaign:
 
 
 def call_case(campaign: Campaign, i: int) -> Case:
-    """Call i of the campaign: drawn from a generator seeded by (seed, i) alone, so any
-    worker makes it from two integers, and a restart makes the same call."""
-    case = random_case(np.random.default_rng([campaign.seed, i]), campaign.products,
-                       campaign.dtypes, i)
+    """Call i of the campaign: drawn from the operator's space of valid calls by a
+    generator seeded by (seed, i) alone, so any worker makes it from two integers, and a
+    restart makes the same call."""
+    case = operator(campaign.op).space.random_case(
+        np.random.default_rng([campaign.seed, i]), campaign.products, campaign.dtypes, i)
     if case is None:
         raise ValueError("no product offers any of the dtypes")
     return case
@@ -106,9 +112,9 @@ class Failure:
     key: str
     message: str
 
-    @property
-    def case(self) -> Case:
-        return Case.from_record(self.record)
+    def case(self, op: str) -> Case:
+        """The failing call, rebuilt from its record (a case of operator `op`)."""
+        return operator(op).case_type.from_record(self.record)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ queued, and everything recorded stays recorded for the next run.
 
 The executor is anything with concurrent.futures' `submit` whose futures concurrent.futures
 can wait for: a process pool here, a Dask client's executor (`Client.get_executor()`),
-or `Inline` (this process, one batch at a time).
+or `Inline` (this process, one batch at a time). What a batch is to the executor (`task`)
+and how it is judged there (`work`) are the caller's: aclcheck.running.campaign_worker
+ships a `BatchTask` of plain data and judges it with `judge_batch`.
 """
 
 from __future__ import annotations
@@ -15,11 +17,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any, Protocol
 
 from aclcheck import interrupts
-from aclcheck.runner import RunOptions
 from aclcheck.triage.campaign import BatchResult, Tally, remaining
-from aclcheck.triage.campaign_worker import BatchTask, judge_batch
 from aclcheck.triage.checkpoint import Checkpoint
-from aclcheck.wire import AdapterInfo
 
 #: progress(tally so far, the batch just recorded)
 Progress = Callable[[Tally, BatchResult], None]
@@ -45,12 +44,12 @@ class Inline:
         return fut
 
 
-def run_campaign(checkpoint: Checkpoint, executor: Executor, opts: RunOptions,
-                 info: AdapterInfo | None = None, *, window: int = 4,
-                 progress: Progress | None = None,
-                 work: Callable[[BatchTask], BatchResult] = judge_batch) -> Tally:
-    """Judge every batch the checkpoint lacks; the checkpoint's tally when all are in.
-    `window`: batches in flight (a few per worker keeps every worker busy)."""
+def run_campaign(checkpoint: Checkpoint, executor: Executor, task: Callable[[int], Any],
+                 work: Callable[[Any], BatchResult], *, window: int = 4,
+                 progress: Progress | None = None) -> Tally:
+    """Judge every batch the checkpoint lacks (`work(task(batch))` on the executor); the
+    checkpoint's tally when all are in. `window`: batches in flight (a few per worker
+    keeps every worker busy)."""
     campaign = checkpoint.campaign
     todo = remaining(campaign, checkpoint.tally.done)
     pending: set[Future[BatchResult]] = set()
@@ -60,7 +59,7 @@ def run_campaign(checkpoint: Checkpoint, executor: Executor, opts: RunOptions,
                 batch = next(todo, None)
                 if batch is None:
                     break
-                pending.add(executor.submit(work, BatchTask(campaign, batch, opts, info)))
+                pending.add(executor.submit(work, task(batch)))
             if not pending:
                 return checkpoint.tally
             interrupts.check()  # before blocking: a Ctrl-C lost on the way stops here
