@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -27,6 +27,7 @@ from aclcheck.impls.base import Implementation
 from aclcheck.judging import xfail
 from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
 from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
+from aclcheck.judging.signature import CaseFacts
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops import operator_of
 from aclcheck.report import json_report, junit
@@ -61,6 +62,16 @@ class GoldenSource:
         return self.gf.data(case.id)
 
 
+def case_records(gf: GoldenFile, ids: Iterable[str], seen: dict[str, Case]
+                 ) -> Iterator[Case]:
+    """Each case's record, read when the runner takes it (right before its data: the
+    reader reads the record once), noted in `seen` until its verdict comes back."""
+    for case_id in ids:
+        case = gf.case(case_id)
+        seen[case_id] = case
+        yield case
+
+
 def open_adapter(impl: str, results: str | None, isolate: bool | None) -> OpenedImpl:
     """The adapter for --impl / --results (where it lives: running.remote.open_impl)."""
     if results is not None:
@@ -73,12 +84,19 @@ def open_adapter(impl: str, results: str | None, isolate: bool | None) -> Opened
 @dataclass
 class RunState:
     """What a run has done so far (kept when it is interrupted): verdicts in order, the
-    size of the selection (before --shard) and the cases this run was to judge."""
+    size of the selection (before --shard), how many cases this run was to judge, and
+    the signature facts of each judged case (the diagnosis; the records are not kept)."""
 
     verdicts: list[CaseVerdict] = field(default_factory=list)
     selected: int = 0
     planned: int = 0
-    cases: list[Case] = field(default_factory=list)  # the records judged (the diagnosis)
+    facts: dict[str, CaseFacts] = field(default_factory=dict)
+
+    def judged(self, case: Case, verdict: CaseVerdict) -> None:
+        """Note a verdict's case (its facts; the verdict's value is set at the end)."""
+        hooks = operator_of(case).diagnosis
+        if hooks is not None:
+            self.facts[case.id] = hooks.facts(case, verdict.verdict.value)
 
 
 @dataclass(frozen=True)
@@ -129,10 +147,10 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
             raise UsageError(f"{config.golden}: no case matches the selection"
                              + (f" (shard {config.shard} is empty)" if state.selected else ""))
         state.planned = len(rows)
-        cases = [gf.case(r.id) for r in rows]
-        state.cases = cases
+        seen: dict[str, Case] = {}
+        cases = case_records(gf, [r.id for r in rows], seen)
         source = GoldenSource(gf)
-        with progress(len(cases)) as step, open_executor(config.jobs, config.executor) as pool:
+        with progress(len(rows)) as step, open_executor(config.jobs, config.executor) as pool:
             if pool is None:
                 stream = iter_verdicts(adapter, cases, source, opts, step,
                                        heartbeat=heartbeat, zygote=zygote)
@@ -143,6 +161,7 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
                 stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
                                                 window=max(2 * config.jobs, 8), progress=step)
             for v in stream:
+                state.judged(seen.pop(v.case_id), v)
                 done.append(replace(v, index=positions[v.case_id],
                                     repro=config.repro(v.case_id)))
 
@@ -207,24 +226,20 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
                   catch_all_entries=catch_all(xfails.entries, verdicts, adapter.name)
                   if xfails is not None else (), problems=problems)
     mode = isolation_mode(config, opened)
-    diagnosis = run_diagnosis(verdicts, state.cases)
+    diagnosis = run_diagnosis(verdicts, state.facts)
     lost = write_reports(config, targets, adapter.name, state, verdicts, interrupted, mode,
                          diagnosis)
     return VerifyRun(config, adapter.name, mode, verdicts, gate, changes, lost, interrupted,
                      diagnosis)
 
 
-def run_diagnosis(verdicts: Sequence[CaseVerdict], cases: Iterable[Case]) -> RunDiagnosis:
-    """The diagnosis of a run from its verdicts and the case records they judged (each
-    case grouped by its operator's signature facts)."""
-    by_id = {c.id: c for c in cases}
-    facts = []
-    for v in verdicts:
-        case = by_id.get(v.case_id)
-        hooks = operator_of(case).diagnosis if case is not None else None
-        if hooks is not None:
-            facts.append(hooks.facts(case, v.verdict.value))
-    return diagnose(verdicts, facts)
+def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: dict[str, CaseFacts]
+                  ) -> RunDiagnosis:
+    """The diagnosis of a run from its verdicts (known failures applied) and the
+    signature facts of the cases they judged, by id."""
+    found = [replace(facts[v.case_id], verdict=v.verdict.value) for v in verdicts
+             if v.case_id in facts]
+    return diagnose(verdicts, found)
 
 
 def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,
