@@ -11,7 +11,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from aclcheck.running.hangs import CallClock
 from aclcheck.running import isolation
 from aclcheck.running.cpu_watch import (
     CPU_FLOOR_S,
@@ -21,6 +20,7 @@ from aclcheck.running.cpu_watch import (
     process_cpu_seconds,
     watch,
 )
+from aclcheck.running.hangs import CallClock
 
 
 def _watch(wall_allowance: float = 5.0, cpu_allowance: float = 0.5,

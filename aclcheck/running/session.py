@@ -37,9 +37,9 @@ from aclcheck.report.files import file_mode, write_all
 from aclcheck.running.config import VerifyConfig
 from aclcheck.running.isolation import Heartbeat
 from aclcheck.running.parallel import iter_verdicts_parallel
-from aclcheck.running.remote import OpenedImpl, open_impl
-from aclcheck.running.runner import ProgressFn, RunOptions, iter_verdicts
-from aclcheck.running.zygote import Zygote
+from aclcheck.running.readahead import read_ahead
+from aclcheck.running.remote import OpenedImpl, StartingImpl
+from aclcheck.running.runner import CaseSource, ProgressFn, RunOptions, iter_verdicts
 from aclcheck.store import GoldenFile, open_golden
 from aclcheck.store.file_guard import Snapshot
 from aclcheck.suite import sharding
@@ -72,13 +72,15 @@ def case_records(gf: GoldenFile, ids: Iterable[str], seen: dict[str, Case]
         yield case
 
 
-def open_adapter(impl: str, results: str | None, isolate: bool | None) -> OpenedImpl:
-    """The adapter for --impl / --results (where it lives: running.remote.open_impl)."""
+def start_adapter(impl: str, results: str | None, isolate: bool | None) -> StartingImpl:
+    """The adapter for --impl / --results, loading (where it lives:
+    running.remote.open_impl); the caller opens it once it has read cases ahead."""
     if results is not None:
         from aclcheck.impls.results_impl import ResultsImpl
 
-        return OpenedImpl(ResultsImpl(results), None, isolated=False)
-    return open_impl(impl, isolate)
+        return StartingImpl(results, False,
+                            opened=OpenedImpl(ResultsImpl(results), None, isolated=False))
+    return StartingImpl(impl, isolate)
 
 
 @dataclass
@@ -128,12 +130,13 @@ class VerifyRun:
     diagnosis: RunDiagnosis | None = None  # what the failures say (magnitude, signature)
 
 
-def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOptions,
+def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions,
                   state: RunState, progress: Progress, heartbeat: Heartbeat | None = None,
-                  zygote: Zygote | None = None) -> None:
-    """Select cases from the golden file, run them (serially or fanned out), in order,
-    appending each verdict (with its repro line) to `state` as it comes, so an
-    interruption keeps them. The runner owns `zygote` from here."""
+                  on_open: Callable[[Implementation], None] | None = None) -> None:
+    """Select cases from the golden file, read cases ahead while the adapter loads, open
+    it (`on_open` sees it first), run them (serially or fanned out), in order, appending
+    each verdict (with its repro line) to `state` as it comes, so an interruption keeps
+    them. The runner owns the adapter's zygote from here."""
     shard = sharding.parse_shard(config.shard) if config.shard else None
     done = state.verdicts
     with open_golden(config.golden) as gf:
@@ -148,8 +151,13 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
                              + (f" (shard {config.shard} is empty)" if state.selected else ""))
         state.planned = len(rows)
         seen: dict[str, Case] = {}
-        cases = case_records(gf, [r.id for r in rows], seen)
-        source = GoldenSource(gf)
+        cases: Iterable[Case] = case_records(gf, [r.id for r in rows], seen)
+        source: CaseSource = GoldenSource(gf)
+        cases, source = read_ahead(cases, source, starting.loaded)  # while it imports
+        opened = starting.open()
+        adapter, zygote = opened.impl, opened.zygote
+        if on_open is not None:
+            on_open(adapter)
         with progress(len(rows)) as step, open_executor(config.jobs, config.executor) as pool:
             if pool is None:
                 stream = iter_verdicts(adapter, cases, source, opts, step,
@@ -197,21 +205,27 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
     if baseline is not None and (mismatch := run_mismatch(baseline[0], here, "golden")):
         raise UsageError(f"--baseline {config.baseline} is a report of another golden file "
                          f"({mismatch}); compare such runs with `aclcheck diff --force`")
-    opened = open_adapter(config.impl, config.results, config.isolate)
-    adapter = opened.impl
-    if baseline is not None and (mismatch := run_mismatch(
-            baseline[0], {"implementation": adapter.name}, "implementation")):
-        say(f"aclcheck: warning: --baseline is a report of another run ({mismatch})")
+    def check_baseline(adapter: Implementation) -> None:
+        if baseline is not None and (mismatch := run_mismatch(
+                baseline[0], {"implementation": adapter.name}, "implementation")):
+            say(f"aclcheck: warning: --baseline is a report of another run ({mismatch})")
+
+    starting = start_adapter(config.impl, config.results, config.isolate)
     state = RunState()
     interrupted = False
     try:
-        run_selection(config, adapter, opts, state, progress, heartbeat, opened.zygote)
+        run_selection(config, starting, opts, state, progress, heartbeat, check_baseline)
     except KeyboardInterrupt:
+        if starting.opened is None:  # still loading the adapter: nothing to report
+            raise
         # keep what was judged: report it (marked) and exit 130
         interrupted = True
         say(f"aclcheck: interrupted after {len(state.verdicts)} cases; reporting those")
     finally:
-        opened.close()
+        starting.close()
+    opened = starting.opened
+    assert opened is not None
+    adapter = opened.impl
     verdicts = state.verdicts
     if xfails is not None:
         verdicts = xfail.apply(verdicts, xfails, adapter.name)
@@ -277,5 +291,5 @@ def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: 
     return write_all(writers)
 
 
-__all__ = ["GoldenSource", "ProgressFn", "RunState", "VerifyRun", "open_adapter",
+__all__ = ["GoldenSource", "ProgressFn", "RunState", "VerifyRun", "start_adapter",
            "run_selection", "run_verify", "write_reports"]
