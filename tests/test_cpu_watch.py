@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
+from aclcheck.impls.base import CallInputs
 from aclcheck.running import isolation
 from aclcheck.running.cpu_watch import (
     CPU_FLOOR_S,
@@ -21,6 +24,10 @@ from aclcheck.running.cpu_watch import (
     watch,
 )
 from aclcheck.running.hangs import CallClock
+from aclcheck.running.isolation import IsolatedRunner, start_zygote
+from aclcheck.running.parked import Parked
+from aclcheck.store import open_golden
+from tests import hostile_modules as hm
 
 
 def _watch(wall_allowance: float = 5.0, cpu_allowance: float = 0.5,
@@ -172,3 +179,51 @@ def test_the_runner_waits_for_a_slow_call_that_keeps_working(
     is not reached before the cap) and never stalls: only the cap ends it."""
     reason, after = _wait_for_verdict(monkeypatch, rate=0.05, cap=8.0)
     assert "--timeout 8 s" in reason and after == pytest.approx(8.0, abs=0.2)
+
+
+# -- a blocked call set aside: the run goes on in a fresh worker ---------------------------
+
+_BLOCKS_ON_FIFO = hm.CORRECT + '''
+
+def fn(grad_output, self):
+    if grad_output.ndim == 3:  # blocks (no CPU) until the test writes into the FIFO
+        with open(FIFO, "rb") as f:
+            f.read(1)
+    return correct(grad_output, self)
+'''
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/stat"), reason="needs /proc")
+def test_a_blocked_call_is_set_aside_and_settled_later(valid_3d_4d_golden: Path,
+                                                       tmp_path: Path) -> None:
+    """The 3-D call blocks until released: collect() sets it aside (no time limit can
+    fire first: the hang floor is 600 s), the 4-D call answers from a fresh worker, and
+    once released the set-aside call gives its own answer."""
+    fifo = tmp_path / "release"
+    os.mkfifo(fifo)
+    spec = hm.write_module(tmp_path, _BLOCKS_ON_FIFO.replace("FIFO", repr(str(fifo))))
+    with open_golden(valid_3d_4d_golden) as gf:
+        cases = [gf.case(i) for i in gf.ids()]
+        blocked = next(c for c in cases if len(c.self_shape) == 3)
+        other = next(c for c in cases if len(c.self_shape) == 4)
+        calls = [CallInputs(c, gf.data(c.id).inputs) for c in (blocked, other)]
+    zygote = start_zygote(spec)
+    worker = IsolatedRunner(spec, timeout=1200, zygote=zygote,
+                            clock=CallClock(cap=1200, floor=600, first_floor=600))
+    try:
+        worker.submit(calls[0])
+        parked = worker.collect(park_idle=True)
+        assert isinstance(parked, Parked) and parked.case_id == blocked.id
+        assert parked.poll() is None and worker.parked == [parked]
+        later = worker.run(calls[1])
+        assert later.crashed is None and isinstance(later.output, np.ndarray)
+        assert worker.started == 2  # the run went on in a fresh worker
+        with open(fifo, "wb") as f:
+            f.write(b"x")
+        settled = parked.wait()
+        assert settled.crashed is None and isinstance(settled.output, np.ndarray)
+        assert settled.output.shape == tuple(blocked.self_shape)
+        assert worker.parked == []
+    finally:
+        worker.close()
+        zygote.close()

@@ -96,6 +96,15 @@ class CallWatch:
                         f"{span:.1f} s, allowed by {self.wall_why} (blocked?)")
         return None
 
+    def idle(self, window: float) -> bool:
+        """Whether the samples so far span `window` seconds or more with (almost) no CPU
+        used: the call looks blocked (where the CPU time is read)."""
+        if len(self._samples) < 2:
+            return False
+        (w0, c0), (w1, c1) = self._samples[0], self._samples[-1]
+        span = w1 - w0
+        return span >= window and (c1 - c0) < STALL_RATE * span
+
 
 def watch(wall: CallClock, cpu: CallClock, size: int, first: bool) -> CallWatch:
     """The watch of a call over `size` elements (`first`: a fresh worker's first call)

@@ -42,6 +42,7 @@ from aclcheck.running import cpu_watch, wire
 from aclcheck.running.hangs import CallClock
 from aclcheck.running.inflight import LOG_TAIL_CHARS as LOG_TAIL_CHARS
 from aclcheck.running.inflight import _Live, _Pending, call_size, describe_exit
+from aclcheck.running.parked import Parked
 from aclcheck.running.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
 from aclcheck.running.worker import one_line
 from aclcheck.running.zygote import Zygote, ZygoteError, kill_group
@@ -52,6 +53,10 @@ START_ALLOWANCE_S = 120.0
 HEARTBEAT_EVERY_S = 10.0
 #: seconds between two looks at the CPU time of a worker whose call has not answered
 SAMPLE_EVERY_S = 0.1
+#: a call that used no CPU for this long may be set aside (collect(park_idle=True))
+PARK_IDLE_S = 0.5
+#: what _wait says of a call to set aside
+PARK = "park"
 #: consecutive failed worker starts after which the remaining calls are ERROR at once
 MAX_START_FAILURES = 3
 
@@ -125,6 +130,8 @@ class IsolatedRunner:
         self._live: _Live | None = None
         self._pending: _Pending | None = None
         self._seq = 0
+        #: calls set aside while they looked blocked, each with its worker
+        self.parked: list[Parked] = []
         self._start_failures = 0
         self._last_start_error: WorkerStartError | None = None
         #: workers started so far (a test proves fork-safe runs start no fresh process)
@@ -282,10 +289,11 @@ class IsolatedRunner:
         now = self.cpu_time(live.pid)
         return None if now is None or pending.cpu0 is None else max(0.0, now - pending.cpu0)
 
-    def _wait(self, live: _Live, pending: _Pending) -> str | None:
+    def _wait(self, live: _Live, pending: _Pending, park_idle: bool = False) -> str | None:
         """Wait for the answer's first byte (None) until the call's watch says it is hung
-        (why); heartbeat on long waits. The watch looks at the worker's CPU time every
-        SAMPLE_EVERY_S: a call that answers sooner costs no look."""
+        (why), or, with `park_idle`, it looks blocked (PARK); heartbeat on long waits. The
+        watch looks at the worker's CPU time every SAMPLE_EVERY_S: a call that answers
+        sooner costs no look."""
         assert pending.watch is not None
         poller = select.poll()
         poller.register(live.channel.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
@@ -298,10 +306,10 @@ class IsolatedRunner:
                 hung = pending.watch.observe(now - pending.sent_at, self._cpu_used(live, pending))
                 if hung is not None:
                     return hung
+                if park_idle and pending.watch.idle(PARK_IDLE_S):
+                    return PARK
                 next_look = now + SAMPLE_EVERY_S
             if poller.poll(max(0, math.ceil((min(next_look, next_beat) - now) * 1000))):
-                # the rest of the answer is due within the allowance, or a floor from now
-                pending.deadline = max(pending.deadline, self.now() + self.clock.floor)
                 return None
             now = self.now()
             if next_beat <= now:
@@ -339,22 +347,41 @@ class IsolatedRunner:
         log = live.new_log()
         return replace(answer.outcome, log=log) if log else answer.outcome
 
-    def collect(self) -> Outcome:
+    def collect(self, park_idle: bool = False) -> Outcome | Parked:
         """The answer to the submitted call; a crash, a hang (counted from the submission)
         or a broken answer becomes Outcome(crashed=...), and the next call gets a fresh
-        worker."""
+        worker. `park_idle`: a call that looks blocked (no CPU used for PARK_IDLE_S) is
+        set aside with its worker (a `Parked`, which gives its outcome later) and the
+        next call gets a fresh worker: a blocked call does not stall the run."""
         live, pending = self._live, self._pending
         assert pending is not None, "collect() without submit()"
         self._pending = None
         if pending.failed is not None:
             return pending.failed
         assert live is not None
-        died, partial, broken, hung = pending.send_error == "died", False, "", ""
+        hung = None
         if pending.send_error is None:
+            hung = self._wait(live, pending, park_idle)
+            if hung == PARK:
+                self._live = None
+                parked = Parked(self, live, pending)
+                self.parked.append(parked)
+                return parked
+        return self.settle(live, pending, hung)
+
+    def settle(self, live: _Live, pending: _Pending, hung: str | None) -> Outcome:
+        """The outcome of a call whose wait is over (`hung`: why it is hung; None: its
+        answer is arriving). The worker goes unless it answered and is the running one."""
+        died, partial, broken = pending.send_error == "died", False, ""
+        running = live is self._live
+        if pending.send_error is None and hung is None:
+            # the rest of the answer is due within the allowance, or a floor from now
+            pending.deadline = max(pending.deadline, self.now() + self.clock.floor)
             try:
-                hung = self._wait(live, pending) or ""
-                if not hung:
-                    return self._answer(live, pending)
+                outcome = self._answer(live, pending)
+                if not running:
+                    self._retire(live)
+                return outcome
             except FrameTimeout as exc:
                 partial = exc.partial
             except (EOFError, OSError):
@@ -363,7 +390,7 @@ class IsolatedRunner:
                 broken = str(exc)
         elapsed = self.now() - pending.sent_at
         log = live.new_log()
-        code = self._drop(live)
+        code = self._drop(live) if running else self._retire(live)
         self.restarts += 1
         if broken:
             reason = f"the worker broke the protocol: {broken} (worker killed)"
@@ -392,7 +419,11 @@ class IsolatedRunner:
             self.restarts += 1
 
     def close(self) -> None:
-        """Stop the worker (and anything it started) and the runner's own zygote."""
+        """Stop the worker (and anything it started), set-aside workers and the runner's
+        own zygote."""
+        for parked in self.parked:
+            self._retire(parked.live)
+        self.parked.clear()
         live = self._live
         try:
             if live is not None:

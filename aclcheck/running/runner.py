@@ -362,7 +362,9 @@ def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSourc
     owned = runner is None
     runner = runner if runner is not None else CaseRunner(impl, opts, heartbeat, zygote)
     try:
-        stream = (_pipelined(runner, cases, source, caps) if runner.pipelined else
+        from aclcheck.running.pipeline import pipelined  # it builds on this module
+
+        stream = (pipelined(runner, cases, source, caps) if runner.pipelined else
                   (run_case(runner, source.load(case), caps) for case in cases))
         for verdict in stream:
             interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
@@ -372,44 +374,3 @@ def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSourc
     finally:
         if owned:
             runner.close()
-
-
-def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
-               caps: Capabilities) -> Iterator[CaseVerdict]:
-    """Isolated run with one call in flight: the parent loads the next case and judges
-    the previous one while the worker computes. Same verdicts, same order."""
-    worker = runner.isolated()
-    pending: Prepared | None = None
-    apart = runner.separate_recall  # the check's calls overlap with the next case's
-
-    def collect() -> tuple[Outcome, Outcome | None]:
-        """The pending call's outcome, and its second one where the check shares the
-        worker (its calls run now, before the next case is submitted)."""
-        assert pending is not None
-        outcome = worker.collect()
-        runner.after_isolated(pending.call, outcome)
-        return outcome, None if apart else call_again(runner, pending, outcome)
-
-    def finish(first: Prepared, outcome: Outcome, again: Outcome | None) -> CaseVerdict:
-        if apart:  # in the recall worker, while the worker computes the next case
-            again = call_again(runner, first, outcome)
-        return conclude(runner, first, outcome, caps, again)
-
-    for case in cases:
-        loaded = source.load(case)  # overlaps with the worker computing `pending`
-        prepared = prepare(runner, loaded, caps)
-        if isinstance(prepared, CaseVerdict):
-            if pending is not None:
-                yield finish(pending, *collect())
-                pending = None
-            yield prepared
-            continue
-        if pending is None:
-            worker.submit(prepared.call)
-        else:
-            done = pending, *collect()
-            worker.submit(prepared.call)  # the worker starts on this one...
-            yield finish(*done)  # ...while we judge (and check) the previous one
-        pending = prepared
-    if pending is not None:
-        yield finish(pending, *collect())
