@@ -16,6 +16,7 @@ import pytest
 from aclcheck.impls.base import CallInputs
 from aclcheck.running import isolation
 from aclcheck.running.cpu_watch import (
+    CPU_FACTOR,
     CPU_FLOOR_S,
     STALL_WINDOW_S,
     CallWatch,
@@ -89,9 +90,9 @@ def test_cpu_allowance_comes_from_the_runs_cpu_history() -> None:
         cpu.record(1000, 0.003, first=False)
     w = watch(wall, cpu, 1000, first=False)
     assert w.cpu_allowance == CPU_FLOOR_S and w.wall_allowance == 5.0
-    cpu.record(1000, 0.05, first=False)  # a heavier comparable call raises the allowance
+    cpu.record(1000, 0.2, first=False)  # a heavier comparable call raises the allowance
     w = watch(wall, cpu, 1000, first=False)
-    assert w.cpu_allowance == pytest.approx(2.5) and "CPU seconds" in w.cpu_why
+    assert w.cpu_allowance == pytest.approx(CPU_FACTOR * 0.2) and "CPU seconds" in w.cpu_why
     fresh = CallClock(cap=60.0)
     first = watch(fresh, cpu_clock(fresh), 1000, first=True)
     # the run's first call may initialize a library: the wall clock's first allowance

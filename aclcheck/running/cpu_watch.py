@@ -30,6 +30,10 @@ from aclcheck.running.hangs import CallClock
 #: small call uses milliseconds); the run's very first call, which may initialize a
 #: library and has nothing to compare with, keeps the wall clock's first-call allowance
 CPU_FLOOR_S = 0.5
+#: ...or this many times the CPU of the slowest comparable call: CPU time does not grow
+#: with the machine's load as wall time does (50x, aclcheck.running.hangs), only with
+#: caches and clock speed, so a tighter factor fails no slow machine's healthy call
+CPU_FACTOR = 10.0
 #: a worker that used less than STALL_RATE CPU seconds per second over the last
 #: STALL_WINDOW_S seconds is not progressing (blocked: a lock, a pipe, a device)
 STALL_WINDOW_S = 1.0
@@ -54,10 +58,10 @@ def process_cpu_seconds(pid: int) -> float | None:
 
 
 def cpu_clock(wall: CallClock) -> CallClock:
-    """The CPU-seconds counterpart of the run's wall CallClock: same factor, size classes,
-    cap and first-call allowance, the CPU floor, recorded with the CPU seconds of answered
-    calls."""
-    return CallClock(cap=wall.cap, factor=wall.factor, floor=CPU_FLOOR_S,
+    """The CPU-seconds counterpart of the run's wall CallClock: same size classes, cap and
+    first-call allowance; the CPU factor and floor; recorded with the CPU seconds of
+    answered calls."""
+    return CallClock(cap=wall.cap, factor=CPU_FACTOR, floor=CPU_FLOOR_S,
                      first_floor=wall.first_floor)
 
 
