@@ -97,7 +97,7 @@ class CaseRunner:
                              f"({impl.name} runs in-process here; {fix})")
         self.heartbeat = heartbeat
         self._isolated: IsolatedRunner | None = None
-        #: the stale-state check's worker (fork-safe isolated runs; see recall_worker)
+        #: the stale-state check's worker (fork-safe isolated runs; see recall_call)
         self._recall: IsolatedRunner | None = None
         #: the zygote workers come from; a forking one only for a fork-safe adapter
         self._zygote = zygote
