@@ -205,6 +205,7 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
     if baseline is not None and (mismatch := run_mismatch(baseline[0], here, "golden")):
         raise UsageError(f"--baseline {config.baseline} is a report of another golden file "
                          f"({mismatch}); compare such runs with `aclcheck diff --force`")
+
     def check_baseline(adapter: Implementation) -> None:
         if baseline is not None and (mismatch := run_mismatch(
                 baseline[0], {"implementation": adapter.name}, "implementation")):
