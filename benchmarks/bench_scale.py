@@ -19,10 +19,13 @@ reports wall time, the children's CPU time and their peak RSS:
                 cases/s), beside a bare loop reading every dataset of the bare file
   rss           generate, verify --impl reference and inspect --check of suites of
                 `--rss-cases` cases: peak RSS (target: independent of the case count)
+  rss-verify    the same for verify --impl reference alone (the files are generated
+                first, outside the measurement)
 
     python benchmarks/bench_scale.py                        # every part but rss, ~5 min
     python benchmarks/bench_scale.py --part gen-small --part verify-ref --rounds 5
     python benchmarks/bench_scale.py --part rss --rss-cases 10000 --rss-cases 100000
+    python benchmarks/bench_scale.py --part rss-verify --rss-cases 10000 --rss-cases 30000
     python benchmarks/bench_scale.py --part verify-torch --profile /tmp/prof
 
 The bare loops are what a user writes by hand: they make contiguous tensors only, keep no
@@ -51,8 +54,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-PARTS = ("gen-small", "verify-ref", "verify-torch", "gen-large", "check", "rss")
-DEFAULT_PARTS = PARTS[:-1]
+PARTS = ("gen-small", "verify-ref", "verify-torch", "gen-large", "check", "rss", "rss-verify")
+DEFAULT_PARTS = PARTS[:-2]
 #: The default suite has this many cases; `--count N` multiplies it (rss sizing).
 DEFAULT_SUITE_CASES = 548
 
@@ -352,6 +355,22 @@ def part_rss(tmp: Path, sizes: Sequence[int]) -> None:
         (tmp / name).unlink()
 
 
+def part_rss_verify(tmp: Path, sizes: Sequence[int]) -> None:
+    """Peak RSS (and time) of verify --impl reference alone at each size (suites of `n`
+    cases as default suite x ceil(n / 548), generated first if missing, not timed)."""
+    print("\n== rss-verify: peak RSS of verify --impl reference by suite size")
+    print(f"  {'cases':>8} {'wall s':>8} {'cpu s':>8} {'cases/s':>8} {'peak MiB':>9}")
+    for n in sizes:
+        count = max(1, math.ceil(n / DEFAULT_SUITE_CASES))
+        name = f"rss{count}.h5"
+        if not (tmp / name).exists():
+            run_quiet(aclcheck_cmd("generate", "-o", name, "--count", str(count)), tmp)
+        r = measure(aclcheck_cmd("verify", name, "--impl", "reference"), tmp)
+        cases = count * DEFAULT_SUITE_CASES
+        print(f"  {cases:>8} {r.wall:8.1f} {r.cpu:8.1f} {cases / r.wall:8.0f} "
+              f"{r.rss_mib:9.0f}", flush=True)
+
+
 def profile(tmp: Path, folder: Path, count: int) -> None:
     """pyinstrument text profiles of the aclcheck commands (the parent process)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -404,6 +423,8 @@ def main() -> None:
             part_check(tmp, scripts, args.rounds, args.count)
         if "rss" in parts:
             part_rss(tmp, args.rss_cases or [10_000])
+        if "rss-verify" in parts:
+            part_rss_verify(tmp, args.rss_cases or [10_000])
         if args.profile is not None:
             ensure_small(tmp, scripts, args.count)
             if not (tmp / "default.h5").exists():

@@ -1,6 +1,6 @@
 """Judging a call in flight by the worker's CPU time as well as the wall clock (issue 25).
 
-The wall-clock rule alone (aclcheck.hangs) must wait out a floor of seconds, because on a
+The wall-clock rule alone (aclcheck.running.hangs) must wait out a floor of seconds, because on a
 busy machine a healthy call can take 50x longer than its neighbours; and the floor is
 what a run waits for every call that spins (PyTorch CPU spins on some calls the contract
 rejects: 1-2 per run of the default suite, 5 s to 36 s each). CPU time is immune to the
@@ -24,12 +24,16 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 
-from aclcheck.hangs import CallClock
+from aclcheck.running.hangs import CallClock
 
 #: a call may use this many CPU seconds before its neighbours' history counts (a healthy
-#: small call uses milliseconds; a first call may initialize a library: FIRST_CPU_FLOOR_S)
+#: small call uses milliseconds); the run's very first call, which may initialize a
+#: library and has nothing to compare with, keeps the wall clock's first-call allowance
 CPU_FLOOR_S = 0.5
-FIRST_CPU_FLOOR_S = 10.0
+#: ...or this many times the CPU of the slowest comparable call: CPU time does not grow
+#: with the machine's load as wall time does (50x, aclcheck.running.hangs), only with
+#: caches and clock speed, so a tighter factor fails no slow machine's healthy call
+CPU_FACTOR = 10.0
 #: a worker that used less than STALL_RATE CPU seconds per second over the last
 #: STALL_WINDOW_S seconds is not progressing (blocked: a lock, a pipe, a device)
 STALL_WINDOW_S = 1.0
@@ -53,10 +57,12 @@ def process_cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def cpu_clock(cap: float) -> CallClock:
-    """The CPU-seconds counterpart of the run's wall CallClock: same factor and size
-    classes, recorded with the CPU seconds of answered calls."""
-    return CallClock(cap=cap, floor=CPU_FLOOR_S, first_floor=FIRST_CPU_FLOOR_S)
+def cpu_clock(wall: CallClock) -> CallClock:
+    """The CPU-seconds counterpart of the run's wall CallClock: same size classes, cap and
+    first-call allowance; the CPU factor and floor; recorded with the CPU seconds of
+    answered calls."""
+    return CallClock(cap=wall.cap, factor=CPU_FACTOR, floor=CPU_FLOOR_S,
+                     first_floor=wall.first_floor)
 
 
 @dataclass
@@ -93,6 +99,15 @@ class CallWatch:
                 return (f"no answer after {wall:.1f} s and no CPU used in the last "
                         f"{span:.1f} s, allowed by {self.wall_why} (blocked?)")
         return None
+
+    def idle(self, window: float) -> bool:
+        """Whether the samples so far span `window` seconds or more with (almost) no CPU
+        used: the call looks blocked (where the CPU time is read)."""
+        if len(self._samples) < 2:
+            return False
+        (w0, c0), (w1, c1) = self._samples[0], self._samples[-1]
+        span = w1 - w0
+        return span >= window and (c1 - c0) < STALL_RATE * span
 
 
 def watch(wall: CallClock, cpu: CallClock, size: int, first: bool) -> CallWatch:

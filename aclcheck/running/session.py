@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -27,6 +27,7 @@ from aclcheck.impls.base import Implementation
 from aclcheck.judging import xfail
 from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
 from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
+from aclcheck.judging.signature import CaseFacts
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops import operator_of
 from aclcheck.report import json_report, junit
@@ -36,9 +37,9 @@ from aclcheck.report.files import file_mode, write_all
 from aclcheck.running.config import VerifyConfig
 from aclcheck.running.isolation import Heartbeat
 from aclcheck.running.parallel import iter_verdicts_parallel
-from aclcheck.running.remote import OpenedImpl, open_impl
-from aclcheck.running.runner import ProgressFn, RunOptions, iter_verdicts
-from aclcheck.running.zygote import Zygote
+from aclcheck.running.readahead import read_ahead
+from aclcheck.running.remote import OpenedImpl, StartingImpl
+from aclcheck.running.runner import CaseSource, ProgressFn, RunOptions, iter_verdicts
 from aclcheck.store import GoldenFile, open_golden
 from aclcheck.store.file_guard import Snapshot
 from aclcheck.suite import sharding
@@ -61,24 +62,43 @@ class GoldenSource:
         return self.gf.data(case.id)
 
 
-def open_adapter(impl: str, results: str | None, isolate: bool | None) -> OpenedImpl:
-    """The adapter for --impl / --results (where it lives: running.remote.open_impl)."""
+def case_records(gf: GoldenFile, ids: Iterable[str], seen: dict[str, Case]
+                 ) -> Iterator[Case]:
+    """Each case's record, read when the runner takes it (right before its data: the
+    reader reads the record once), noted in `seen` until its verdict comes back."""
+    for case_id in ids:
+        case = gf.case(case_id)
+        seen[case_id] = case
+        yield case
+
+
+def start_adapter(impl: str, results: str | None, isolate: bool | None) -> StartingImpl:
+    """The adapter for --impl / --results, loading (where it lives:
+    running.remote.open_impl); the caller opens it once it has read cases ahead."""
     if results is not None:
         from aclcheck.impls.results_impl import ResultsImpl
 
-        return OpenedImpl(ResultsImpl(results), None, isolated=False)
-    return open_impl(impl, isolate)
+        return StartingImpl(results, False,
+                            opened=OpenedImpl(ResultsImpl(results), None, isolated=False))
+    return StartingImpl(impl, isolate)
 
 
 @dataclass
 class RunState:
     """What a run has done so far (kept when it is interrupted): verdicts in order, the
-    size of the selection (before --shard) and the cases this run was to judge."""
+    size of the selection (before --shard), how many cases this run was to judge, and
+    the signature facts of each judged case (the diagnosis; the records are not kept)."""
 
     verdicts: list[CaseVerdict] = field(default_factory=list)
     selected: int = 0
     planned: int = 0
-    cases: list[Case] = field(default_factory=list)  # the records judged (the diagnosis)
+    facts: dict[str, CaseFacts] = field(default_factory=dict)
+
+    def judged(self, case: Case, verdict: CaseVerdict) -> None:
+        """Note a verdict's case (its facts; the verdict's value is set at the end)."""
+        hooks = operator_of(case).diagnosis
+        if hooks is not None:
+            self.facts[case.id] = hooks.facts(case, verdict.verdict.value)
 
 
 @dataclass(frozen=True)
@@ -110,12 +130,13 @@ class VerifyRun:
     diagnosis: RunDiagnosis | None = None  # what the failures say (magnitude, signature)
 
 
-def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOptions,
+def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions,
                   state: RunState, progress: Progress, heartbeat: Heartbeat | None = None,
-                  zygote: Zygote | None = None) -> None:
-    """Select cases from the golden file, run them (serially or fanned out), in order,
-    appending each verdict (with its repro line) to `state` as it comes, so an
-    interruption keeps them. The runner owns `zygote` from here."""
+                  on_open: Callable[[Implementation], None] | None = None) -> None:
+    """Select cases from the golden file, read cases ahead while the adapter loads, open
+    it (`on_open` sees it first), run them (serially or fanned out), in order, appending
+    each verdict (with its repro line) to `state` as it comes, so an interruption keeps
+    them. The runner owns the adapter's zygote from here."""
     shard = sharding.parse_shard(config.shard) if config.shard else None
     done = state.verdicts
     with open_golden(config.golden) as gf:
@@ -129,10 +150,15 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
             raise UsageError(f"{config.golden}: no case matches the selection"
                              + (f" (shard {config.shard} is empty)" if state.selected else ""))
         state.planned = len(rows)
-        cases = [gf.case(r.id) for r in rows]
-        state.cases = cases
-        source = GoldenSource(gf)
-        with progress(len(cases)) as step, open_executor(config.jobs, config.executor) as pool:
+        seen: dict[str, Case] = {}
+        cases: Iterable[Case] = case_records(gf, [r.id for r in rows], seen)
+        source: CaseSource = GoldenSource(gf)
+        cases, source = read_ahead(cases, source, starting.loaded)  # while it imports
+        opened = starting.open()
+        adapter, zygote = opened.impl, opened.zygote
+        if on_open is not None:
+            on_open(adapter)
+        with progress(len(rows)) as step, open_executor(config.jobs, config.executor) as pool:
             if pool is None:
                 stream = iter_verdicts(adapter, cases, source, opts, step,
                                        heartbeat=heartbeat, zygote=zygote)
@@ -143,6 +169,7 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
                 stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
                                                 window=max(2 * config.jobs, 8), progress=step)
             for v in stream:
+                state.judged(seen.pop(v.case_id), v)
                 done.append(replace(v, index=positions[v.case_id],
                                     repro=config.repro(v.case_id)))
 
@@ -178,21 +205,28 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
     if baseline is not None and (mismatch := run_mismatch(baseline[0], here, "golden")):
         raise UsageError(f"--baseline {config.baseline} is a report of another golden file "
                          f"({mismatch}); compare such runs with `aclcheck diff --force`")
-    opened = open_adapter(config.impl, config.results, config.isolate)
-    adapter = opened.impl
-    if baseline is not None and (mismatch := run_mismatch(
-            baseline[0], {"implementation": adapter.name}, "implementation")):
-        say(f"aclcheck: warning: --baseline is a report of another run ({mismatch})")
+
+    def check_baseline(adapter: Implementation) -> None:
+        if baseline is not None and (mismatch := run_mismatch(
+                baseline[0], {"implementation": adapter.name}, "implementation")):
+            say(f"aclcheck: warning: --baseline is a report of another run ({mismatch})")
+
+    starting = start_adapter(config.impl, config.results, config.isolate)
     state = RunState()
     interrupted = False
     try:
-        run_selection(config, adapter, opts, state, progress, heartbeat, opened.zygote)
+        run_selection(config, starting, opts, state, progress, heartbeat, check_baseline)
     except KeyboardInterrupt:
+        if starting.opened is None:  # still loading the adapter: nothing to report
+            raise
         # keep what was judged: report it (marked) and exit 130
         interrupted = True
         say(f"aclcheck: interrupted after {len(state.verdicts)} cases; reporting those")
     finally:
-        opened.close()
+        starting.close()
+    opened = starting.opened
+    assert opened is not None
+    adapter = opened.impl
     verdicts = state.verdicts
     if xfails is not None:
         verdicts = xfail.apply(verdicts, xfails, adapter.name)
@@ -207,24 +241,20 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
                   catch_all_entries=catch_all(xfails.entries, verdicts, adapter.name)
                   if xfails is not None else (), problems=problems)
     mode = isolation_mode(config, opened)
-    diagnosis = run_diagnosis(verdicts, state.cases)
+    diagnosis = run_diagnosis(verdicts, state.facts)
     lost = write_reports(config, targets, adapter.name, state, verdicts, interrupted, mode,
                          diagnosis)
     return VerifyRun(config, adapter.name, mode, verdicts, gate, changes, lost, interrupted,
                      diagnosis)
 
 
-def run_diagnosis(verdicts: Sequence[CaseVerdict], cases: Iterable[Case]) -> RunDiagnosis:
-    """The diagnosis of a run from its verdicts and the case records they judged (each
-    case grouped by its operator's signature facts)."""
-    by_id = {c.id: c for c in cases}
-    facts = []
-    for v in verdicts:
-        case = by_id.get(v.case_id)
-        hooks = operator_of(case).diagnosis if case is not None else None
-        if hooks is not None:
-            facts.append(hooks.facts(case, v.verdict.value))
-    return diagnose(verdicts, facts)
+def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: dict[str, CaseFacts]
+                  ) -> RunDiagnosis:
+    """The diagnosis of a run from its verdicts (known failures applied) and the
+    signature facts of the cases they judged, by id."""
+    found = [replace(facts[v.case_id], verdict=v.verdict.value) for v in verdicts
+             if v.case_id in facts]
+    return diagnose(verdicts, found)
 
 
 def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,
@@ -262,5 +292,5 @@ def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: 
     return write_all(writers)
 
 
-__all__ = ["GoldenSource", "ProgressFn", "RunState", "VerifyRun", "open_adapter",
+__all__ = ["GoldenSource", "ProgressFn", "RunState", "VerifyRun", "start_adapter",
            "run_selection", "run_verify", "write_reports"]
