@@ -174,9 +174,12 @@ def write_dataset(parent: h5py.Group, name: str, data: np.ndarray, compress: str
     return ds
 
 
-def write_root_attrs(f: h5py.File, fmt: str, meta: Mapping[str, Any], count: int) -> None:
+def write_root_attrs(f: h5py.File, fmt: str, meta: Mapping[str, Any], count: int,
+                     version: int | None = None) -> None:
+    """The root attributes; `version`: the schema (default: the newest of `fmt`)."""
     f.attrs["format"] = text_attr(fmt)
-    version = SCHEMA_VERSION if fmt == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
+    if version is None:
+        version = SCHEMA_VERSION if fmt == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
     f.attrs["schema_version"] = np.int64(version)
     for key, value in meta.items():
         if value is None or key in ("format", "schema_version", "case_count"):

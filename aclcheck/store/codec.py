@@ -23,9 +23,14 @@ from aclcheck.errors import AclcheckError, UsageError
 
 FORMAT_GOLDEN = "aclcheck-golden"
 FORMAT_RESULTS = "aclcheck-results"
-#: Golden files: 2 adds the root attribute `operator` (schema 1 files hold the 2D
-#: adaptive average pooling backward, the only operator that wrote them).
-SCHEMA_VERSION = 2
+#: Golden files: the newest schema this aclcheck reads and writes. 1: a group per case;
+#: 2 adds the root attribute `operator` (schema 1 files hold the 2D adaptive average
+#: pooling backward, the only operator that wrote them); 3: the packed layout
+#: (aclcheck.store.packed), the one every golden file is written in.
+SCHEMA_VERSION = 3
+#: The group-per-case layout's last version (aclcheck.store.writer writes it for tests
+#: and benchmarks that need an older file).
+GROUP_SCHEMA_VERSION = 2
 #: Results files hold outputs by case id, whatever the operator: their layout is unchanged.
 RESULTS_SCHEMA_VERSION = 1
 #: The operator of a golden file of schema 1.

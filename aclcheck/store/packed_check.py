@@ -4,47 +4,67 @@ accounted for: the cases' slices tile each pool, with no element unowned or shar
 
 from __future__ import annotations
 
-from array import array
 from pathlib import Path
 
-import numpy as np
-
 from aclcheck.errors import InputFileError
-from aclcheck.store.check import CheckReport
+from aclcheck.store.check_report import CheckReport
+from aclcheck.store.codec import FORMAT_GOLDEN
 from aclcheck.store.h5read import damage
-from aclcheck.store.packed import INPUTS, POOL_GROUP
+from aclcheck.store.packed import POOL_GROUP
 from aclcheck.store.packed_reader import PackedFile, open_packed
-from aclcheck.store.schema import FORMAT_GOLDEN
 
 
 def check_packed(path: str | Path) -> CheckReport:
     """Read every case and validate the pools; problems are collected, one line each. A
-    file that cannot even be opened raises InputFileError."""
+    file that cannot even be opened raises InputFileError. Memory stays flat: rows are
+    read block by block, and the tiling is checked as the cases go (the writer appends
+    every case's arrays in row order, so each slice must start where the one before it
+    in its pool ended)."""
     report = CheckReport(Path(path), FORMAT_GOLDEN)
     with open_packed(path) as pf:
         p = pf.path
-        starts = {name: array("q") for name in pf.pools()}  # compact: 8 bytes a slice
-        counts = {name: array("q") for name in pf.pools()}
+        tiles = {name: _Tiling(name) for name in pf.pools()}
         for entry in pf.index:
             report.cases += 1
             try:
                 with damage(p, f"case {entry.id}"):
-                    _check_case(pf, entry.id, report, starts, counts)
+                    _check_case(pf, entry.id, report, tiles)
             except InputFileError as exc:
-                report.add(str(exc).removeprefix(f"{p}: "))
+                report.add(exc.detail(p))
         for name, length in pf.pools().items():
-            problem = tiling_problem(np.frombuffer(starts[name], np.int64),
-                                     np.frombuffer(counts[name], np.int64), length)
+            problem = tiles[name].end_problem(length)
             if problem:
                 report.add(f"/{POOL_GROUP}/{name}: {problem}")
     return report
 
 
+class _Tiling:
+    """Whether one pool's slices, in row order, cover it back to back exactly once."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.next = 0
+
+    def add(self, cid: str, start: int, count: int) -> str | None:
+        """Account one non-empty slice; the problem with it, or None."""
+        problem = None
+        if start > self.next:
+            problem = f"elements {self.next}..{start - 1} belong to no case"
+        elif start < self.next:
+            problem = f"elements {start}..{min(self.next, start + count) - 1} belong to two cases"
+        self.next = max(self.next, start + count)
+        return None if problem is None else f"case {cid}: /{POOL_GROUP}/{self.name}: {problem}"
+
+    def end_problem(self, length: int) -> str | None:
+        if self.next < length:
+            return f"elements {self.next}..{length - 1} belong to no case"
+        return None
+
+
 def _check_case(pf: PackedFile, cid: str, report: CheckReport,
-                starts: dict[str, array[int]], counts: dict[str, array[int]]) -> None:
+                tiles: dict[str, _Tiling]) -> None:
     slots = pf.slots(cid)
-    for name in INPUTS:
-        t = pf.tensor(cid, name)
+    for t in pf.inputs(cid):
         if t is not None:
             report.datasets += 1
             report.bytes_read += t.storage.nbytes
@@ -53,28 +73,7 @@ def _check_case(pf: PackedFile, cid: str, report: CheckReport,
         report.datasets += 1
         report.bytes_read += golden.nbytes
     for slot in slots.values():
-        if slot.stored and slot.count and slot.dtype in starts:
-            starts[slot.dtype].append(slot.start)
-            counts[slot.dtype].append(slot.count)
-
-
-def tiling_problem(starts: np.ndarray, counts: np.ndarray, length: int) -> str | None:
-    """Why slices (start, count) do not cover [0, length) exactly once, or None."""
-    order = np.argsort(starts, kind="stable")
-    s, c = starts[order], counts[order]
-    ends = s + c
-    if s.size == 0:
-        return f"{length} elements that no case owns" if length else None
-    if s[0] != 0:
-        return f"elements 0..{s[0] - 1} belong to no case"
-    overlap = np.flatnonzero(s[1:] < ends[:-1])
-    if overlap.size:
-        i = overlap[0]
-        return f"elements {s[i + 1]}..{min(ends[i], ends[i + 1]) - 1} belong to two cases"
-    gap = np.flatnonzero(s[1:] > ends[:-1])
-    if gap.size:
-        i = gap[0]
-        return f"elements {ends[i]}..{s[i + 1] - 1} belong to no case"
-    if ends[-1] != length:
-        return f"elements {ends[-1]}..{length - 1} belong to no case"
-    return None
+        if slot.stored and slot.count and slot.dtype in tiles:
+            problem = tiles[slot.dtype].add(cid, slot.start, slot.count)
+            if problem:
+                report.add(problem)

@@ -17,41 +17,38 @@ from typing import Any, overload
 import h5py
 import numpy as np
 
-from aclcheck.cases import NUMPY_DTYPES, Case, CaseTensors
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.layouts import StridedTensor
+from aclcheck.dtypes import NUMPY_DTYPES, decode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.layouts import StridedTensor, layout_geometry
+from aclcheck.ops import OPERATORS
+from aclcheck.ops.operator import Operator
+from aclcheck.store.codec import FORMAT_GOLDEN, index_dtype_problem, is_safe_id, plain_value
 from aclcheck.store.h5read import (
     H5_ERRORS,
     check_layout,
     damage,
     default_read_limit,
+    file_operator,
     h5_reason,
     member,
     open_h5,
 )
+from aclcheck.store.index import IndexEntry, entries_from_array
 from aclcheck.store.packed import (
-    INPUTS,
-    OPERATOR,
-    PACKED_COLUMNS,
+    GOLDEN,
     PACKED_SCHEMA_VERSION,
     POOL_GROUP,
     Slot,
+    golden_shape,
+    packed_schema,
     record_from_row,
     row_dict,
     row_problem,
     slots_of,
+    view_of,
 )
-from aclcheck.store.schema import (
-    FORMAT_GOLDEN,
-    IndexEntry,
-    decode_array,
-    entries_from_array,
-    index_dtype_problem,
-    is_safe_id,
-    plain_value,
-    record_problem,
-    storage_dtype,
-)
+from aclcheck.store.records import record_problem
 
 #: Rows read from /index at a time (and kept: one block).
 BLOCK_ROWS = 1024
@@ -150,12 +147,12 @@ class PackedFile:
     def _check_version(self) -> None:
         p, version = self.path, self.meta["schema_version"]
         if version != PACKED_SCHEMA_VERSION:
-            raise InputFileError(f"{p}: schema version {version} is not the packed layout "
-                                 f"({PACKED_SCHEMA_VERSION})")
-        op = self.meta.get("operator")
-        if op != OPERATOR:
-            raise InputFileError(f"{p}: written for operator {op!r}, which this aclcheck "
-                                 f"does not know (known: {OPERATOR}); upgrade aclcheck")
+            raise InputFileError.at(p, f"schema version {version} is not the packed layout "
+                                    f"({PACKED_SCHEMA_VERSION})")
+        #: the operator whose cases the file holds
+        self.op: Operator = OPERATORS[file_operator(p, self.meta)]
+        self.case_type: type[Case] = self.op.case_type
+        self.schema = packed_schema(self.case_type)
 
     def _load_index(self) -> None:
         """/index: a 1-D table of the schema's columns, case_count rows; its id column
@@ -163,15 +160,15 @@ class PackedFile:
         p = self.path
         index = member(p, self._f, "index", "/index")
         if index is None:
-            raise InputFileError(f"{p}: missing dataset /index")
+            raise InputFileError.at(p, "missing dataset /index")
         ds = check_layout(p, index, "/index", self.read_limit)
         if ds.ndim != 1:
-            raise InputFileError(f"{p}: /index must be a 1-D table, has shape {ds.shape}")
-        problem = index_dtype_problem(ds.dtype, PACKED_COLUMNS)
+            raise InputFileError.at(p, f"/index must be a 1-D table, has shape {ds.shape}")
+        problem = index_dtype_problem(ds.dtype, self.schema.columns)
         if problem:
-            raise InputFileError(f"{p}: /index {problem}")
+            raise InputFileError.at(p, f"/index {problem}")
         if ds.shape[0] != self.meta["case_count"]:
-            raise InputFileError(f"{p}: /index has {ds.shape[0]} rows, "
+            raise InputFileError.at(p, f"/index has {ds.shape[0]} rows, "
                                  f"case_count says {self.meta['case_count']}")
         self._index_ds = ds
         self.case_count = int(ds.shape[0])
@@ -181,20 +178,20 @@ class PackedFile:
             msg = h5_reason(str(exc))
             kind = "checksum mismatch (fletcher32)" if "filter" in msg or "checksum" in msg \
                 else f"cannot read ({msg})"
-            raise InputFileError(f"{p}: /index: {kind}") from None
+            raise InputFileError.at(p, f"/index: {kind}") from None
         for raw in ids.tolist():
             try:
                 cid = raw.decode("utf-8")
             except UnicodeDecodeError:
                 cid = repr(raw)
             if not is_safe_id(cid):
-                raise InputFileError(f"{p}: /index: case id {cid!r} is not a plain name "
+                raise InputFileError.at(p, f"/index: case id {cid!r} is not a plain name "
                                      "(letters, digits, '_', '.', '-')")
         self._order = np.argsort(ids, kind="stable")
         self._sorted = ids[self._order]
         twice = np.flatnonzero(self._sorted[1:] == self._sorted[:-1])
         if twice.size:
-            raise InputFileError(f"{p}: /index: case {self._sorted[twice[0]].decode()} is "
+            raise InputFileError.at(p, f"/index: case {self._sorted[twice[0]].decode()} is "
                                  "listed twice")
 
     def _load_pools(self) -> None:
@@ -203,16 +200,16 @@ class PackedFile:
         p = self.path
         group = member(p, self._f, POOL_GROUP, f"/{POOL_GROUP}")
         if not isinstance(group, h5py.Group):
-            raise InputFileError(f"{p}: missing group /{POOL_GROUP}")
+            raise InputFileError.at(p, f"missing group /{POOL_GROUP}")
         self._pools: dict[str, _Pool] = {}
         for name in sorted(group.keys()):
             what = f"/{POOL_GROUP}/{name}"
             if name not in NUMPY_DTYPES:
-                raise InputFileError(f"{p}: {what}: not a dtype this layout stores")
+                raise InputFileError.at(p, f"{what}: not a dtype this layout stores")
             ds = check_layout(p, member(p, group, name, what), what, math.inf)  # type: ignore[arg-type]
             label = plain_value(ds.attrs.get("dtype"))
             if ds.ndim != 1 or ds.dtype != storage_dtype(name) or label != name:
-                raise InputFileError(f"{p}: {what}: a {ds.ndim}-D {ds.dtype} dataset with "
+                raise InputFileError.at(p, f"{what}: a {ds.ndim}-D {ds.dtype} dataset with "
                                      f"dtype attribute {label!r}, expected 1-D "
                                      f"{storage_dtype(name)} {name!r}")
             self._pools[name] = _Pool(ds, name)
@@ -239,16 +236,16 @@ class PackedFile:
                 msg = h5_reason(str(exc))
                 kind = ("checksum mismatch (fletcher32): the data is corrupt"
                         if "filter" in msg or "checksum" in msg else f"cannot read ({msg})")
-                raise InputFileError(f"{self.path}: {what}: {kind}") from None
+                raise InputFileError.at(self.path, f"{what}: {kind}") from None
             self._block = (block, rows)
         return self._block[1]
 
     def _entries(self, block: int) -> list[IndexEntry]:
         if self._block_entries is None or self._block_entries[0] != block:
             try:
-                entries = entries_from_array(self._rows(block))
+                entries = entries_from_array(self._rows(block), self.case_type)
             except (ValueError, UnicodeDecodeError, OverflowError) as exc:
-                raise InputFileError(f"{self.path}: /index: bad row ({exc})") from None
+                raise InputFileError.at(self.path, f"/index: bad row ({exc})") from None
             self._block_entries = (block, entries)
         return self._block_entries[1]
 
@@ -262,9 +259,9 @@ class PackedFile:
     def _row(self, case_id: str) -> dict[str, Any]:
         i = self._position(case_id)
         try:
-            return row_dict(self._rows(i // BLOCK_ROWS)[i % BLOCK_ROWS])
+            return row_dict(self.schema, self._rows(i // BLOCK_ROWS)[i % BLOCK_ROWS])
         except (ValueError, UnicodeDecodeError, OverflowError) as exc:
-            raise InputFileError(f"{self.path}: case {case_id}: bad row ({exc})") from None
+            raise InputFileError.at(self.path, f"case {case_id}: bad row ({exc})") from None
 
     # -- queries (GoldenFile's interface)
     def ids(self) -> list[str]:
@@ -284,14 +281,14 @@ class PackedFile:
         if self._memo is not None and self._memo[0] == case_id:
             return self._memo[1], self._memo[2]
         row = self._row(case_id)
-        bad = f"{self.path}: case {case_id}: bad case record"
+        bad = f"case {case_id}: bad case record"
         try:
-            case = Case.from_record(record_from_row(row))
-            problem = record_problem(case) or row_problem(row, case)
+            case = self.case_type.from_record(record_from_row(self.schema, row))
+            problem = record_problem(case) or row_problem(self.schema, row, case)
         except (TypeError, ValueError, KeyError, OverflowError) as exc:
-            raise InputFileError(f"{bad} ({exc})") from None
+            raise InputFileError.at(self.path, f"{bad} ({exc})") from None
         if problem:
-            raise InputFileError(f"{bad} ({problem})")
+            raise InputFileError.at(self.path, f"{bad} ({problem})")
         self._memo = (case_id, case, row)
         return case, row
 
@@ -313,7 +310,7 @@ class PackedFile:
     def slots(self, case_id: str) -> dict[str, Slot]:
         """Where each of the case's arrays lies (checked against its record)."""
         case, row = self._case(case_id)
-        return slots_of(row, case)
+        return slots_of(self.schema, row, case)
 
     def read_slot(self, slot: Slot, what: str) -> np.ndarray:
         """The stored elements of a slot (storage dtype, 1-D), after checking its size
@@ -323,13 +320,13 @@ class PackedFile:
             return np.empty(0, storage_dtype(slot.dtype))
         nbytes = slot.count * storage_dtype(slot.dtype).itemsize
         if nbytes > self.read_limit:
-            raise InputFileError(f"{self.path}: {what}: declares {nbytes} bytes, over the "
+            raise InputFileError.at(self.path, f"{what}: declares {nbytes} bytes, over the "
                                  f"read limit of {self.read_limit} bytes "
                                  "($ACLCHECK_MAX_READ_MB)")
         if pool is None:
-            raise InputFileError(f"{self.path}: {what}: /{POOL_GROUP}/{slot.dtype} is missing")
+            raise InputFileError.at(self.path, f"{what}: /{POOL_GROUP}/{slot.dtype} is missing")
         if slot.start + slot.count > pool.length:
-            raise InputFileError(f"{self.path}: {what}: elements {slot.start}.."
+            raise InputFileError.at(self.path, f"{what}: elements {slot.start}.."
                                  f"{slot.start + slot.count - 1} lie past the end of "
                                  f"/{POOL_GROUP}/{slot.dtype} ({pool.length})")
         try:
@@ -337,39 +334,43 @@ class PackedFile:
         except H5_ERRORS as exc:
             msg = h5_reason(str(exc))
             if "filter" in msg or "checksum" in msg:
-                raise InputFileError(f"{self.path}: {what}: checksum mismatch (fletcher32): "
+                raise InputFileError.at(self.path, f"{what}: checksum mismatch (fletcher32): "
                                      "the data is corrupt") from None
-            raise InputFileError(f"{self.path}: {what}: cannot read ({msg})") from None
+            raise InputFileError.at(self.path, f"{what}: cannot read ({msg})") from None
 
     def tensor(self, case_id: str, name: str) -> StridedTensor | None:
-        """grad_output or self as laid out in memory (None for a null pointer)."""
+        """One input tensor (by role) as laid out in memory (None for a null pointer)."""
         case, row = self._case(case_id)
-        slot = slots_of(row, case)[name]
+        if name not in self.schema.inputs:
+            raise UsageError(f"{self.path}: {case.OPERATOR} has no input {name!r}")
+        slot = slots_of(self.schema, row, case)[name]
         if not slot.stored:
             return None
         data = self.read_slot(slot, f"case {case_id}: {name}")
         desc = case.tensor_desc(name)
-        strides, offset, _ = layout_geometry(tuple(desc.shape), case.layout)
+        strides, offset, _ = view_of(case, name)
         return StridedTensor(decode_array(data, desc.dtype), tuple(desc.shape), strides,
                              offset)
 
-    def inputs(self, case_id: str) -> tuple[StridedTensor | None, StridedTensor | None]:
-        """(grad_output, self) reconstructed from storage + shape/strides/offset."""
-        grad, self_ = (self.tensor(case_id, name) for name in INPUTS)
-        return grad, self_
+    def inputs(self, case_id: str) -> tuple[StridedTensor | None, ...]:
+        """The input tensors in role order, from storage + shape/strides/offset."""
+        return tuple(self.tensor(case_id, name) for name in self.schema.inputs)
 
     def golden(self, case_id: str) -> np.ndarray | None:
-        """The float64 golden, shaped like self (None for calls that must be rejected;
-        a call the contract says succeeds has one: the row check refuses it otherwise)."""
+        """The float64 golden, shaped like the output (None for calls that must be
+        rejected; a call the contract says succeeds has one: the row check refuses it
+        otherwise)."""
         case, row = self._case(case_id)
-        slot = slots_of(row, case)["golden"]
+        slot = slots_of(self.schema, row, case)[GOLDEN]
         if not slot.stored:
             return None
-        return self.read_slot(slot, f"case {case_id}: golden").reshape(case.self_shape)
+        return self.read_slot(slot, f"case {case_id}: golden").reshape(golden_shape(case))
 
-    def tensors(self, case_id: str) -> CaseTensors:
-        grad, self_ = self.inputs(case_id)
-        return CaseTensors(grad, self_, self.golden(case_id))
+    def data(self, case_id: str) -> CaseData:
+        """The case's record, input tensors by role and golden."""
+        case = self.case(case_id)
+        inputs = {name: self.tensor(case_id, name) for name in self.schema.inputs}
+        return CaseData(case, inputs, self.golden(case_id))
 
     def compression(self) -> str:
         """'gzip' or 'none': the filter of the pools (for `merge`)."""
