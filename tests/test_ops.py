@@ -75,7 +75,7 @@ def test_generate_with_op_equals_the_default(tmp_path: Path) -> None:
     assert diff_golden(tmp_path / "a.h5", tmp_path / "b.h5") == []
     with store.GoldenFile(tmp_path / "b.h5") as gf:
         assert gf.meta["operator"] == DEFAULT
-        assert gf.meta["schema_version"] == store.SCHEMA_VERSION == 2
+        assert gf.meta["schema_version"] == store.SCHEMA_VERSION == 3
 
 
 def test_v1_file_reads_as_the_2d_operator(v2_suite: Path) -> None:
