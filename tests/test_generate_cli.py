@@ -67,6 +67,35 @@ def test_regenerate_is_identical_and_jobs_do_not_change_data(tmp_path: Path) -> 
     assert diff_golden(a, b) != []
 
 
+def _in(folder: Path, *args: str) -> bytes:
+    """generate -o suite.h5 ARGS run in `folder` (the same command line wherever)."""
+    folder.mkdir()
+    cwd = Path.cwd()
+    os.chdir(folder)
+    try:
+        code, _, stderr = run("-o", "suite.h5", *args)
+    finally:
+        os.chdir(cwd)
+    assert code == 0, stderr
+    return (folder / "suite.h5").read_bytes()
+
+
+def test_workers_and_executors_write_the_same_bytes(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same command writes the same bytes ($SOURCE_DATE_EPOCH fixing the one field
+    that names the time), whether this process, local workers (--jobs) or a Dask
+    cluster (--executor) make the tensors: workers send tensors, the parent writes."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764633600")
+    serial = _in(tmp_path / "serial", *SMALL)
+    assert _in(tmp_path / "again", *SMALL) == serial
+    assert _in(tmp_path / "jobs", *SMALL, "--jobs", "2") == serial
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  protocol="tcp", dashboard_address=None) as cluster:
+        url = "dask://" + cluster.scheduler_address.removeprefix("tcp://")
+        assert _in(tmp_path / "dask", *SMALL, "--executor", url) == serial
+
+
 def test_shards_partition_the_suite_with_identical_data(tmp_path: Path) -> None:
     full = tmp_path / "full.h5"
     assert run("-o", str(full), *SMALL)[0] == 0
@@ -201,7 +230,10 @@ def test_error_mid_run_leaves_previous_file_and_no_temp(
 
 def test_plan_suite_names_and_filters() -> None:
     plan = gen.plan_suite()
-    assert plan.suite == "default" and len(plan.cases) == len(build_suite(Selection()))
+    assert plan.suite == "default" and list(plan.cases) == build_suite(Selection())
+    assert list(plan.cases) == list(plan.cases)  # streamed: each pass is the whole suite
+    shard = gen.plan_suite(shard_spec="2/3")
+    assert list(shard.cases) == build_suite(Selection())[1::3]
     plan = gen.plan_suite(dtypes=["bf16"], families=["special"], suite_name="x")
     assert plan.suite == "x"
     assert {c.dtype for c in plan.cases} == {"bfloat16"}
@@ -224,9 +256,9 @@ def test_merged_shards_equal_the_unsharded_run(tmp_path: Path) -> None:
         assert run("-o", str(part), *SMALL, "--shard", f"{k}/3", "--compress", "gzip")[0] == 0
         parts.append(part)
     merged = tmp_path / "merged.h5"
-    assert merge_golden(parts, merged) == len(gen.plan_suite(
+    assert merge_golden(parts, merged) == len(list(gen.plan_suite(
         products=["atlas-a2"], formats=["NCHW"], families=["nondivisible", "layout",
-                                                           "special"], count=2).cases)
+                                                           "special"], count=2).cases))
     assert diff_golden(full, merged) == []
     assert store.check_file(merged).ok
     with pytest.raises(UsageError, match="3/3 missing"):

@@ -3,7 +3,6 @@ place only when complete, and datasets with the store's filters."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import re
 import tempfile
@@ -26,6 +25,7 @@ from aclcheck.store.codec import (
     WRITEBACK_BYTES,
     attr_value,
     chunk_shape,
+    created_time,
     set_attrs,
     text_attr,
 )
@@ -188,5 +188,5 @@ def write_root_attrs(f: h5py.File, fmt: str, meta: Mapping[str, Any], count: int
     if "tool_version" not in f.attrs:
         f.attrs["tool_version"] = text_attr(__version__)
     if "created" not in f.attrs:
-        f.attrs["created"] = text_attr(_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+        f.attrs["created"] = text_attr(created_time())
     f.attrs["case_count"] = np.int64(count)

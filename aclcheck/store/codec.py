@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -156,6 +157,16 @@ def plain_value(value: Any) -> Any:
 # -- metadata -----------------------------------------------------------------------------
 
 
+def created_time() -> str:
+    """Now (UTC, ISO 8601), or $SOURCE_DATE_EPOCH's time where it is set (reproducible
+    builds' convention: the same command then writes the same bytes)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = _dt.datetime.now(_dt.UTC)
+    if epoch.isdigit():
+        when = _dt.datetime.fromtimestamp(int(epoch), _dt.UTC)
+    return when.isoformat(timespec="seconds")
+
+
 def run_meta(command_line: str = "", suite: str = "", **extra: Any) -> dict[str, Any]:
     """Root attributes describing the run: versions, creation time, command line, suite."""
     meta: dict[str, Any] = {
@@ -165,7 +176,7 @@ def run_meta(command_line: str = "", suite: str = "", **extra: Any) -> dict[str,
         "hdf5_version": h5py.version.hdf5_version,
         "ml_dtypes_version": ml_dtypes.__version__,
         "python_version": sys.version.split()[0],
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "created": created_time(),
         "command_line": command_line,
         "suite": suite,
     }

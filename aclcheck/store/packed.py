@@ -17,14 +17,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
 
 from aclcheck.cases import Case
 from aclcheck.cases.layouts import layout_geometry
-from aclcheck.cases.record import INT, NAMES, SHAPE
+from aclcheck.cases.record import INT, NAMES, SHAPE, TensorDesc
 from aclcheck.dtypes import storage_dtype
 from aclcheck.store.codec import parse_shape_text, shape_text
 
@@ -62,13 +62,14 @@ class PackedSchema:
     inputs: tuple[str, ...]  # input role names, in call order
     stored: tuple[str, ...]  # inputs, then GOLDEN: the order a case's arrays are appended
     optional: tuple[str, ...]  # record fields that may be None
-    role_fields: tuple[tuple[str, str, str], ...]  # (field, role name, fact)
+    #: (field, kind, role name or None, fact) of every record field, in order
+    fields: tuple[tuple[str, str, str | None, str], ...]
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.columns)
 
-    @property
+    @cached_property
     def text(self) -> frozenset[str]:
         return frozenset(name for name, kind in self.columns if kind == "s")
 
@@ -78,12 +79,9 @@ def packed_schema(case_type: type[Case]) -> PackedSchema:
     """The schema of `case_type`'s packed /index (computed once per class)."""
     fields = case_type.record_fields()
     keys = {r.key: r.name for r in case_type.ROLES}
-    record: list[tuple[str, str]] = []
-    role_fields = []
-    for f in fields:
-        record.append((f.name, "<u8" if f.kind == INT else "s"))
-        if f.role is not None:
-            role_fields.append((f.name, keys[f.role], f.name.rpartition("_")[2]))
+    record = tuple((f.name, "<u8" if f.kind == INT else "s") for f in fields)
+    described = tuple((f.name, f.kind, None if f.role is None else keys[f.role],
+                       f.name.rpartition("_")[2]) for f in fields)
     inputs = tuple(r.name for r in case_type.inputs())
     slots: list[tuple[str, str]] = []
     for name in inputs:
@@ -92,7 +90,7 @@ def packed_schema(case_type: type[Case]) -> PackedSchema:
     slots += [(f"{GOLDEN}_start", "<i8"), (f"{GOLDEN}_count", "<i8")]
     columns = (*record, ("unset", "s"), *_EXPECT, *slots)
     return PackedSchema(case_type, columns, inputs, (*inputs, GOLDEN),
-                        tuple(f.name for f in fields if f.nullable), tuple(role_fields))
+                        tuple(f.name for f in fields if f.nullable), described)
 
 
 def pool_name(dtype: str) -> str:
@@ -148,20 +146,20 @@ def _text(value: Any, kind: str) -> Any:
 
 def record_columns(case: Case) -> dict[str, Any]:
     """The record part of a case's row, and its `unset` column."""
-    schema = packed_schema(type(case))
-    kinds = {f.name: f.kind for f in case.record_fields()}
     out: dict[str, Any] = {}
     unset = []
-    for name in schema.names[:len(kinds)]:
+    descs: dict[str, TensorDesc] = {}
+    for name, kind, role, fact in packed_schema(type(case)).fields:
         value = getattr(case, name)
         if value is None:
             unset.append(name)
-            out[name] = ""
-        else:
-            out[name] = _text(value, kinds[name])
-    for name, role, fact in schema.role_fields:
-        if getattr(case, name) is None:
-            out[name] = _text(getattr(case.tensor_desc(role), fact), kinds[name])
+            if role is None:
+                out[name] = 0 if kind == INT else ""
+                continue
+            if role not in descs:
+                descs[role] = case.tensor_desc(role)
+            value = getattr(descs[role], fact)
+        out[name] = _text(value, kind)
     out["unset"] = ",".join(unset)
     return out
 
@@ -212,16 +210,16 @@ def record_from_row(schema: PackedSchema, row: Mapping[str, Any]) -> dict[str, A
     if bad:
         raise ValueError(f"unset names {bad[0]!r}, which is not an optional record field")
     rec: dict[str, Any] = {}
-    for f in schema.case_type.record_fields():
-        value = row[f.name]
-        if f.name in unset:
-            rec[f.name] = None
-        elif f.kind == NAMES:
-            rec[f.name] = [v for v in value.split(",") if v]
-        elif f.kind == SHAPE:
-            rec[f.name] = list(parse_shape_text(value))
+    for name, kind, _, _ in schema.fields:
+        value = row[name]
+        if name in unset:
+            rec[name] = None
+        elif kind == NAMES:
+            rec[name] = [v for v in value.split(",") if v]
+        elif kind == SHAPE:
+            rec[name] = list(parse_shape_text(value))
         else:
-            rec[f.name] = value
+            rec[name] = value
     return rec
 
 
