@@ -269,3 +269,12 @@ def test_merged_shards_equal_the_unsharded_run(tmp_path: Path) -> None:
         merge_golden([full, full], tmp_path / "m4.h5")
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("m")) == [
         "merged.h5"]
+
+
+def test_a_streamed_suite_refuses_an_oversized_case_and_writes_nothing(tmp_path: Path) -> None:
+    """A suite is planned as it is written: a case over --max-case-mb stops the run before
+    its arrays are allocated, and the output never appears."""
+    out = tmp_path / "s.h5"
+    code, _, stderr = run("-o", str(out), *SMALL, "--max-case-mb", "0.0001")
+    assert code == 2 and "over the limit of 0 MB (--max-case-mb)" in stderr
+    assert files_in(tmp_path) == []

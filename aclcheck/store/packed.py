@@ -112,28 +112,30 @@ class Slot:
         return self.start >= 0
 
 
-def array_dtype(case: Case, name: str) -> str:
-    """The logical dtype of stored array `name` (an input's own dtype, or float64)."""
-    return GOLDEN_DTYPE if name == GOLDEN else case.tensor_desc(name).dtype
+@dataclass(frozen=True)
+class Facts:
+    """What the layout needs of one case, worked out once: each role's tensor, each
+    input's view (strides, offset, storage elements), each stored array's dtype and the
+    golden's shape."""
+
+    descs: dict[str, TensorDesc]
+    views: dict[str, tuple[tuple[int, ...], int, int]]
+    dtypes: dict[str, str]
+    golden_shape: tuple[int, ...]
+
+    def count(self, name: str) -> int:
+        """Storage elements array `name` must have."""
+        return math.prod(self.golden_shape) if name == GOLDEN else self.views[name][2]
 
 
-def golden_shape(case: Case) -> tuple[int, ...]:
-    """The golden's shape: the output's (the shape the output role takes by default)."""
+def facts(case: Case) -> Facts:
+    descs = {r.name: case.tensor_desc(r.name) for r in case.ROLES}
+    inputs = [r.name for r in case.inputs()]
+    views = {name: layout_geometry(tuple(descs[name].shape), case.layout, case.SPATIAL_RANK)
+             for name in inputs}
     out = case.output()
-    return tuple(case.tensor_desc(out.shape_of or out.name).shape)
-
-
-def view_of(case: Case, name: str) -> tuple[tuple[int, ...], int, int]:
-    """(strides, offset, storage elements) of input `name` in the case's layout."""
-    return layout_geometry(tuple(case.tensor_desc(name).shape), case.layout,
-                           case.SPATIAL_RANK)
-
-
-def expected_count(case: Case, name: str) -> int:
-    """Storage elements array `name` of `case` must have."""
-    if name == GOLDEN:
-        return math.prod(golden_shape(case))
-    return view_of(case, name)[2]
+    return Facts(descs, views, {**{n: descs[n].dtype for n in inputs}, GOLDEN: GOLDEN_DTYPE},
+                 tuple(descs[out.shape_of or out.name].shape))
 
 
 def _text(value: Any, kind: str) -> Any:
@@ -144,11 +146,10 @@ def _text(value: Any, kind: str) -> Any:
     return value
 
 
-def record_columns(case: Case) -> dict[str, Any]:
+def record_columns(case: Case, f: Facts) -> dict[str, Any]:
     """The record part of a case's row, and its `unset` column."""
     out: dict[str, Any] = {}
     unset = []
-    descs: dict[str, TensorDesc] = {}
     for name, kind, role, fact in packed_schema(type(case)).fields:
         value = getattr(case, name)
         if value is None:
@@ -156,18 +157,18 @@ def record_columns(case: Case) -> dict[str, Any]:
             if role is None:
                 out[name] = 0 if kind == INT else ""
                 continue
-            if role not in descs:
-                descs[role] = case.tensor_desc(role)
-            value = getattr(descs[role], fact)
+            value = getattr(f.descs[role], fact)
         out[name] = _text(value, kind)
     out["unset"] = ",".join(unset)
     return out
 
 
-def case_row(case: Case, slots: Mapping[str, Slot]) -> dict[str, Any]:
+def case_row(case: Case, slots: Mapping[str, Slot], f: Facts | None = None
+             ) -> dict[str, Any]:
     """The /index row of `case` whose arrays lie at `slots` (every stored name)."""
     schema = packed_schema(type(case))
-    row = record_columns(case)
+    f = facts(case) if f is None else f
+    row = record_columns(case, f)
     exp = case.expectation
     row.update(expected_status=exp.status, expected_rule=exp.rule,
                expected_reason=exp.reason, out_written=int(case.out_written),
@@ -181,7 +182,7 @@ def case_row(case: Case, slots: Mapping[str, Slot]) -> dict[str, Any]:
         if name != GOLDEN:
             strides, offset = ((), 0)
             if slot.stored:
-                strides, offset, _ = view_of(case, name)
+                strides, offset, _ = f.views[name]
             row[f"{name}_strides"], row[f"{name}_offset"] = shape_text(strides), offset
     row["nbytes"] = nbytes
     return row
@@ -223,10 +224,11 @@ def record_from_row(schema: PackedSchema, row: Mapping[str, Any]) -> dict[str, A
     return rec
 
 
-def row_problem(schema: PackedSchema, row: Mapping[str, Any], case: Case) -> str | None:
+def row_problem(schema: PackedSchema, row: Mapping[str, Any], case: Case,
+                f: Facts) -> str | None:
     """Where a row disagrees with its own record or with the layout rules (the role
     columns, the stored flags, each array's slot and view), or None."""
-    for col, want in record_columns(case).items():
+    for col, want in record_columns(case, f).items():
         if row[col] != want:
             return f"{col} {row[col]!r} != record {want!r}"
     if row["out_written"] not in (0, 1) or row["has_golden"] not in (0, 1):
@@ -244,24 +246,24 @@ def row_problem(schema: PackedSchema, row: Mapping[str, Any], case: Case) -> str
             if start != -1 or count != 0:
                 return f"{name}: stored ({start}, {count}) where nothing may be"
             continue
-        want = expected_count(case, name)
+        want = f.count(name)
         if start < 0 or count != want:
             return f"{name}: slot ({start}, {count}), the record needs {want} elements"
         if count == 0 and start != 0:
             return f"{name}: an empty array must start at 0, not {start}"
         if name != GOLDEN:
-            strides, offset, _ = view_of(case, name)
+            strides, offset, _ = f.views[name]
             got = (row[f"{name}_strides"], row[f"{name}_offset"])
             if got != (shape_text(strides), offset):
                 return (f"{name}: strides {got[0]!r}, offset {got[1]} != layout "
                         f"{case.layout!r}: {shape_text(strides)!r}, {offset}")
-        nbytes += count * storage_dtype(array_dtype(case, name)).itemsize
+        nbytes += count * storage_dtype(f.dtypes[name]).itemsize
     if row["nbytes"] != nbytes:
         return f"nbytes {row['nbytes']} != stored {nbytes}"
     return None
 
 
-def slots_of(schema: PackedSchema, row: Mapping[str, Any], case: Case) -> dict[str, Slot]:
+def slots_of(schema: PackedSchema, row: Mapping[str, Any], f: Facts) -> dict[str, Slot]:
     """Each stored array's slot, from a row that passed `row_problem`."""
-    return {name: Slot(array_dtype(case, name), row[f"{name}_start"], row[f"{name}_count"])
+    return {name: Slot(f.dtypes[name], row[f"{name}_start"], row[f"{name}_count"])
             for name in schema.stored}

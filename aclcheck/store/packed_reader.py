@@ -39,14 +39,14 @@ from aclcheck.store.packed import (
     GOLDEN,
     PACKED_SCHEMA_VERSION,
     POOL_GROUP,
+    Facts,
     Slot,
-    golden_shape,
+    facts,
     packed_schema,
     record_from_row,
     row_dict,
     row_problem,
     slots_of,
-    view_of,
 )
 from aclcheck.store.records import record_problem
 
@@ -74,13 +74,14 @@ class _Pool:
         if 0 <= at and at + count <= self._window.size:
             return self._window[at:at + count].copy()
         if count >= self.chunk:
-            return self._read(start, count)
+            return self.read_range(start, count)
         lo = start // self.chunk * self.chunk
         hi = min(self.length, -(-(start + count) // self.chunk) * self.chunk)
-        self._window, self._window_start = self._read(lo, hi - lo), lo
+        self._window, self._window_start = self.read_range(lo, hi - lo), lo
         return self._window[start - lo:start - lo + count].copy()
 
-    def _read(self, start: int, count: int) -> np.ndarray:
+    def read_range(self, start: int, count: int) -> np.ndarray:
+        """Elements start..start+count-1, read by HDF5 (h5py errors pass through)."""
         out = np.empty(count, self.storage)
         fspace = self.ds.id.get_space()
         fspace.select_hyperslab((start,), (count,))
@@ -140,7 +141,7 @@ class PackedFile:
         self.index: Sequence[IndexEntry] = _Index(self)
         self._block: tuple[int, np.ndarray] | None = None
         self._block_entries: tuple[int, list[IndexEntry]] | None = None
-        self._memo: tuple[str, Case, dict[str, Any]] | None = None
+        self._memo: tuple[str, Case, dict[str, Any], dict[str, Slot], Facts] | None = None
 
     # -- opening
 
@@ -256,8 +257,7 @@ class PackedFile:
             raise UsageError(f"{self.path}: no case {case_id!r}")
         return int(self._order[at])
 
-    def _row(self, case_id: str) -> dict[str, Any]:
-        i = self._position(case_id)
+    def _row(self, i: int, case_id: str) -> dict[str, Any]:
         try:
             return row_dict(self.schema, self._rows(i // BLOCK_ROWS)[i % BLOCK_ROWS])
         except (ValueError, UnicodeDecodeError, OverflowError) as exc:
@@ -278,19 +278,41 @@ class PackedFile:
         return self.index[self._position(case_id)]
 
     def _case(self, case_id: str) -> tuple[Case, dict[str, Any]]:
+        return self._checked(case_id)[:2]  # type: ignore[return-value]
+
+    def _checked(self, case_id: str) -> tuple[Case, dict[str, Any], dict[str, Slot]]:
+        """The case of a row, the row, and its slots, checked (the last one kept)."""
         if self._memo is not None and self._memo[0] == case_id:
-            return self._memo[1], self._memo[2]
-        row = self._row(case_id)
+            return self._memo[1:4]  # type: ignore[return-value]
+        return self.checked_row(self._position(case_id), case_id)
+
+    def checked_row(self, i: int, case_id: str) -> tuple[Case, dict[str, Any],
+                                                          dict[str, Slot]]:
+        """Row `i` (of case `case_id`) as its case, the row, and its slots, checked: a
+        record the contract can judge, a row that says the same as its record (role
+        columns, flags, each array's slot and view)."""
+        row = self._row(i, case_id)
+        if row["id"] != case_id:
+            raise InputFileError.at(self.path, f"case {case_id}: row {i} is another case's")
         bad = f"case {case_id}: bad case record"
         try:
             case = self.case_type.from_record(record_from_row(self.schema, row))
-            problem = record_problem(case) or row_problem(self.schema, row, case)
+            problem = record_problem(case)
+            if problem is None:
+                f = facts(case)
+                problem = row_problem(self.schema, row, case, f)
         except (TypeError, ValueError, KeyError, OverflowError) as exc:
             raise InputFileError.at(self.path, f"{bad} ({exc})") from None
         if problem:
             raise InputFileError.at(self.path, f"{bad} ({problem})")
-        self._memo = (case_id, case, row)
-        return case, row
+        slots = slots_of(self.schema, row, f)
+        self._memo = (case_id, case, row, slots, f)
+        return case, row, slots
+
+    def _facts(self, case_id: str) -> Facts:
+        self._checked(case_id)
+        assert self._memo is not None
+        return self._memo[4]
 
     def case(self, case_id: str) -> Case:
         """The Case of a row, checked: names the contract knows, sane shapes, and a row
@@ -309,13 +331,26 @@ class PackedFile:
 
     def slots(self, case_id: str) -> dict[str, Slot]:
         """Where each of the case's arrays lies (checked against its record)."""
-        case, row = self._case(case_id)
-        return slots_of(self.schema, row, case)
+        return self._checked(case_id)[2]
+
+    def pool(self, dtype: str) -> _Pool:
+        """The pool of one dtype (one the file has: see pools())."""
+        return self._pools[dtype]
+
+    def check_bounds(self, slot: Slot, what: str) -> _Pool:
+        """The slot's pool, after checking that the slot lies inside it."""
+        pool = self._pools.get(slot.dtype)
+        if pool is None:
+            raise InputFileError.at(self.path, f"{what}: /{POOL_GROUP}/{slot.dtype} is missing")
+        if slot.start + slot.count > pool.length:
+            raise InputFileError.at(self.path, f"{what}: elements {slot.start}.."
+                                    f"{slot.start + slot.count - 1} lie past the end of "
+                                    f"/{POOL_GROUP}/{slot.dtype} ({pool.length})")
+        return pool
 
     def read_slot(self, slot: Slot, what: str) -> np.ndarray:
         """The stored elements of a slot (storage dtype, 1-D), after checking its size
         against the read limit and its pool; fletcher32 verified by HDF5 as it reads."""
-        pool = self._pools.get(slot.dtype)
         if slot.count == 0:
             return np.empty(0, storage_dtype(slot.dtype))
         nbytes = slot.count * storage_dtype(slot.dtype).itemsize
@@ -323,12 +358,7 @@ class PackedFile:
             raise InputFileError.at(self.path, f"{what}: declares {nbytes} bytes, over the "
                                  f"read limit of {self.read_limit} bytes "
                                  "($ACLCHECK_MAX_READ_MB)")
-        if pool is None:
-            raise InputFileError.at(self.path, f"{what}: /{POOL_GROUP}/{slot.dtype} is missing")
-        if slot.start + slot.count > pool.length:
-            raise InputFileError.at(self.path, f"{what}: elements {slot.start}.."
-                                 f"{slot.start + slot.count - 1} lie past the end of "
-                                 f"/{POOL_GROUP}/{slot.dtype} ({pool.length})")
+        pool = self.check_bounds(slot, what)
         try:
             return pool.read(slot.start, slot.count)
         except H5_ERRORS as exc:
@@ -340,17 +370,17 @@ class PackedFile:
 
     def tensor(self, case_id: str, name: str) -> StridedTensor | None:
         """One input tensor (by role) as laid out in memory (None for a null pointer)."""
-        case, row = self._case(case_id)
+        case, _, slots = self._checked(case_id)
         if name not in self.schema.inputs:
             raise UsageError(f"{self.path}: {case.OPERATOR} has no input {name!r}")
-        slot = slots_of(self.schema, row, case)[name]
+        slot = slots[name]
         if not slot.stored:
             return None
         data = self.read_slot(slot, f"case {case_id}: {name}")
-        desc = case.tensor_desc(name)
-        strides, offset, _ = view_of(case, name)
-        return StridedTensor(decode_array(data, desc.dtype), tuple(desc.shape), strides,
-                             offset)
+        f = self._facts(case_id)
+        strides, offset, _ = f.views[name]
+        return StridedTensor(decode_array(data, f.dtypes[name]), tuple(f.descs[name].shape),
+                             strides, offset)
 
     def inputs(self, case_id: str) -> tuple[StridedTensor | None, ...]:
         """The input tensors in role order, from storage + shape/strides/offset."""
@@ -360,11 +390,12 @@ class PackedFile:
         """The float64 golden, shaped like the output (None for calls that must be
         rejected; a call the contract says succeeds has one: the row check refuses it
         otherwise)."""
-        case, row = self._case(case_id)
-        slot = slots_of(self.schema, row, case)[GOLDEN]
+        case, _, slots = self._checked(case_id)
+        slot = slots[GOLDEN]
         if not slot.stored:
             return None
-        return self.read_slot(slot, f"case {case_id}: golden").reshape(golden_shape(case))
+        return self.read_slot(slot, f"case {case_id}: golden").reshape(
+            self._facts(case_id).golden_shape)
 
     def data(self, case_id: str) -> CaseData:
         """The case's record, input tensors by role and golden."""

@@ -42,8 +42,8 @@ from aclcheck.store.packed import (
     POOL_GROUP,
     PackedSchema,
     Slot,
-    array_dtype,
     case_row,
+    facts,
     packed_schema,
     row_values,
 )
@@ -204,15 +204,14 @@ class PackedWriter:
         """Append one case; returns the bytes of array data stored."""
         check_id(case.id)
         rows = self._rows_for(case)
+        f = facts(case)
         slots: dict[str, Slot] = {}
         nbytes = 0
         with self._out.writing():
             for name in rows.schema.inputs:
-                nbytes += self._append(slots, name, array_dtype(case, name),
-                                       tensors.inputs.get(name))
-            golden = tensors.golden
-            nbytes += self._append(slots, GOLDEN, GOLDEN_DTYPE, golden)
-            rows.add(row_values(rows.schema, case_row(case, slots)))
+                nbytes += self._append(slots, name, f.dtypes[name], tensors.inputs.get(name))
+            nbytes += self._append(slots, GOLDEN, GOLDEN_DTYPE, tensors.golden)
+            rows.add(row_values(rows.schema, case_row(case, slots, f)))
         self.array_bytes += nbytes
         self._out.wrote(nbytes)
         return nbytes
