@@ -19,6 +19,7 @@ reports wall time, the children's CPU time and their peak RSS:
                 cases/s), beside a bare loop reading every dataset of the bare file
   rss           generate, verify --impl reference and inspect --check of suites of
                 `--rss-cases` cases: peak RSS (target: independent of the case count)
+  rss-store     the same for generate and inspect --check only (the store's part)
 
     python benchmarks/bench_scale.py                        # every part but rss, ~5 min
     python benchmarks/bench_scale.py --part gen-small --part verify-ref --rounds 5
@@ -51,8 +52,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-PARTS = ("gen-small", "verify-ref", "verify-torch", "gen-large", "check", "rss")
-DEFAULT_PARTS = PARTS[:-1]
+PARTS = ("gen-small", "verify-ref", "verify-torch", "gen-large", "check", "rss",
+         "rss-store")
+DEFAULT_PARTS = PARTS[:5]
 #: The default suite has this many cases; `--count N` multiplies it (rss sizing).
 DEFAULT_SUITE_CASES = 548
 
@@ -330,9 +332,9 @@ def part_check(tmp: Path, s: dict[str, Path], rounds: int, count: int) -> None:
                  [sys.executable, str(s["read_all"]), "bare_small.h5"], tmp, rounds, n)
 
 
-def part_rss(tmp: Path, sizes: Sequence[int]) -> None:
-    """Peak RSS (and time) of generate, verify --impl reference and inspect --check at
-    each size: suites of `n` cases as default suite x ceil(n / 548)."""
+def part_rss(tmp: Path, sizes: Sequence[int], verify: bool = True) -> None:
+    """Peak RSS (and time) of generate, verify --impl reference (unless not `verify`) and
+    inspect --check at each size: suites of `n` cases as default suite x ceil(n / 548)."""
     print("\n== rss: peak RSS of the process tree by suite size")
     print(f"  {'cases':>8} {'command':<34} {'wall s':>8} {'cpu s':>8} {'cases/s':>8} "
           f"{'peak MiB':>9}")
@@ -346,6 +348,8 @@ def part_rss(tmp: Path, sizes: Sequence[int]) -> None:
             ("verify --impl reference", aclcheck_cmd("verify", name, "--impl", "reference")),
             ("inspect --check", aclcheck_cmd("inspect", name, "--check")),
         ):
+            if label.startswith("verify") and not verify:
+                continue
             r = measure(cmd, tmp)
             print(f"  {cases:>8} {label:<34} {r.wall:8.1f} {r.cpu:8.1f} "
                   f"{cases / r.wall:8.0f} {r.rss_mib:9.0f}", flush=True)
@@ -404,6 +408,8 @@ def main() -> None:
             part_check(tmp, scripts, args.rounds, args.count)
         if "rss" in parts:
             part_rss(tmp, args.rss_cases or [10_000])
+        if "rss-store" in parts:
+            part_rss(tmp, args.rss_cases or [10_000], verify=False)
         if args.profile is not None:
             ensure_small(tmp, scripts, args.count)
             if not (tmp / "default.h5").exists():
