@@ -10,6 +10,7 @@ GoldenWriter / write_golden: every golden file aclcheck writes is packed.
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,7 +30,6 @@ from aclcheck.store.codec import (
     FORMAT_GOLDEN,
     GZIP_LEVEL,
     check_id,
-    chunk_shape,
     run_meta,
     set_attrs,
     text_attr,
@@ -50,7 +50,7 @@ from aclcheck.store.packed import (
 
 #: Rows kept in memory before they are spilled to the temporary file (and written to
 #: /index per batch at commit).
-SPILL_ROWS = 4096
+SPILL_ROWS = 1024
 
 
 class _Pool:
@@ -159,6 +159,17 @@ class _Rows:
         self.file.close()
 
 
+def index_chunk(n: int, dtype: np.dtype) -> int:
+    """Rows per /index chunk: about POOL_CHUNK_BYTES, a power of two (so the spilled
+    blocks of SPILL_ROWS rows fill whole chunks), at most the rows there are."""
+    rows = max(1, POOL_CHUNK_BYTES // dtype.itemsize)
+    return min(n, 1 << (rows.bit_length() - 1), SPILL_ROWS)
+
+
+def _id_hash(cid: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(cid, digest_size=8).digest(), "little")
+
+
 class PackedWriter:
     """Streams cases into a packed golden file (schema 3); the file appears under its
     name only on commit. A context manager: a normal exit commits, an exception deletes
@@ -241,19 +252,20 @@ class PackedWriter:
         if n == 0:
             write_dataset(f, "index", np.zeros(0, dtype), "none", {})
             return 0
-        chunks = chunk_shape((n,), dtype.itemsize)
-        assert chunks is not None
-        ds = f.create_dataset("index", shape=(n,), dtype=dtype, chunks=chunks,
+        ds = f.create_dataset("index", shape=(n,), dtype=dtype, chunks=(index_chunk(n, dtype),),
                               fletcher32=True, track_times=False)
-        ids, at = [], 0
-        for rows in self._rows.batches():
+        hashes, at = [], 0
+        for rows in self._rows.batches():  # whole chunks: none is written twice
             ds[at:at + len(rows)] = rows
-            ids.append(rows["id"])
+            hashes.append(np.array([_id_hash(cid) for cid in rows["id"].tolist()],
+                                   np.uint64))
             at += len(rows)
-        every = np.sort(np.concatenate(ids))
-        same = np.flatnonzero(every[1:] == every[:-1])
-        if same.size:
-            raise UsageError(f"duplicate case id {every[same[0]].decode()!r}")
+        every = np.concatenate(hashes)  # 8 bytes a case, not the ids themselves
+        order = np.argsort(every, kind="stable")
+        for i in np.flatnonzero(every[order][1:] == every[order][:-1]):
+            a, b = ds[int(order[i])]["id"], ds[int(order[i + 1])]["id"]
+            if a == b:  # not only the same hash
+                raise UsageError(f"duplicate case id {a.decode()!r}")
         return n
 
     def commit(self) -> int:
