@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from aclcheck.runner import RunOptions
 
 from aclcheck.errors import InputFileError, UsageError
+from aclcheck.runner import RunOptions
 from aclcheck.triage.campaign import (
     BatchResult,
     Campaign,

@@ -9,8 +9,8 @@ import os
 import time
 
 import pytest
-from aclcheck.hangs import CallClock
 
+from aclcheck.hangs import CallClock
 from aclcheck.running.cpu_watch import (
     CPU_FLOOR_S,
     STALL_WINDOW_S,
