@@ -33,11 +33,11 @@ def check_packed(path: str | Path) -> CheckReport:
         lengths = pf.pools()
         corrupt = {name: _verify_pool(pf, name, report) for name in lengths}
         tiles = {name: _Tiling(name) for name in lengths}
-        for i, entry in enumerate(pf.index):
+        for i, cid in enumerate(pf.row_ids()):
             report.cases += 1
             try:
-                with damage(p, f"case {entry.id}"):
-                    _check_case(pf, i, entry.id, report, tiles, corrupt)
+                with damage(p, f"case {cid}"):
+                    _check_case(pf, i, cid, report, tiles, corrupt)
             except InputFileError as exc:
                 report.add(exc.detail(p))
         for name, length in lengths.items():

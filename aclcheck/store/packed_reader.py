@@ -263,6 +263,12 @@ class PackedFile:
         except (ValueError, UnicodeDecodeError, OverflowError) as exc:
             raise InputFileError.at(self.path, f"case {case_id}: bad row ({exc})") from None
 
+    def row_ids(self) -> Iterator[str]:
+        """The case ids in row order, read block by block (no index entries made)."""
+        for block in range(-(-self.case_count // BLOCK_ROWS)):
+            for raw in self._rows(block)["id"].tolist():
+                yield raw.decode("utf-8", errors="replace")
+
     # -- queries (GoldenFile's interface)
     def ids(self) -> list[str]:
         return [e.id for e in self.index]
