@@ -15,9 +15,11 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from aclcheck.cases import CaseData
 from aclcheck.cases.layouts import LAYOUTS
+from aclcheck.cli import cli
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case as Case3d
@@ -726,3 +728,26 @@ def test_plain_h5py_reader_of_the_docs(suite: tuple[Path, list[Case]]) -> None:
                 golden = f["data/float64"][start:start + count]
                 assert want.golden is not None
                 assert golden.tobytes() == want.golden.tobytes()
+
+
+@pytest.mark.parametrize(("column", "value", "fragment"), [
+    ("golden_start", 10**12, "lie past the end of /data/float64"),
+    ("golden_count", 2**40, "golden: slot"),
+    ("self_start", -5, "self: slot (-5"),
+])
+def test_verify_and_inspect_refuse_a_hostile_row_in_one_line(
+        damaged: Path, column: str, value: int, fragment: str) -> None:
+    """Through the CLI: exit 3, one line naming the file and the case, no traceback, no
+    PASS for the case, and nothing allocated for the absurd size."""
+    row = _first_with(damaged, _positive)
+    with h5py.File(damaged, "r+") as f:
+        _set_cell(column, value, row)(f)
+    with open_packed(damaged) as pf:
+        cid = pf.ids()[row]
+    for args in (["verify", str(damaged), "--impl", "reference", "--no-isolate",
+                  "--id", cid], ["inspect", str(damaged), "--check"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 3, result.output
+        errors = [line for line in result.output.splitlines() if "error" in line]
+        assert errors and f"case {cid}:" in errors[0] and fragment in errors[0], result.output
+        assert "Traceback" not in result.output and "PASS" not in result.output
