@@ -21,6 +21,7 @@ reports wall time, the children's CPU time and their peak RSS:
                 `--rss-cases` cases: peak RSS (target: independent of the case count)
   rss-verify    the same for verify --impl reference alone (the files are generated
                 first, outside the measurement)
+  rss-store     the same for generate and inspect --check only (the store's part)
 
     python benchmarks/bench_scale.py                        # every part but rss, ~5 min
     python benchmarks/bench_scale.py --part gen-small --part verify-ref --rounds 5
@@ -54,10 +55,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-PARTS = ("gen-small", "verify-ref", "verify-torch", "gen-large", "check", "rss", "rss-verify")
-DEFAULT_PARTS = PARTS[:-2]
+PARTS = ("gen-small", "verify-ref", "verify-torch", "gen-large", "check", "rss",
+         "rss-verify", "rss-store")
+DEFAULT_PARTS = PARTS[:5]
 #: The default suite has this many cases; `--count N` multiplies it (rss sizing).
-DEFAULT_SUITE_CASES = 548
+DEFAULT_SUITE_CASES = 608
 
 #: Four large cases (float32, float16, bfloat16; two layouts): 58 MB of inputs and goldens.
 LARGE_CASES = [
@@ -333,9 +335,9 @@ def part_check(tmp: Path, s: dict[str, Path], rounds: int, count: int) -> None:
                  [sys.executable, str(s["read_all"]), "bare_small.h5"], tmp, rounds, n)
 
 
-def part_rss(tmp: Path, sizes: Sequence[int]) -> None:
-    """Peak RSS (and time) of generate, verify --impl reference and inspect --check at
-    each size: suites of `n` cases as default suite x ceil(n / 548)."""
+def part_rss(tmp: Path, sizes: Sequence[int], verify: bool = True) -> None:
+    """Peak RSS (and time) of generate, verify --impl reference (unless not `verify`) and
+    inspect --check at each size: suites of `n` cases as default suite x ceil(n / 548)."""
     print("\n== rss: peak RSS of the process tree by suite size")
     print(f"  {'cases':>8} {'command':<34} {'wall s':>8} {'cpu s':>8} {'cases/s':>8} "
           f"{'peak MiB':>9}")
@@ -349,6 +351,8 @@ def part_rss(tmp: Path, sizes: Sequence[int]) -> None:
             ("verify --impl reference", aclcheck_cmd("verify", name, "--impl", "reference")),
             ("inspect --check", aclcheck_cmd("inspect", name, "--check")),
         ):
+            if label.startswith("verify") and not verify:
+                continue
             r = measure(cmd, tmp)
             print(f"  {cases:>8} {label:<34} {r.wall:8.1f} {r.cpu:8.1f} "
                   f"{cases / r.wall:8.0f} {r.rss_mib:9.0f}", flush=True)
@@ -425,6 +429,8 @@ def main() -> None:
             part_rss(tmp, args.rss_cases or [10_000])
         if "rss-verify" in parts:
             part_rss_verify(tmp, args.rss_cases or [10_000])
+        if "rss-store" in parts:
+            part_rss(tmp, args.rss_cases or [10_000], verify=False)
         if args.profile is not None:
             ensure_small(tmp, scripts, args.count)
             if not (tmp / "default.h5").exists():

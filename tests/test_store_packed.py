@@ -15,13 +15,18 @@ from typing import Any
 import h5py
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
-from aclcheck.cases import Case, CaseTensors, make_tensors
+from aclcheck.cases import CaseData
+from aclcheck.cases.layouts import LAYOUTS
+from aclcheck.cli import cli
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.layouts import LAYOUTS
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case as Case3d
+from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import (
-    INDEX_COLUMNS,
     OutputFileError,
+    index_columns,
     index_entry,
     open_golden,
     run_meta,
@@ -29,20 +34,23 @@ from aclcheck.store import (
     write_golden,
 )
 from aclcheck.store import packed_writer as pw
+from aclcheck.store.diff import diff_golden
 from aclcheck.store.packed import (
-    PACKED_COLUMNS,
     PACKED_SCHEMA_VERSION,
     Slot,
     case_row,
+    packed_schema,
     record_from_row,
     row_dict,
     row_values,
 )
-from aclcheck.store.packed_check import check_packed, tiling_problem
-from aclcheck.store.packed_reader import BLOCK_ROWS, open_packed
-from aclcheck.store.packed_writer import PackedWriter, write_packed
-from aclcheck.suite import Selection, build_suite
+from aclcheck.store.packed_check import _Tiling, check_packed
+from aclcheck.store.packed_reader import BLOCK_ROWS, PackedFile
+from aclcheck.store.reader import GroupFile
+from aclcheck.store.writer import write_groups
+from aclcheck.suite.selection import Selection, build_suite
 
+SCHEMA = packed_schema(Case)
 META = {**run_meta("test", "t"), "created": "2026-12-02T00:00:00+00:00"}
 SELECTION = Selection(products=("atlas-a2", "atlas-training"), formats=("NCHW", "NCL"),
                       families=("nondivisible", "layout", "empty", "special", "invalid"),
@@ -57,12 +65,24 @@ def _case(cid: str, dtype: str, **kw: Any) -> Case:
     return Case(id=cid, dtype=dtype, **fields)
 
 
-def _items(cases: list[Case]) -> list[tuple[Case, CaseTensors]]:
+def _items(cases: list[Any]) -> list[tuple[Any, CaseData]]:
     return [(c, make_tensors(c)) for c in cases]
 
 
-def _same_tensors(got: CaseTensors, want: CaseTensors) -> None:
-    for g, w in ((got.grad_output, want.grad_output), (got.self, want.self)):
+def open_packed(path: Path) -> PackedFile:
+    pf = open_golden(path)
+    assert isinstance(pf, PackedFile)
+    return pf
+
+
+def write_packed(path: Path, items: Any, meta: Any, **kw: Any) -> Any:
+    return write_golden(path, items, meta, **kw)
+
+
+def _same_tensors(got: CaseData, want: CaseData) -> None:
+    assert set(got.inputs) == set(want.inputs)
+    for name in want.inputs:
+        g, w = got.inputs[name], want.inputs[name]
         assert (g is None) == (w is None)
         if w is not None:
             assert g is not None
@@ -98,8 +118,8 @@ def test_suite_round_trip_equals_the_group_layout(suite: tuple[Path, list[Case]]
     /index entry, attributes, tensors (storage, view, layout) and golden."""
     path, cases = suite
     groups = tmp_path / "groups.h5"
-    write_golden(groups, _items(cases), META)
-    with open_packed(path) as pf, open_golden(groups) as gf:
+    write_groups(groups, _items(cases), META)
+    with open_packed(path) as pf, GroupFile(groups) as gf:
         assert pf.ids() == gf.ids() == [c.id for c in cases]
         assert list(pf.index) == gf.index
         assert pf.meta["schema_version"] == PACKED_SCHEMA_VERSION
@@ -107,7 +127,7 @@ def test_suite_round_trip_equals_the_group_layout(suite: tuple[Path, list[Case]]
             assert pf.case(case.id) == case
             assert pf.entry(case.id) == gf.entry(case.id)
             assert pf.attrs(case.id) == gf.attrs(case.id)
-            _same_tensors(pf.tensors(case.id), make_tensors(case))
+            _same_tensors(pf.data(case.id), make_tensors(case))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "bfloat16", "int32", "bool",
@@ -120,7 +140,7 @@ def test_dtypes_and_layouts_bit_exact(tmp_path: Path, dtype: str, layout: str) -
     write_packed(tmp_path / "f.h5", _items(cases), META)
     with open_packed(tmp_path / "f.h5") as pf:
         for case in cases:
-            _same_tensors(pf.tensors(case.id), make_tensors(case))
+            _same_tensors(pf.data(case.id), make_tensors(case))
 
 
 def test_optional_fields_keep_none_and_effective_columns(tmp_path: Path) -> None:
@@ -142,9 +162,9 @@ def test_row_codec_round_trip() -> None:
     case = _case("x", "bfloat16", null=("self",), out_dtype="float32", layout="strided")
     slots = {"grad_output": Slot("bfloat16", 0, 99), "self": Slot("bfloat16", -1, 0),
              "golden": Slot("float64", -1, 0)}
-    arr = np.array([row_values(case_row(case, slots))],
-                   dtype=[(n, "S200" if k == "s" else k) for n, k in PACKED_COLUMNS])
-    assert Case.from_record(record_from_row(row_dict(arr[0]))) == case
+    arr = np.array([row_values(SCHEMA, case_row(case, slots))],
+                   dtype=[(n, "S200" if k == "s" else k) for n, k in SCHEMA.columns])
+    assert Case.from_record(record_from_row(SCHEMA, row_dict(SCHEMA, arr[0]))) == case
 
 
 def test_empty_file_and_empty_tensors(tmp_path: Path) -> None:
@@ -155,7 +175,7 @@ def test_empty_file_and_empty_tensors(tmp_path: Path) -> None:
                   layout="strided")
     write_packed(tmp_path / "e.h5", _items([empty]), META)
     with open_packed(tmp_path / "e.h5") as pf:
-        _same_tensors(pf.tensors("e"), make_tensors(empty))
+        _same_tensors(pf.data("e"), make_tensors(empty))
     assert check_packed(tmp_path / "e.h5").ok
 
 
@@ -165,7 +185,7 @@ def test_gzip_keeps_the_data(tmp_path: Path, suite: tuple[Path, list[Case]]) -> 
     with open_packed(tmp_path / "z.h5") as pf:
         assert pf.compression() == "gzip"
         for case in cases:
-            _same_tensors(pf.tensors(case.id), make_tensors(case))
+            _same_tensors(pf.data(case.id), make_tensors(case))
     with open_packed(path) as pf:
         assert pf.compression() == "none"
 
@@ -179,7 +199,7 @@ def test_same_cases_same_bytes(tmp_path: Path, suite: tuple[Path, list[Case]]) -
     path, cases = suite
     write_packed(tmp_path / "again.h5", _items(cases), META)
     with open_packed(path) as pf:
-        write_packed(tmp_path / "copy.h5", ((pf.case(c), pf.tensors(c)) for c in pf.ids()),
+        write_packed(tmp_path / "copy.h5", ((pf.case(c), pf.data(c)) for c in pf.ids()),
                      META)
     assert (tmp_path / "again.h5").read_bytes() == path.read_bytes()
     assert (tmp_path / "copy.h5").read_bytes() == path.read_bytes()
@@ -193,7 +213,7 @@ def test_random_access_by_id(suite: tuple[Path, list[Case]]) -> None:
         for case in shuffled:
             assert case.id in pf
             assert pf.case(case.id) == case
-            _same_tensors(pf.tensors(case.id), make_tensors(case))
+            _same_tensors(pf.data(case.id), make_tensors(case))
         assert "no-such-case" not in pf
         with pytest.raises(UsageError, match="no case 'no-such-case'"):
             pf.case("no-such-case")
@@ -272,7 +292,7 @@ def test_duplicate_and_unsafe_ids_are_refused(tmp_path: Path) -> None:
         write_packed(tmp_path / "u.h5", _items([_case("../x", "float16")]), META)
     with pytest.raises(OutputFileError, match="use --force"):
         (tmp_path / "e.h5").write_bytes(b"keep")
-        PackedWriter(tmp_path / "e.h5", META)
+        pw.PackedWriter(tmp_path / "e.h5", META)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.h5"]
 
 
@@ -298,24 +318,31 @@ def test_check_reads_everything(suite: tuple[Path, list[Case]]) -> None:
     want = [make_tensors(c) for c in cases]
     assert report.cases == len(cases)
     assert report.bytes_read == sum(
-        sum(x.nbytes for x in (t.grad_output and t.grad_output.storage,
-                               t.self and t.self.storage, t.golden) if x is not None)
+        sum(x.nbytes for x in (*(i.storage for i in t.inputs.values() if i is not None),
+                               t.golden) if x is not None)
         for t in want)
 
 
-@pytest.mark.parametrize(("starts", "counts", "length", "problem"), [
-    ([0, 5, 9], [5, 4, 1], 10, None),
-    ([5, 0], [5, 5], 10, None),
-    ([0, 5], [5, 4], 10, "elements 9..9 belong to no case"),
-    ([0, 6], [5, 4], 10, "elements 5..5 belong to no case"),
-    ([1], [9], 10, "elements 0..0 belong to no case"),
-    ([0, 4], [5, 6], 10, "elements 4..4 belong to two cases"),
-    ([], [], 3, "3 elements that no case owns"),
+@pytest.mark.parametrize(("slices", "length", "problem"), [
+    ([(0, 5), (5, 4), (9, 1)], 10, None),
+    ([(0, 5), (5, 4)], 10, "elements 9..9 belong to no case"),
+    ([(0, 5), (6, 4)], 10, "elements 5..5 belong to no case"),
+    ([(1, 9)], 10, "elements 0..0 belong to no case"),
+    ([(0, 5), (4, 6)], 10, "elements 4..4 belong to two cases"),
+    ([(5, 5), (0, 5)], 10, "belong to"),
+    ([], 3, "elements 0..2 belong to no case"),
 ])
-def test_tiling(starts: list[int], counts: list[int], length: int,
-                problem: str | None) -> None:
-    assert tiling_problem(np.array(starts, np.int64), np.array(counts, np.int64),
-                          length) == problem
+def test_tiling(slices: list[tuple[int, int]], length: int, problem: str | None) -> None:
+    """The check's tiling rule: in row order, each slice starts where the one before it in
+    its pool ended, and the last one ends at the pool's end."""
+    tiles = _Tiling("float64")
+    found = [tiles.add(f"c{i}", start, count) for i, (start, count) in enumerate(slices)]
+    found.append(tiles.end_problem(length))
+    problems = [p for p in found if p is not None]
+    if problem is None:
+        assert problems == []
+    else:
+        assert problems and problem in problems[0]
 
 
 def _chunk_offset(path: Path, dataset: str, chunk: int = 0) -> int:
@@ -360,7 +387,7 @@ def test_random_bit_flips_never_alter_data_silently(suite: tuple[Path, list[Case
     rng = random.Random(20261202)
     bad = tmp_path / "flipped.h5"
     refused = 0
-    for _ in range(60):
+    for _ in range(30):
         data = bytearray(clean)
         for _ in range(rng.randint(1, 3)):
             pos = rng.randrange(len(data))
@@ -370,7 +397,7 @@ def test_random_bit_flips_never_alter_data_silently(suite: tuple[Path, list[Case
             with open_packed(bad) as pf:
                 for cid in pf.ids():
                     try:
-                        case, tensors = pf.case(cid), pf.tensors(cid)
+                        case, tensors = pf.case(cid), pf.data(cid)
                     except InputFileError:
                         refused += 1
                         continue
@@ -379,6 +406,67 @@ def test_random_bit_flips_never_alter_data_silently(suite: tuple[Path, list[Case
         except InputFileError:
             refused += 1
     assert refused > 10
+
+
+def _flip_every_byte(path: Path, tmp_path: Path, step: int) -> tuple[int, int]:
+    """Flip one bit of every `step`-th byte of `path` (bit i % 8 of byte i), one flip
+    per copy; each copy must read back exactly as written, case by case, or be refused
+    with an InputFileError (never another exception, never a changed value). Returns
+    (flips refused somewhere, flips)."""
+    clean = path.read_bytes()
+    with open_packed(path) as pf:
+        want = {cid: (pf.case(cid), pf.data(cid)) for cid in pf.ids()}
+    bad = tmp_path / "flipped.h5"
+    refused = flips = 0
+    for pos in range(0, len(clean), step):
+        data = bytearray(clean)
+        data[pos] ^= 1 << (pos % 8)
+        bad.write_bytes(bytes(data))
+        flips += 1
+        hit = False
+        try:
+            with open_golden(bad) as gf:
+                assert gf.ids() == list(want)
+                for cid in gf.ids():
+                    try:
+                        case, got = gf.case(cid), gf.data(cid)
+                    except InputFileError:
+                        hit = True
+                        continue
+                    assert case == want[cid][0], pos
+                    _same_tensors(got, want[cid][1])
+        except InputFileError:
+            hit = True
+        refused += hit
+    return refused, flips
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    """Three small cases (two dtypes, a strided view, a rejected call): a file of a few
+    KB whose every byte a test can flip."""
+    cases = [_case("a", "float16", self_shape=(1, 2, 3, 3), grad_shape=(1, 2, 2, 2)),
+             _case("b", "bfloat16", self_shape=(1, 1, 4, 3), grad_shape=(1, 1, 2, 3),
+                   layout="strided"),
+             _case("c", "float16", self_shape=(1, 2, 3, 3), grad_shape=(1, 2, 2, 2),
+                   null=("self",))]
+    path = tmp_path / "tiny.h5"
+    write_packed(path, _items(cases), META)
+    return path
+
+
+def test_flipped_bits_all_over_a_small_file_never_pass_altered(tiny: Path,
+                                                               tmp_path: Path) -> None:
+    """A sample (every 23rd byte of the file, metadata included): each flip is
+    refused or harmless (free space, padding), never a changed record or value."""
+    refused, flips = _flip_every_byte(tiny, tmp_path, 23)
+    assert refused > flips // 3
+
+
+@pytest.mark.slow  # every byte: .ci/run's slow step
+def test_flipped_bit_in_every_byte_never_passes_altered(tiny: Path, tmp_path: Path) -> None:
+    refused, flips = _flip_every_byte(tiny, tmp_path, 1)
+    assert flips == tiny.stat().st_size and refused > flips // 3
 
 
 # -- hostile files ------------------------------------------------------------------------------
@@ -463,7 +551,7 @@ def _duplicate_row(f: h5py.File) -> None:
 
 
 def _operator(f: h5py.File) -> None:
-    f.attrs["operator"] = text_attr("adaptive_avg_pool3d_backward")
+    f.attrs["operator"] = text_attr("max_pool9d")
 
 
 def _version(f: h5py.File) -> None:
@@ -485,7 +573,7 @@ def _no_column(f: h5py.File) -> None:
     (_no_checksum_pool, "without a fletcher32 checksum"),
     (_bomb_pool, "over 16777216 bytes; not read"),
     (_duplicate_row, "is listed twice"),
-    (_operator, "written for operator 'adaptive_avg_pool3d_backward'"),
+    (_operator, "written for operator 'max_pool9d', which this aclcheck does not know"),
     (_version, "schema version 4 is newer than this aclcheck understands (3)"),
     (_count, "case_count says 3"),
     (_no_column, "lacks column 'golden_start'"),
@@ -544,7 +632,7 @@ def test_hostile_rows_are_refused_per_case(damaged: Path, which: Callable[[Case]
             assert pf.case(cid).seed == 2**63 + 5
             return
         with pytest.raises(InputFileError) as err:
-            pf.tensors(cid)
+            pf.data(cid)
     assert str(err.value).startswith(f"{damaged}: case {cid}: ") and fragment in str(err.value)
     assert not check_packed(damaged).ok
 
@@ -559,19 +647,46 @@ def test_read_limit_applies_per_array(suite: tuple[Path, list[Case]]) -> None:
 
 
 def test_group_layout_reader_refuses_packed_files(suite: tuple[Path, list[Case]]) -> None:
-    with pytest.raises(InputFileError, match=r"schema version 3 is newer than this aclcheck "
-                                             r"understands \(1\)"):
-        open_golden(suite[0])
+    with pytest.raises(InputFileError, match=r"schema version 3 is not a group-per-case"):
+        GroupFile(suite[0])
 
 
 def test_index_columns_of_the_group_layout_are_kept(suite: tuple[Path, list[Case]]) -> None:
     """Listing reads the same columns in both layouts (the packed ones are a superset)."""
-    names = {n for n, _ in PACKED_COLUMNS}
-    assert {n for n, _ in INDEX_COLUMNS} <= names
+    names = {n for n, _ in SCHEMA.columns}
+    assert {n for n, _ in index_columns(Case)} <= names
     path, cases = suite
     with open_packed(path) as pf:
         for case, entry in zip(cases, pf.index, strict=True):
             assert entry == index_entry(case, entry.has_golden, entry.nbytes)
+
+
+def test_older_schemas_read_and_convert(suite: tuple[Path, list[Case]],
+                                        tmp_path: Path) -> None:
+    """A schema-2 file reads through open_golden like its packed twin; `diff` compares
+    what they hold, not how it is laid out."""
+    path, cases = suite
+    old = tmp_path / "old.h5"
+    write_groups(old, _items(cases), META)
+    with open_golden(old) as gf:
+        assert isinstance(gf, GroupFile) and gf.meta["schema_version"] == 2
+        for case in cases[:20]:
+            _same_tensors(gf.data(case.id), make_tensors(case))
+    assert diff_golden(old, path) == []
+
+
+def test_a_3d_operator_packs_by_its_own_roles(tmp_path: Path) -> None:
+    """The columns come from the operator's record and roles: a 3D case round-trips."""
+    cases = [c for c in build_suite(Selection(op="adaptive_avg_pool3d_backward", seed=2,
+                                              products=("atlas-a2",)))][:40]
+    assert all(isinstance(c, Case3d) for c in cases)
+    write_packed(tmp_path / "3d.h5", _items(cases), META)
+    with open_packed(tmp_path / "3d.h5") as pf:
+        assert pf.meta["operator"] == "adaptive_avg_pool3d_backward"
+        for case in cases:
+            assert pf.case(case.id) == case
+            _same_tensors(pf.data(case.id), make_tensors(case))
+    assert check_packed(tmp_path / "3d.h5").ok
 
 
 @pytest.mark.skipif(shutil.which("h5dump") is None, reason="h5dump not installed")
@@ -584,7 +699,8 @@ def test_plain_h5dump_reads_everything(suite: tuple[Path, list[Case]]) -> None:
 
 
 def test_plain_h5py_reader_of_the_docs(suite: tuple[Path, list[Case]]) -> None:
-    """The recipe of docs/store-packed.md, with h5py and numpy alone."""
+    """The recipe of docs/store.md ("Reading case i with h5py alone"), generalised to
+    every input role and checked against make_tensors for every case."""
     path, cases = suite
     with h5py.File(path, "r") as f:
         rows = f["index"][()]
@@ -601,10 +717,37 @@ def test_plain_h5py_reader_of_the_docs(suite: tuple[Path, list[Case]]) -> None:
                 strides = [int(s) for s in row[f"{name}_strides"].decode().split("x") if s]
                 shape = [int(s) for s in row[f"{key}_shape"].decode().split("x") if s]
                 assert t is not None and storage.tobytes() == t.storage.tobytes()
-                assert (tuple(shape), tuple(strides), int(row[f"{name}_offset"])) == (
-                    t.shape, t.strides, t.offset)
+                offset = int(row[f"{name}_offset"])
+                assert (tuple(shape), tuple(strides), offset) == (t.shape, t.strides, t.offset)
+                if all(shape) and storage.size:
+                    view = np.lib.stride_tricks.as_strided(
+                        storage[offset:], shape, [d * storage.itemsize for d in strides])
+                    assert view.tobytes() == t.view().view(storage.dtype).tobytes()
             if row["golden_start"] >= 0:
                 start, count = int(row["golden_start"]), int(row["golden_count"])
                 golden = f["data/float64"][start:start + count]
                 assert want.golden is not None
                 assert golden.tobytes() == want.golden.tobytes()
+
+
+@pytest.mark.parametrize(("column", "value", "fragment"), [
+    ("golden_start", 10**12, "lie past the end of /data/float64"),
+    ("golden_count", 2**40, "golden: slot"),
+    ("self_start", -5, "self: slot (-5"),
+])
+def test_verify_and_inspect_refuse_a_hostile_row_in_one_line(
+        damaged: Path, column: str, value: int, fragment: str) -> None:
+    """Through the CLI: exit 3, one line naming the file and the case, no traceback, no
+    PASS for the case, and nothing allocated for the absurd size."""
+    row = _first_with(damaged, _positive)
+    with h5py.File(damaged, "r+") as f:
+        _set_cell(column, value, row)(f)
+    with open_packed(damaged) as pf:
+        cid = pf.ids()[row]
+    for args in (["verify", str(damaged), "--impl", "reference", "--no-isolate",
+                  "--id", cid], ["inspect", str(damaged), "--check"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 3, result.output
+        errors = [line for line in result.output.splitlines() if "error" in line]
+        assert errors and f"case {cid}:" in errors[0] and fragment in errors[0], result.output
+        assert "Traceback" not in result.output and "PASS" not in result.output

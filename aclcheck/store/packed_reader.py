@@ -17,41 +17,38 @@ from typing import Any, overload
 import h5py
 import numpy as np
 
-from aclcheck.cases import NUMPY_DTYPES, Case, CaseTensors
+from aclcheck.cases import Case, CaseData
+from aclcheck.cases.layouts import StridedTensor
+from aclcheck.dtypes import NUMPY_DTYPES, decode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.layouts import StridedTensor, layout_geometry
+from aclcheck.ops import OPERATORS
+from aclcheck.ops.operator import Operator
+from aclcheck.store.codec import FORMAT_GOLDEN, index_dtype_problem, is_safe_id, plain_value
 from aclcheck.store.h5read import (
     H5_ERRORS,
     check_layout,
     damage,
     default_read_limit,
+    file_operator,
     h5_reason,
     member,
     open_h5,
 )
+from aclcheck.store.index import IndexEntry, entries_from_array
 from aclcheck.store.packed import (
-    INPUTS,
-    OPERATOR,
-    PACKED_COLUMNS,
+    GOLDEN,
     PACKED_SCHEMA_VERSION,
     POOL_GROUP,
+    Facts,
     Slot,
+    facts,
+    packed_schema,
     record_from_row,
     row_dict,
     row_problem,
     slots_of,
 )
-from aclcheck.store.schema import (
-    FORMAT_GOLDEN,
-    IndexEntry,
-    decode_array,
-    entries_from_array,
-    index_dtype_problem,
-    is_safe_id,
-    plain_value,
-    record_problem,
-    storage_dtype,
-)
+from aclcheck.store.records import record_problem
 
 #: Rows read from /index at a time (and kept: one block).
 BLOCK_ROWS = 1024
@@ -77,13 +74,14 @@ class _Pool:
         if 0 <= at and at + count <= self._window.size:
             return self._window[at:at + count].copy()
         if count >= self.chunk:
-            return self._read(start, count)
+            return self.read_range(start, count)
         lo = start // self.chunk * self.chunk
         hi = min(self.length, -(-(start + count) // self.chunk) * self.chunk)
-        self._window, self._window_start = self._read(lo, hi - lo), lo
+        self._window, self._window_start = self.read_range(lo, hi - lo), lo
         return self._window[start - lo:start - lo + count].copy()
 
-    def _read(self, start: int, count: int) -> np.ndarray:
+    def read_range(self, start: int, count: int) -> np.ndarray:
+        """Elements start..start+count-1, read by HDF5 (h5py errors pass through)."""
         out = np.empty(count, self.storage)
         fspace = self.ds.id.get_space()
         fspace.select_hyperslab((start,), (count,))
@@ -143,19 +141,19 @@ class PackedFile:
         self.index: Sequence[IndexEntry] = _Index(self)
         self._block: tuple[int, np.ndarray] | None = None
         self._block_entries: tuple[int, list[IndexEntry]] | None = None
-        self._memo: tuple[str, Case, dict[str, Any]] | None = None
+        self._memo: tuple[str, Case, dict[str, Any], dict[str, Slot], Facts] | None = None
 
     # -- opening
 
     def _check_version(self) -> None:
         p, version = self.path, self.meta["schema_version"]
         if version != PACKED_SCHEMA_VERSION:
-            raise InputFileError(f"{p}: schema version {version} is not the packed layout "
-                                 f"({PACKED_SCHEMA_VERSION})")
-        op = self.meta.get("operator")
-        if op != OPERATOR:
-            raise InputFileError(f"{p}: written for operator {op!r}, which this aclcheck "
-                                 f"does not know (known: {OPERATOR}); upgrade aclcheck")
+            raise InputFileError.at(p, f"schema version {version} is not the packed layout "
+                                    f"({PACKED_SCHEMA_VERSION})")
+        #: the operator whose cases the file holds
+        self.op: Operator = OPERATORS[file_operator(p, self.meta)]
+        self.case_type: type[Case] = self.op.case_type
+        self.schema = packed_schema(self.case_type)
 
     def _load_index(self) -> None:
         """/index: a 1-D table of the schema's columns, case_count rows; its id column
@@ -163,15 +161,15 @@ class PackedFile:
         p = self.path
         index = member(p, self._f, "index", "/index")
         if index is None:
-            raise InputFileError(f"{p}: missing dataset /index")
+            raise InputFileError.at(p, "missing dataset /index")
         ds = check_layout(p, index, "/index", self.read_limit)
         if ds.ndim != 1:
-            raise InputFileError(f"{p}: /index must be a 1-D table, has shape {ds.shape}")
-        problem = index_dtype_problem(ds.dtype, PACKED_COLUMNS)
+            raise InputFileError.at(p, f"/index must be a 1-D table, has shape {ds.shape}")
+        problem = index_dtype_problem(ds.dtype, self.schema.columns)
         if problem:
-            raise InputFileError(f"{p}: /index {problem}")
+            raise InputFileError.at(p, f"/index {problem}")
         if ds.shape[0] != self.meta["case_count"]:
-            raise InputFileError(f"{p}: /index has {ds.shape[0]} rows, "
+            raise InputFileError.at(p, f"/index has {ds.shape[0]} rows, "
                                  f"case_count says {self.meta['case_count']}")
         self._index_ds = ds
         self.case_count = int(ds.shape[0])
@@ -181,20 +179,20 @@ class PackedFile:
             msg = h5_reason(str(exc))
             kind = "checksum mismatch (fletcher32)" if "filter" in msg or "checksum" in msg \
                 else f"cannot read ({msg})"
-            raise InputFileError(f"{p}: /index: {kind}") from None
+            raise InputFileError.at(p, f"/index: {kind}") from None
         for raw in ids.tolist():
             try:
                 cid = raw.decode("utf-8")
             except UnicodeDecodeError:
                 cid = repr(raw)
             if not is_safe_id(cid):
-                raise InputFileError(f"{p}: /index: case id {cid!r} is not a plain name "
+                raise InputFileError.at(p, f"/index: case id {cid!r} is not a plain name "
                                      "(letters, digits, '_', '.', '-')")
         self._order = np.argsort(ids, kind="stable")
         self._sorted = ids[self._order]
         twice = np.flatnonzero(self._sorted[1:] == self._sorted[:-1])
         if twice.size:
-            raise InputFileError(f"{p}: /index: case {self._sorted[twice[0]].decode()} is "
+            raise InputFileError.at(p, f"/index: case {self._sorted[twice[0]].decode()} is "
                                  "listed twice")
 
     def _load_pools(self) -> None:
@@ -203,16 +201,16 @@ class PackedFile:
         p = self.path
         group = member(p, self._f, POOL_GROUP, f"/{POOL_GROUP}")
         if not isinstance(group, h5py.Group):
-            raise InputFileError(f"{p}: missing group /{POOL_GROUP}")
+            raise InputFileError.at(p, f"missing group /{POOL_GROUP}")
         self._pools: dict[str, _Pool] = {}
         for name in sorted(group.keys()):
             what = f"/{POOL_GROUP}/{name}"
             if name not in NUMPY_DTYPES:
-                raise InputFileError(f"{p}: {what}: not a dtype this layout stores")
+                raise InputFileError.at(p, f"{what}: not a dtype this layout stores")
             ds = check_layout(p, member(p, group, name, what), what, math.inf)  # type: ignore[arg-type]
             label = plain_value(ds.attrs.get("dtype"))
             if ds.ndim != 1 or ds.dtype != storage_dtype(name) or label != name:
-                raise InputFileError(f"{p}: {what}: a {ds.ndim}-D {ds.dtype} dataset with "
+                raise InputFileError.at(p, f"{what}: a {ds.ndim}-D {ds.dtype} dataset with "
                                      f"dtype attribute {label!r}, expected 1-D "
                                      f"{storage_dtype(name)} {name!r}")
             self._pools[name] = _Pool(ds, name)
@@ -239,16 +237,16 @@ class PackedFile:
                 msg = h5_reason(str(exc))
                 kind = ("checksum mismatch (fletcher32): the data is corrupt"
                         if "filter" in msg or "checksum" in msg else f"cannot read ({msg})")
-                raise InputFileError(f"{self.path}: {what}: {kind}") from None
+                raise InputFileError.at(self.path, f"{what}: {kind}") from None
             self._block = (block, rows)
         return self._block[1]
 
     def _entries(self, block: int) -> list[IndexEntry]:
         if self._block_entries is None or self._block_entries[0] != block:
             try:
-                entries = entries_from_array(self._rows(block))
+                entries = entries_from_array(self._rows(block), self.case_type)
             except (ValueError, UnicodeDecodeError, OverflowError) as exc:
-                raise InputFileError(f"{self.path}: /index: bad row ({exc})") from None
+                raise InputFileError.at(self.path, f"/index: bad row ({exc})") from None
             self._block_entries = (block, entries)
         return self._block_entries[1]
 
@@ -259,12 +257,17 @@ class PackedFile:
             raise UsageError(f"{self.path}: no case {case_id!r}")
         return int(self._order[at])
 
-    def _row(self, case_id: str) -> dict[str, Any]:
-        i = self._position(case_id)
+    def _row(self, i: int, case_id: str) -> dict[str, Any]:
         try:
-            return row_dict(self._rows(i // BLOCK_ROWS)[i % BLOCK_ROWS])
+            return row_dict(self.schema, self._rows(i // BLOCK_ROWS)[i % BLOCK_ROWS])
         except (ValueError, UnicodeDecodeError, OverflowError) as exc:
-            raise InputFileError(f"{self.path}: case {case_id}: bad row ({exc})") from None
+            raise InputFileError.at(self.path, f"case {case_id}: bad row ({exc})") from None
+
+    def row_ids(self) -> Iterator[str]:
+        """The case ids in row order, read block by block (no index entries made)."""
+        for block in range(-(-self.case_count // BLOCK_ROWS)):
+            for raw in self._rows(block)["id"].tolist():
+                yield raw.decode("utf-8", errors="replace")
 
     # -- queries (GoldenFile's interface)
     def ids(self) -> list[str]:
@@ -281,19 +284,41 @@ class PackedFile:
         return self.index[self._position(case_id)]
 
     def _case(self, case_id: str) -> tuple[Case, dict[str, Any]]:
+        return self._checked(case_id)[:2]  # type: ignore[return-value]
+
+    def _checked(self, case_id: str) -> tuple[Case, dict[str, Any], dict[str, Slot]]:
+        """The case of a row, the row, and its slots, checked (the last one kept)."""
         if self._memo is not None and self._memo[0] == case_id:
-            return self._memo[1], self._memo[2]
-        row = self._row(case_id)
-        bad = f"{self.path}: case {case_id}: bad case record"
+            return self._memo[1:4]  # type: ignore[return-value]
+        return self.checked_row(self._position(case_id), case_id)
+
+    def checked_row(self, i: int, case_id: str) -> tuple[Case, dict[str, Any],
+                                                          dict[str, Slot]]:
+        """Row `i` (of case `case_id`) as its case, the row, and its slots, checked: a
+        record the contract can judge, a row that says the same as its record (role
+        columns, flags, each array's slot and view)."""
+        row = self._row(i, case_id)
+        if row["id"] != case_id:
+            raise InputFileError.at(self.path, f"case {case_id}: row {i} is another case's")
+        bad = f"case {case_id}: bad case record"
         try:
-            case = Case.from_record(record_from_row(row))
-            problem = record_problem(case) or row_problem(row, case)
+            case = self.case_type.from_record(record_from_row(self.schema, row))
+            problem = record_problem(case)
+            if problem is None:
+                f = facts(case)
+                problem = row_problem(self.schema, row, case, f)
         except (TypeError, ValueError, KeyError, OverflowError) as exc:
-            raise InputFileError(f"{bad} ({exc})") from None
+            raise InputFileError.at(self.path, f"{bad} ({exc})") from None
         if problem:
-            raise InputFileError(f"{bad} ({problem})")
-        self._memo = (case_id, case, row)
-        return case, row
+            raise InputFileError.at(self.path, f"{bad} ({problem})")
+        slots = slots_of(self.schema, row, f)
+        self._memo = (case_id, case, row, slots, f)
+        return case, row, slots
+
+    def _facts(self, case_id: str) -> Facts:
+        self._checked(case_id)
+        assert self._memo is not None
+        return self._memo[4]
 
     def case(self, case_id: str) -> Case:
         """The Case of a row, checked: names the contract knows, sane shapes, and a row
@@ -312,64 +337,77 @@ class PackedFile:
 
     def slots(self, case_id: str) -> dict[str, Slot]:
         """Where each of the case's arrays lies (checked against its record)."""
-        case, row = self._case(case_id)
-        return slots_of(row, case)
+        return self._checked(case_id)[2]
+
+    def pool(self, dtype: str) -> _Pool:
+        """The pool of one dtype (one the file has: see pools())."""
+        return self._pools[dtype]
+
+    def check_bounds(self, slot: Slot, what: str) -> _Pool:
+        """The slot's pool, after checking that the slot lies inside it."""
+        pool = self._pools.get(slot.dtype)
+        if pool is None:
+            raise InputFileError.at(self.path, f"{what}: /{POOL_GROUP}/{slot.dtype} is missing")
+        if slot.start + slot.count > pool.length:
+            raise InputFileError.at(self.path, f"{what}: elements {slot.start}.."
+                                    f"{slot.start + slot.count - 1} lie past the end of "
+                                    f"/{POOL_GROUP}/{slot.dtype} ({pool.length})")
+        return pool
 
     def read_slot(self, slot: Slot, what: str) -> np.ndarray:
         """The stored elements of a slot (storage dtype, 1-D), after checking its size
         against the read limit and its pool; fletcher32 verified by HDF5 as it reads."""
-        pool = self._pools.get(slot.dtype)
         if slot.count == 0:
             return np.empty(0, storage_dtype(slot.dtype))
         nbytes = slot.count * storage_dtype(slot.dtype).itemsize
         if nbytes > self.read_limit:
-            raise InputFileError(f"{self.path}: {what}: declares {nbytes} bytes, over the "
+            raise InputFileError.at(self.path, f"{what}: declares {nbytes} bytes, over the "
                                  f"read limit of {self.read_limit} bytes "
                                  "($ACLCHECK_MAX_READ_MB)")
-        if pool is None:
-            raise InputFileError(f"{self.path}: {what}: /{POOL_GROUP}/{slot.dtype} is missing")
-        if slot.start + slot.count > pool.length:
-            raise InputFileError(f"{self.path}: {what}: elements {slot.start}.."
-                                 f"{slot.start + slot.count - 1} lie past the end of "
-                                 f"/{POOL_GROUP}/{slot.dtype} ({pool.length})")
+        pool = self.check_bounds(slot, what)
         try:
             return pool.read(slot.start, slot.count)
         except H5_ERRORS as exc:
             msg = h5_reason(str(exc))
             if "filter" in msg or "checksum" in msg:
-                raise InputFileError(f"{self.path}: {what}: checksum mismatch (fletcher32): "
+                raise InputFileError.at(self.path, f"{what}: checksum mismatch (fletcher32): "
                                      "the data is corrupt") from None
-            raise InputFileError(f"{self.path}: {what}: cannot read ({msg})") from None
+            raise InputFileError.at(self.path, f"{what}: cannot read ({msg})") from None
 
     def tensor(self, case_id: str, name: str) -> StridedTensor | None:
-        """grad_output or self as laid out in memory (None for a null pointer)."""
-        case, row = self._case(case_id)
-        slot = slots_of(row, case)[name]
+        """One input tensor (by role) as laid out in memory (None for a null pointer)."""
+        case, _, slots = self._checked(case_id)
+        if name not in self.schema.inputs:
+            raise UsageError(f"{self.path}: {case.OPERATOR} has no input {name!r}")
+        slot = slots[name]
         if not slot.stored:
             return None
         data = self.read_slot(slot, f"case {case_id}: {name}")
-        desc = case.tensor_desc(name)
-        strides, offset, _ = layout_geometry(tuple(desc.shape), case.layout)
-        return StridedTensor(decode_array(data, desc.dtype), tuple(desc.shape), strides,
-                             offset)
+        f = self._facts(case_id)
+        strides, offset, _ = f.views[name]
+        return StridedTensor(decode_array(data, f.dtypes[name]), tuple(f.descs[name].shape),
+                             strides, offset)
 
-    def inputs(self, case_id: str) -> tuple[StridedTensor | None, StridedTensor | None]:
-        """(grad_output, self) reconstructed from storage + shape/strides/offset."""
-        grad, self_ = (self.tensor(case_id, name) for name in INPUTS)
-        return grad, self_
+    def inputs(self, case_id: str) -> tuple[StridedTensor | None, ...]:
+        """The input tensors in role order, from storage + shape/strides/offset."""
+        return tuple(self.tensor(case_id, name) for name in self.schema.inputs)
 
     def golden(self, case_id: str) -> np.ndarray | None:
-        """The float64 golden, shaped like self (None for calls that must be rejected;
-        a call the contract says succeeds has one: the row check refuses it otherwise)."""
-        case, row = self._case(case_id)
-        slot = slots_of(row, case)["golden"]
+        """The float64 golden, shaped like the output (None for calls that must be
+        rejected; a call the contract says succeeds has one: the row check refuses it
+        otherwise)."""
+        case, _, slots = self._checked(case_id)
+        slot = slots[GOLDEN]
         if not slot.stored:
             return None
-        return self.read_slot(slot, f"case {case_id}: golden").reshape(case.self_shape)
+        return self.read_slot(slot, f"case {case_id}: golden").reshape(
+            self._facts(case_id).golden_shape)
 
-    def tensors(self, case_id: str) -> CaseTensors:
-        grad, self_ = self.inputs(case_id)
-        return CaseTensors(grad, self_, self.golden(case_id))
+    def data(self, case_id: str) -> CaseData:
+        """The case's record, input tensors by role and golden."""
+        case = self.case(case_id)
+        inputs = {name: self.tensor(case_id, name) for name in self.schema.inputs}
+        return CaseData(case, inputs, self.golden(case_id))
 
     def compression(self) -> str:
         """'gzip' or 'none': the filter of the pools (for `merge`)."""
