@@ -173,8 +173,10 @@ ISOLATE = Option(
 TIMEOUT = Option(
     "timeout", "--timeout", TIMEOUT_S, kind=Kind.FLOAT, minimum=0.1, show_default=True,
     repro=True, commands=JUDGING, doc="seconds per call in a worker",
-    help="Hard cap in seconds per call in a worker; a call is declared hung much sooner "
-         "when it runs 50x longer than comparable calls (at least 5 s).")
+    help="Hard cap in seconds per call in a worker; a call is declared hung much sooner: "
+         "when it spins (more than 10x the CPU time of comparable calls, at least 0.5 s) "
+         "or is blocked (no CPU, 50x the wall time of comparable calls, at least 5 s). "
+         "Blocked calls are set aside while the run goes on (docs/verify.md).")
 MEMORY_LIMIT = Option(
     "memory_limit", "--memory-limit", None, kind=Kind.INT, minimum=64, metavar="MB",
     repro=True, doc="worker address-space cap in MB",
