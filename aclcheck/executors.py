@@ -125,6 +125,9 @@ def _dask_client(url: str, spec: ExecutorSpec) -> Iterator[DaskExecutor]:
             cluster = distributed.LocalCluster(
                 n_workers=spec.local_workers, threads_per_worker=1, processes=True,
                 host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                # the scheduler's HTTP endpoint (health, metrics) on a free port: its
+                # default 8787 warns when another cluster holds it
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                 preload=[__name__])  # dask_setup below, in every worker
         try:
             client = distributed.Client(cluster)
