@@ -23,6 +23,7 @@ from aclcheck.judging.verdicts import (
     Verdict,
     divergence_note,
     summarize,
+    summarize_by,
     summary_line,
 )
 from aclcheck.report.diff import Diff
@@ -71,9 +72,7 @@ def case_table(verdicts: Sequence[CaseVerdict], title: str) -> Table:
 def matrix_table(verdicts: Sequence[CaseVerdict]) -> Table:
     """Counts by product x dtype x format, one column per summary key that occurs (the
     same names and counts as the summary line, so the columns add up to it)."""
-    groups: dict[tuple[str, str, str], list[CaseVerdict]] = defaultdict(list)
-    for v in verdicts:
-        groups[(v.product, v.dtype, v.format)].append(v)
+    groups = summarize_by(verdicts, lambda v: (v.product, v.dtype, v.format))
     total = summarize(verdicts)
     keys = [key for key, verdict in SUMMARY_KEYS
             if verdict in (None, Verdict.PASS) or total[key]]
@@ -84,7 +83,7 @@ def matrix_table(verdicts: Sequence[CaseVerdict]) -> Table:
     for key in keys:
         table.add_column(key, justify="right")
     for group in sorted(groups):
-        s = summarize(groups[group])
+        s = groups[group]
         cells = [Text(str(s[key]), style=_count_style(verdict_of[key], s[key]))
                  for key in keys]
         table.add_row(*(data_text(x) for x in group), *cells)

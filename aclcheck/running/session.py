@@ -28,6 +28,7 @@ from aclcheck.judging import xfail
 from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
 from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
 from aclcheck.judging.signature import CaseFacts
+from aclcheck.judging.spool import VerdictSpool
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops import operator_of
 from aclcheck.report import json_report, junit
@@ -83,22 +84,33 @@ def start_adapter(impl: str, results: str | None, isolate: bool | None) -> Start
     return StartingImpl(impl, isolate)
 
 
+#: where a run keeps its verdicts in order: a list, or a VerdictSpool (on disk: memory
+#: independent of the case count), owned by the caller
+Verdicts = list[CaseVerdict] | VerdictSpool
+
+
 @dataclass
 class RunState:
     """What a run has done so far (kept when it is interrupted): verdicts in order, the
     size of the selection (before --shard), how many cases this run was to judge, and
-    the signature facts of each judged case (the diagnosis; the records are not kept)."""
+    the signature facts of each judged case, in the verdicts' order (the diagnosis; the
+    records are not kept; equal facts are kept once, so a case costs a reference)."""
 
-    verdicts: list[CaseVerdict] = field(default_factory=list)
+    verdicts: Verdicts = field(default_factory=list)
     selected: int = 0
     planned: int = 0
-    facts: dict[str, CaseFacts] = field(default_factory=dict)
+    facts: list[CaseFacts | None] = field(default_factory=list)
+    _interned: dict[CaseFacts, CaseFacts] = field(default_factory=dict, repr=False)
 
     def judged(self, case: Case, verdict: CaseVerdict) -> None:
-        """Note a verdict's case (its facts; the verdict's value is set at the end)."""
+        """Note a verdict's case (its facts, without its id: the signature groups by the
+        others; the verdict's value is set at the end)."""
         hooks = operator_of(case).diagnosis
+        found = None
         if hooks is not None:
-            self.facts[case.id] = hooks.facts(case, verdict.verdict.value)
+            found = replace(hooks.facts(case, verdict.verdict.value), case_id="")
+            found = self._interned.setdefault(found, found)
+        self.facts.append(found)
 
 
 @dataclass(frozen=True)
@@ -122,7 +134,7 @@ class VerifyRun:
     config: VerifyConfig
     implementation: str
     isolation: str  # "workers", "in-process" or "stored results"
-    verdicts: list[CaseVerdict]
+    verdicts: Sequence[CaseVerdict]
     gate: Gate
     changes: Diff | None
     lost: dict[str, str]
@@ -175,13 +187,16 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
 
 
 def run_verify(config: VerifyConfig, progress: Progress, say: Say,
-               heartbeat: Heartbeat | None = None) -> VerifyRun:
-    """Run, gate and write the reports of one verify run (config.check() first)."""
+               heartbeat: Heartbeat | None = None,
+               verdicts: Verdicts | None = None) -> VerifyRun:
+    """Run, gate and write the reports of one verify run (config.check() first).
+    `verdicts`: where the run keeps its verdicts (empty; the caller's, read through the
+    returned run; default a list)."""
     restore = configure_environment(  # the aclnn options, inherited by workers
         config.aclnn_lib_dirs, config.aclnn_device,
         config.products if config.impl == "aclnn" else ())
     try:
-        return _run(config, progress, say, heartbeat)
+        return _run(config, progress, say, heartbeat, [] if verdicts is None else verdicts)
     finally:
         restore()
 
@@ -194,7 +209,7 @@ def isolation_mode(config: VerifyConfig, opened: OpenedImpl) -> str:
 
 
 def _run(config: VerifyConfig, progress: Progress, say: Say,
-         heartbeat: Heartbeat | None) -> VerifyRun:
+         heartbeat: Heartbeat | None, verdicts: Verdicts) -> VerifyRun:
     inputs, _ = config.file_roles()
     read_during_run = Snapshot([r for r in inputs if r.flag == "GOLDEN"])
     targets = ReportTargets.now(config)
@@ -212,7 +227,7 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
             say(f"aclcheck: warning: --baseline is a report of another run ({mismatch})")
 
     starting = start_adapter(config.impl, config.results, config.isolate)
-    state = RunState()
+    state = RunState(verdicts)
     interrupted = False
     try:
         run_selection(config, starting, opts, state, progress, heartbeat, check_baseline)
@@ -227,38 +242,43 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
     opened = starting.opened
     assert opened is not None
     adapter = opened.impl
-    verdicts = state.verdicts
+    judged: Sequence[CaseVerdict] = state.verdicts
     if xfails is not None:
-        verdicts = xfail.apply(verdicts, xfails, adapter.name)
+        judged = xfail.applied(judged, xfails, adapter.name)  # read, not kept
     problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
                 for r in read_during_run.changed()]
-    changes = baseline_diff(baseline[1], verdicts) if baseline is not None else None
+    changes = baseline_diff(baseline[1], judged) if baseline is not None else None
     failing = None
     if changes is not None:  # against a baseline only what got worse gates
         failing = [now for _, now in changes.new_failures
                    if now.failing or config.strict_xfail]
-    gate = decide(verdicts, strict_xfail=config.strict_xfail, failing=failing,
-                  catch_all_entries=catch_all(xfails.entries, verdicts, adapter.name)
+    gate = decide(judged, strict_xfail=config.strict_xfail, failing=failing,
+                  catch_all_entries=catch_all(xfails.entries, judged, adapter.name)
                   if xfails is not None else (), problems=problems)
     mode = isolation_mode(config, opened)
-    diagnosis = run_diagnosis(verdicts, state.facts)
-    lost = write_reports(config, targets, adapter.name, state, verdicts, interrupted, mode,
+    diagnosis = run_diagnosis(judged, state.facts)
+    lost = write_reports(config, targets, adapter.name, state, judged, interrupted, mode,
                          diagnosis)
-    return VerifyRun(config, adapter.name, mode, verdicts, gate, changes, lost, interrupted,
+    return VerifyRun(config, adapter.name, mode, judged, gate, changes, lost, interrupted,
                      diagnosis)
 
 
-def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: dict[str, CaseFacts]
+def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: Sequence[CaseFacts | None]
                   ) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (known failures applied) and the
-    signature facts of the cases they judged, by id."""
-    found = [replace(facts[v.case_id], verdict=v.verdict.value) for v in verdicts
-             if v.case_id in facts]
+    signature facts of the cases they judged, in the same order (None: no facts).
+    Equal facts stay one object, so the list costs a reference a case."""
+    interned: dict[CaseFacts, CaseFacts] = {}
+    found = []
+    for v, f in zip(verdicts, facts, strict=True):
+        if f is not None:
+            f = replace(f, verdict=v.verdict.value)
+            found.append(interned.setdefault(f, f))
     return diagnose(verdicts, found)
 
 
 def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,
-                  state: RunState, verdicts: list[CaseVerdict], interrupted: bool,
+                  state: RunState, verdicts: Sequence[CaseVerdict], interrupted: bool,
                   isolation: str, diagnosis: RunDiagnosis | None = None) -> dict[str, str]:
     """Write the JSON, JUnit and HTML reports, each on its own; why any was lost, by flag."""
     extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]]),
