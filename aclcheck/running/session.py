@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -63,14 +64,30 @@ class GoldenSource:
         return self.gf.data(case.id)
 
 
-def case_records(gf: GoldenFile, ids: Iterable[str], seen: dict[str, Case]
-                 ) -> Iterator[Case]:
+def case_records(gf: GoldenFile, rows: Iterable[tuple[str, int]],
+                 seen: dict[str, tuple[Case, int]]) -> Iterator[Case]:
     """Each case's record, read when the runner takes it (right before its data: the
-    reader reads the record once), noted in `seen` until its verdict comes back."""
-    for case_id in ids:
+    reader reads the record once), noted in `seen` with its position in the index
+    until its verdict comes back (rows: (id, position))."""
+    for case_id, position in rows:
         case = gf.case(case_id)
-        seen[case_id] = case
+        seen[case_id] = (case, position)
         yield case
+
+
+def index_positions(index: Sequence[Any], rows: Sequence[Any]) -> Sequence[int]:
+    """Each row's position in the index, 8 bytes a row (rows: entries of the index in
+    its order, as the selection and the shards keep them)."""
+    positions, walk = array("q"), iter(enumerate(index))
+    for row in rows:
+        for i, entry in walk:
+            if entry is row:
+                positions.append(i)
+                break
+        else:  # not a subsequence: look each up
+            where = {e.id: i for i, e in enumerate(index)}
+            return [where[r.id] for r in rows]
+    return positions
 
 
 def start_adapter(impl: str, results: str | None, isolate: bool | None) -> StartingImpl:
@@ -152,7 +169,6 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
     shard = sharding.parse_shard(config.shard) if config.shard else None
     done = state.verdicts
     with open_golden(config.golden) as gf:
-        positions = {e.id: i for i, e in enumerate(gf.index)}
         rows = select(gf.index, **config.selection())
         state.selected = len(rows)
         if shard is not None:
@@ -162,8 +178,9 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
             raise UsageError(f"{config.golden}: no case matches the selection"
                              + (f" (shard {config.shard} is empty)" if state.selected else ""))
         state.planned = len(rows)
-        seen: dict[str, Case] = {}
-        cases: Iterable[Case] = case_records(gf, [r.id for r in rows], seen)
+        seen: dict[str, tuple[Case, int]] = {}
+        cases: Iterable[Case] = case_records(
+            gf, zip((r.id for r in rows), index_positions(gf.index, rows), strict=True), seen)
         source: CaseSource = GoldenSource(gf)
         cases, source = read_ahead(cases, source, starting.loaded)  # while it imports
         opened = starting.open()
@@ -181,9 +198,9 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
                 stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
                                                 window=max(2 * config.jobs, 8), progress=step)
             for v in stream:
-                state.judged(seen.pop(v.case_id), v)
-                done.append(replace(v, index=positions[v.case_id],
-                                    repro=config.repro(v.case_id)))
+                case, position = seen.pop(v.case_id)
+                state.judged(case, v)
+                done.append(replace(v, index=position, repro=config.repro(v.case_id)))
 
 
 def run_verify(config: VerifyConfig, progress: Progress, say: Say,
@@ -270,7 +287,7 @@ def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: Sequence[CaseFacts | N
     Equal facts stay one object, so the list costs a reference a case."""
     interned: dict[CaseFacts, CaseFacts] = {}
     found = []
-    for v, f in zip(verdicts, facts, strict=True):
+    for v, f in zip(verdicts, facts, strict=False):  # one more fact: interrupted between
         if f is not None:
             f = replace(f, verdict=v.verdict.value)
             found.append(interned.setdefault(f, f))
