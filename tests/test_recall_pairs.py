@@ -69,3 +69,13 @@ def test_a_second_call_that_dies_is_its_own(calls: dict[str, CallInputs]) -> Non
     assert _right(first)
     assert second.crashed is not None and "SIGSEGV" in second.crashed
     assert again.crashed is not None and started == 1
+
+
+def test_a_worker_that_cannot_start_fails_both_calls(calls: dict[str, CallInputs]) -> None:
+    worker = IsolatedRunner("impl_fixtures:no_such_function", timeout=300)
+    try:
+        first, second = worker.run_after(calls["4d"], calls["4d"])
+    finally:
+        worker.close()
+    for outcome in (first, second):
+        assert outcome.crashed is not None and "could not start" in outcome.crashed

@@ -245,7 +245,7 @@ class IsolatedRunner:
         self._seq += 1
         pending = _Pending(self._seq, call, call_size(call), first=False)
         self._pending = pending
-        self._then = None
+        self._then = None if then is None else _Pending(0, then, call_size(then), False)
         if self._live is None:
             try:
                 self._live = self._start()
@@ -254,9 +254,9 @@ class IsolatedRunner:
                 return
         live = self._live
         self._arm(live, pending)
-        if then is not None:
+        if self._then is not None:
             self._seq += 1
-            self._then = _Pending(self._seq, then, call_size(then), first=False)
+            self._then.seq = self._seq
         try:
             live.channel.send_call(pending.seq, call if then is None else (call, then),
                                    pending.deadline)
