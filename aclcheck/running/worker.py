@@ -67,11 +67,13 @@ def _worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | Non
         call = pickle.loads(channel.read_data(head, None, 1 << 62))  # the parent's data
         # a tuple: calls made one after the other, answered in turn (seq, seq + 1, ...)
         for i, one in enumerate(call if isinstance(call, tuple) else (call,)):
-            _serve_call(channel, impl, one, head.seq + i, check_supports)
+            if not _serve_call(channel, impl, one, head.seq + i, check_supports):
+                break  # the kernel raised KeyboardInterrupt: the run stops here
 
 
 def _serve_call(channel: Channel, impl: Any, call: CallInputs, seq: int,
-                check_supports: bool) -> None:
+                check_supports: bool) -> bool:
+    """Answer one call; False once the kernel raised KeyboardInterrupt (the run stops)."""
     if check_supports:
         try:
             reason = impl.supports(call.case)
@@ -80,16 +82,16 @@ def _serve_call(channel: Channel, impl: Any, call: CallInputs, seq: int,
             failed = Outcome(raised=f"supports() raised {describe_exception(exc)}")
             meta, data = wire.encode_outcome(failed, call.case, 0.0)
             channel.send(wire.OUTCOME, seq, meta, data)
-            return
+            return True
         if reason is not True:
             channel.send(wire.UNSUPPORTED, seq, {"reason": one_line(reason)})
-            return
+            return True
     start = time.perf_counter()
     try:
         outcome = guarded_run(impl, call)
     except KeyboardInterrupt:  # raised by the kernel: the run stops, as in-process
         channel.send(wire.INTERRUPTED, seq)
-        return
+        return False
     seconds = time.perf_counter() - start  # the call's own time, no queueing
     try:
         meta, data = wire.encode_outcome(outcome, call.case, seconds)
@@ -97,6 +99,7 @@ def _serve_call(channel: Channel, impl: Any, call: CallInputs, seq: int,
         meta, data = wire.encode_outcome(
             Outcome(raised=f"output cannot be returned: {exc}"), call.case, seconds)
     channel.send(wire.OUTCOME, seq, meta, data)
+    return True
 
 
 def _zygote_worker(fds: list[int], args: tuple[Any, ...]) -> None:
