@@ -18,6 +18,16 @@ from aclcheck.running.zygote import Zygote
 LOG_TAIL_CHARS = 4000
 
 
+class WorkerStartError(Exception):
+    """A worker that could not start: `kind` is what went wrong ("timeout", "exit",
+    "protocol", or the adapter's exception type name), `text` one line."""
+
+    def __init__(self, kind: str, text: str) -> None:
+        super().__init__(text)
+        self.kind = kind
+        self.text = text
+
+
 def describe_exit(exitcode: int | None) -> str:
     """'killed by SIGSEGV (segmentation fault)' / 'exited with code 3'."""
     if exitcode is None:

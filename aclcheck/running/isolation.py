@@ -41,10 +41,13 @@ from aclcheck.impls.base import CallInputs
 from aclcheck.running import cpu_watch, wire
 from aclcheck.running.hangs import CallClock
 from aclcheck.running.inflight import LOG_TAIL_CHARS as LOG_TAIL_CHARS
+from aclcheck.running.inflight import WorkerStartError as WorkerStartError
 from aclcheck.running.inflight import _Live, _Pending, call_size, describe_exit
 from aclcheck.running.parked import Parked
 from aclcheck.running.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
 from aclcheck.running.worker import one_line
+from aclcheck.running.worker import start_exec_zygote as start_exec_zygote
+from aclcheck.running.worker import start_zygote as start_zygote
 from aclcheck.running.zygote import Zygote, ZygoteError, kill_group
 
 #: seconds a worker (and a zygote's import) may take to start: not a call, not the timeout
@@ -66,35 +69,7 @@ Now = Callable[[], float]
 CpuTime = Callable[[int], float | None]
 
 
-_WORKER = "aclcheck.running.worker:_zygote_worker"
-
-
-def start_zygote(spec: str) -> Zygote | None:
-    """A zygote that imports `spec`'s adapter and forks workers from it, or None where
-    fork() is unavailable. It imports in the background: `Zygote.ready` waits."""
-    if not hasattr(os, "fork"):
-        return None
-    return Zygote(_WORKER, "aclcheck.running.worker:_preload", spec)
-
-
-def start_exec_zygote() -> Zygote | None:
-    """A zygote whose every worker is a fresh interpreter (device adapters)."""
-    if not hasattr(os, "fork"):
-        return None
-    return Zygote(_WORKER)
-
-
 # -- the parent's side -----------------------------------------------------------------------
-
-
-class WorkerStartError(Exception):
-    """A worker that could not start: `kind` is what went wrong ("timeout", "exit",
-    "protocol", or the adapter's exception type name), `text` one line."""
-
-    def __init__(self, kind: str, text: str) -> None:
-        super().__init__(text)
-        self.kind = kind
-        self.text = text
 
 
 class IsolatedRunner:
@@ -104,13 +79,15 @@ class IsolatedRunner:
     gone, the runner starts its own exec-mode zygote. check_supports: the worker asks
     the adapter's own supports() first and may answer "declined" (a SKIP). clock: the
     wall-clock allowances (its CPU counterpart is made here); cpu_time reads a worker's
-    CPU seconds (tests inject one).
+    CPU seconds (tests inject one); threads: the most threads the adapter's kernels may
+    use (aclcheck.running.cores; None: its default).
     """
 
     def __init__(self, spec: str, timeout: float, deterministic: bool | None = None,
                  memory_limit: int | None = None, *, zygote: Zygote | None = None,
                  clock: CallClock | None = None, heartbeat: Heartbeat | None = None,
                  check_supports: bool = False, start_allowance: float | None = None,
+                 threads: int | None = None,
                  now: Now = time.monotonic,
                  cpu_time: CpuTime = cpu_watch.process_cpu_seconds) -> None:
         self.spec = spec
@@ -123,12 +100,14 @@ class IsolatedRunner:
         self.cpu_time = cpu_time
         self.heartbeat = heartbeat
         self.check_supports = check_supports
+        self.threads = threads
         self.start_allowance = (START_ALLOWANCE_S if start_allowance is None
                                 else start_allowance)
         self.now = now
         self._own: Zygote | None = None  # the exec-mode zygote this runner started
         self._live: _Live | None = None
         self._pending: _Pending | None = None
+        self._then: _Pending | None = None  # sent behind the pending call (submit)
         self._seq = 0
         #: calls set aside while they looked blocked, each with its worker
         self.parked: list[Parked] = []
@@ -185,7 +164,8 @@ class IsolatedRunner:
         log = tempfile.TemporaryFile(prefix="aclcheck-worker-")
         flags = fcntl.fcntl(log.fileno(), fcntl.F_GETFL)
         fcntl.fcntl(log.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)  # shared with the worker
-        args = (self.spec, self.deterministic, self.memory_limit, self.check_supports)
+        args = (self.spec, self.deterministic, self.memory_limit, self.check_supports,
+                self.threads)
         try:
             pid, sock, zygote = self._fork(args, log)
         except BaseException:
@@ -258,11 +238,14 @@ class IsolatedRunner:
 
     # -- calls
 
-    def submit(self, call: CallInputs) -> None:
-        """Send one call; the worker computes while the caller does other work."""
+    def submit(self, call: CallInputs, then: CallInputs | None = None) -> None:
+        """Send one call; the worker computes while the caller does other work. `then`:
+        the call the worker makes right after it, sent in the same frame (one wake-up of
+        the worker for both); collect() gives each answer in turn (see run_after)."""
         self._seq += 1
         pending = _Pending(self._seq, call, call_size(call), first=False)
         self._pending = pending
+        self._then = None if then is None else _Pending(0, then, call_size(then), False)
         if self._live is None:
             try:
                 self._live = self._start()
@@ -270,6 +253,20 @@ class IsolatedRunner:
                 pending.failed = Outcome(crashed=f"worker could not start: {exc.text}")
                 return
         live = self._live
+        self._arm(live, pending)
+        if self._then is not None:
+            self._seq += 1
+            self._then.seq = self._seq
+        try:
+            live.channel.send_call(pending.seq, call if then is None else (call, then),
+                                   pending.deadline)
+        except FrameTimeout:
+            pending.send_error = "timeout"  # the worker does not read its calls
+        except OSError:
+            pending.send_error = "died"  # the worker is gone: collect() says how
+
+    def _arm(self, live: _Live, pending: _Pending) -> None:
+        """Start the call's clocks: from now, in this worker."""
         pending.first = live.answered == 0
         allowance, pending.why = self.clock.allowance(pending.size, pending.first)
         pending.watch = cpu_watch.watch(self.clock, self.cpu_clock, pending.size,
@@ -277,12 +274,6 @@ class IsolatedRunner:
         pending.cpu0 = self.cpu_time(live.pid)
         pending.sent_at = self.now()
         pending.deadline = pending.sent_at + allowance
-        try:
-            live.channel.send_call(pending.seq, call, pending.deadline)
-        except FrameTimeout:
-            pending.send_error = "timeout"  # the worker does not read its calls
-        except OSError:
-            pending.send_error = "died"  # the worker is gone: collect() says how
 
     def _cpu_used(self, live: _Live, pending: _Pending) -> float | None:
         """The worker's CPU seconds since the call was sent (None: unknown)."""
@@ -352,10 +343,22 @@ class IsolatedRunner:
         or a broken answer becomes Outcome(crashed=...), and the next call gets a fresh
         worker. `park_idle`: a call that looks blocked (no CPU used for PARK_IDLE_S) is
         set aside with its worker (a `Parked`, which gives its outcome later) and the
-        next call gets a fresh worker: a blocked call does not stall the run."""
+        next call gets a fresh worker: a blocked call does not stall the run. A `then`
+        call is submitted next: its clocks start now in the worker that answered, or it
+        goes to a fresh worker where that one ended (a crash or hang is its own call's)."""
         live, pending = self._live, self._pending
         assert pending is not None, "collect() without submit()"
-        self._pending = None
+        self._pending, then, self._then = None, self._then, None
+        outcome = self._collect(live, pending, park_idle and then is None)
+        if then is not None and live is not None and live is self._live:
+            self._arm(live, then)  # the worker starts on it once it has answered
+            self._pending = then
+        elif then is not None:
+            self.submit(then.call)
+        return outcome
+
+    def _collect(self, live: _Live | None, pending: _Pending, park_idle: bool
+                 ) -> Outcome | Parked:
         if pending.failed is not None:
             return pending.failed
         assert live is not None
@@ -409,7 +412,14 @@ class IsolatedRunner:
     def run(self, call: CallInputs) -> Outcome:
         """One call, start to finish."""
         self.submit(call)
-        return self.collect()
+        return self.collect()  # type: ignore[return-value]
+
+    def run_after(self, before: CallInputs, call: CallInputs) -> tuple[Outcome, Outcome]:
+        """Both outcomes of two calls made one after the other in one worker, sent
+        together, each watched as if made alone (see collect)."""
+        self.submit(before, then=call)
+        first = self.collect()
+        return first, self.collect()  # type: ignore[return-value]
 
     def recycle(self) -> None:
         """Replace the worker: after it accepted an invalid call its memory may be

@@ -29,6 +29,7 @@ from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import TIMEOUT_S
 from aclcheck.running import recall
+from aclcheck.running.cores import worker_threads
 from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.running.integrity import IntegrityGuard
 from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
@@ -97,7 +98,7 @@ class CaseRunner:
                              f"({impl.name} runs in-process here; {fix})")
         self.heartbeat = heartbeat
         self._isolated: IsolatedRunner | None = None
-        #: the stale-state check's worker (fork-safe isolated runs; see recall_call)
+        #: the stale-state check's worker (fork-safe isolated runs; see recall_calls)
         self._recall: IsolatedRunner | None = None
         #: the zygote workers come from; a forking one only for a fork-safe adapter
         self._zygote = zygote
@@ -140,7 +141,9 @@ class CaseRunner:
             self.impl.spec, self.opts.timeout, self.opts.deterministic or None,
             self.opts.memory_limit, zygote=self._zygote, heartbeat=self.heartbeat,
             clock=CallClock(cap=self.opts.timeout, floor=self.opts.hang_floor),
-            check_supports=declines)
+            check_supports=declines,
+            # the case worker and the recall worker compute at once: they share the cores
+            threads=worker_threads(2) if self.separate_recall and self.opts.recall else None)
 
     def isolated(self) -> IsolatedRunner:
         if self._isolated is None:
@@ -153,15 +156,18 @@ class CaseRunner:
         runs of a fork-safe adapter (a second fork of the zygote, once per run)."""
         return self.isolate and self.impl.fork_safe
 
-    def recall_call(self, call: CallInputs) -> Outcome:
-        """One call of the stale-state check (aclcheck.running.recall): in the recall
-        worker, a long-lived second worker that never sees a case's first call, where
-        there is one; else where the case's first call ran."""
+    def recall_calls(self, twin: CallInputs, call: CallInputs) -> Outcome:
+        """The stale-state check's calls (aclcheck.running.recall): `twin`, then `call`
+        again; the second outcome. In the recall worker, a long-lived second worker that
+        never sees a case's first call, where there is one (both calls in one message,
+        each watched as if sent alone: IsolatedRunner.run_after); else where the case's
+        first call ran."""
         if not self.separate_recall or not self._needs_isolation(call.case):
+            self.call(twin)  # its answer is not the case's
             return self.call(call)
         if self._recall is None:
             self._recall = self._new_isolated()
-        return self._recall.run(call)
+        return self._recall.run_after(twin, call)[1]
 
     def after_isolated(self, call: CallInputs, outcome: Outcome) -> None:
         """A worker that accepted an invalid call may have corrupted its memory (out-of-
@@ -248,13 +254,12 @@ def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
 
 def call_again(runner: CaseRunner, prepared: Prepared, first: Outcome) -> Outcome | None:
     """The stale-state check's calls (aclcheck.running.recall): the case's twin, then the
-    case again, one after the other in the recall worker (CaseRunner.recall_call); the
-    second outcome (None: not checked)."""
+    case again, one after the other in the recall worker (CaseRunner.recall_calls); the
+    second outcome (None: not checked; the twin's answer is not the case's)."""
     if not runner.opts.recall or not recall.wanted(prepared.call, first):
         return None
     spatial = operator_of(prepared.call.case).spatial_rank
-    runner.recall_call(recall.twin(prepared.call, spatial))  # its answer is not the case's
-    return runner.recall_call(prepared.call)
+    return runner.recall_calls(recall.twin(prepared.call, spatial), prepared.call)
 
 
 def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
