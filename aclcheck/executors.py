@@ -1,5 +1,9 @@
-"""Executors the verify runner can fan cases out over: a local process pool, or a Dask
-cluster (`dask://HOST:PORT`, optional extra `aclcheck[dask]`)."""
+"""Executors that fan work out (verify's cases, generate's batches, hunt's batches): a
+local process pool (`--jobs N`), a Dask cluster (`--executor dask://HOST:PORT`), or a
+Dask LocalCluster this command starts and stops (`--executor dask-local:N`: N worker
+processes of one thread each, on localhost, no dashboard). Dask is the optional extra
+`aclcheck[dask]`. Every executor has concurrent.futures' `submit`, and `slots` says how
+many tasks it runs at once (how many to keep in flight)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import socket
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from aclcheck import interrupts
@@ -47,29 +52,129 @@ def _refuses_connections(address: str) -> str | None:
         return None
 
 
+#: the two spellings --executor takes
+DASK_URL, DASK_LOCAL = "dask://", "dask-local:"
+EXECUTOR_FORMS = "dask://HOST:PORT or dask-local:N"
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """A parsed --executor value: a scheduler's address, or a local cluster's size."""
+
+    address: str | None = None  # "HOST:PORT" of a running scheduler
+    local_workers: int = 0  # N of dask-local:N
+
+
+def parse_executor(url: str) -> ExecutorSpec:
+    """The --executor value as an ExecutorSpec (UsageError, one line, when malformed)."""
+    if url.startswith(DASK_URL):
+        address = url.removeprefix(DASK_URL)
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"--executor {url!r}: expected dask://HOST:PORT "
+                             "(e.g. dask://10.0.0.5:8786)")
+        return ExecutorSpec(address=address)
+    if url.startswith(DASK_LOCAL):
+        count = url.removeprefix(DASK_LOCAL)
+        if not (count.isascii() and count.isdigit()) or int(count) < 1:
+            raise UsageError(f"--executor {url!r}: N of dask-local:N must be a positive "
+                             "integer (worker processes on this machine)")
+        return ExecutorSpec(local_workers=int(count))
+    raise UsageError(f"--executor {url!r}: expected {EXECUTOR_FORMS}")
+
+
+def _distributed(url: str) -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(f"--executor {url}: Dask is not installed; install the extra: "
+                         "pip install 'aclcheck[dask]'") from None
+    return distributed
+
+
+class DaskExecutor:
+    """A Dask client's concurrent.futures executor (futures that
+    concurrent.futures.wait() accepts), and how many tasks its workers run at once."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._executor = client.get_executor(pure=False)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        return self._executor.submit(fn, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        """The rest of concurrent.futures' Executor (map, shutdown): the client's."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._executor, name)
+
+    @property
+    def slots(self) -> int:
+        """Threads over all workers now (at least 1: workers may still be joining)."""
+        return max(1, sum(self.client.nthreads().values()))
+
+
+@contextmanager
+def _dask_client(url: str, spec: ExecutorSpec) -> Iterator[DaskExecutor]:
+    distributed = _distributed(url)
+    if spec.local_workers:
+        import logging
+
+        with interrupts.held_for_children():  # its processes never see Ctrl-C
+            cluster = distributed.LocalCluster(
+                n_workers=spec.local_workers, threads_per_worker=1, processes=True,
+                host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                # the scheduler's HTTP endpoint (health, metrics) on a free port: its
+                # default 8787 warns when another cluster holds it
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                preload=[__name__])  # dask_setup below, in every worker
+        try:
+            client = distributed.Client(cluster)
+            try:
+                yield DaskExecutor(client)
+            finally:
+                client.close()
+        finally:
+            cluster.close()
+        return
+    assert spec.address is not None
+    refused = _refuses_connections(spec.address)
+    if refused is not None:
+        raise UsageError(f"--executor {url}: cannot reach the scheduler: {refused}")
+    try:
+        client = distributed.Client("tcp://" + spec.address, timeout="20s")
+    except OSError as exc:
+        raise UsageError(f"--executor {url}: cannot reach the scheduler: {exc}") from None
+    try:
+        yield DaskExecutor(client)
+    finally:
+        client.close()
+
+
+def dask_setup(worker: Any) -> None:
+    """Run by each worker of a dask-local cluster as it starts (a Dask preload): it
+    ignores Ctrl-C, which reaches the whole process group from a terminal; this process
+    decides, and closes the cluster."""
+    interrupts.child_ignores()
+
+
+def slots(executor: Any) -> int:
+    """How many tasks an executor from open_executor runs at once (1: serial)."""
+    if executor is None:
+        return 1
+    if isinstance(executor, DaskExecutor):
+        return executor.slots
+    return int(getattr(executor, "_max_workers", 1))
+
+
 @contextmanager
 def open_executor(jobs: int = 1, url: str | None = None) -> Iterator[Any | None]:
-    """None for a serial run; else an object with concurrent.futures' submit()."""
+    """None for a serial run; else an object with concurrent.futures' submit(): a Dask
+    executor for `url` (see parse_executor), else a pool of `jobs` local processes."""
     if url:
-        if not url.startswith("dask://"):
-            raise UsageError(f"--executor {url!r}: expected dask://HOST:PORT")
-        try:
-            from distributed import Client
-        except ImportError:
-            raise UsageError("--executor dask://...: install the extra: "
-                             "pip install 'aclcheck[dask]'") from None
-        refused = _refuses_connections(url.removeprefix("dask://"))
-        if refused is not None:
-            raise UsageError(f"--executor {url}: cannot reach the scheduler: {refused}")
-        address = "tcp://" + url.removeprefix("dask://")
-        try:
-            client = Client(address, timeout="20s")
-        except OSError as exc:
-            raise UsageError(f"--executor {url}: cannot reach the scheduler: {exc}") from None
-        try:
-            yield client.get_executor(pure=False)
-        finally:
-            client.close()
+        with _dask_client(url, parse_executor(url)) as executor:
+            yield executor
         return
     if jobs <= 1:
         yield None

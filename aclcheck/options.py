@@ -173,8 +173,10 @@ ISOLATE = Option(
 TIMEOUT = Option(
     "timeout", "--timeout", TIMEOUT_S, kind=Kind.FLOAT, minimum=0.1, show_default=True,
     repro=True, commands=JUDGING, doc="seconds per call in a worker",
-    help="Hard cap in seconds per call in a worker; a call is declared hung much sooner "
-         "when it runs 50x longer than comparable calls (at least 5 s).")
+    help="Hard cap in seconds per call in a worker; a call is declared hung much sooner: "
+         "when it spins (more than 10x the CPU time of comparable calls, at least 0.5 s) "
+         "or is blocked (no CPU, 50x the wall time of comparable calls, at least 5 s). "
+         "Blocked calls are set aside while the run goes on (docs/verify.md).")
 MEMORY_LIMIT = Option(
     "memory_limit", "--memory-limit", None, kind=Kind.INT, minimum=64, metavar="MB",
     repro=True, doc="worker address-space cap in MB",
@@ -200,8 +202,10 @@ JOBS = Option(
     "jobs", "--jobs", 1, kind=Kind.INT, minimum=1, show_default=True,
     doc="local worker processes", help="Run cases on N local worker processes.")
 EXECUTOR = Option(
-    "executor", "--executor", None, metavar="URL", doc="dask://HOST:PORT",
-    help="Fan cases out over a Dask cluster: dask://HOST:PORT.")
+    "executor", "--executor", None, metavar="URL", doc="dask://HOST:PORT or dask-local:N",
+    help="Fan cases out over a Dask cluster: dask://HOST:PORT (a running scheduler), or "
+         "dask-local:N (N worker processes on this machine, started and stopped here; "
+         "docs/campaign.md).")
 MAX_TIME = Option(
     None, "--max-time", MAX_TIME_S, kind=Kind.FLOAT, minimum=0.0, metavar="S",
     show_default=True, commands=frozenset({SHRINK, HUNT}), doc="seconds of the search",

@@ -21,9 +21,10 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
-from aclcheck.store import text_attr
+from aclcheck.store import open_golden, text_attr
 from aclcheck.store.codec import set_attrs
 from aclcheck.store.records import record_attrs
+from aclcheck.store.writer import write_groups
 
 SEED = 20261130
 BIT_FLIPS = 200
@@ -41,20 +42,68 @@ TENSOR_ATTRS = frozenset({"dtype", "shape", "strides", "offset"})
 
 @pytest.fixture(scope="module")
 def pristine(fuzz_golden: Path) -> tuple[Path, dict[str, Any]]:
+    """The fuzz file as aclcheck writes it (schema 3, packed)."""
     return fuzz_golden, snapshot(fuzz_golden, {})
 
 
+@pytest.fixture(scope="module")
+def pristine_groups(fuzz_golden: Path, tmp_path_factory: pytest.TempPathFactory
+                    ) -> tuple[Path, dict[str, Any]]:
+    """The same cases in the group-per-case layout (schema 2), which the readers still
+    accept: its attributes are what the attribute edits damage."""
+    path = tmp_path_factory.mktemp("fuzz-groups") / "groups.h5"
+    with open_golden(fuzz_golden) as gf:
+        write_groups(path, [(gf.case(cid), gf.data(cid)) for cid in gf.ids()], gf.meta)
+    return path, snapshot(path, {})
+
+
 def snapshot(path: Path, sizes: dict[str, int]) -> dict[str, Any]:
-    """What each case's data is, read with bare h5py: its datasets' bytes and attributes
-    and the record fields in CALL_KEYS (None where the bare read fails or a dataset grew
-    past its original size, which it must not be read at)."""
+    """What each case's data is, read with bare h5py: its arrays' bytes and views and the
+    record fields in CALL_KEYS (None where the bare read fails or an array grew past its
+    original size, which it must not be read at)."""
     out: dict[str, Any] = {}
     try:
         with h5py.File(path, "r") as f:
+            if "cases" not in f:
+                return _packed_snapshot(f, sizes)
             for cid in f["cases"]:
                 out[cid] = _case_view(f["cases"][cid], cid, sizes)
     except Exception:  # noqa: BLE001 - a damaged file: compare nothing as equal
         return {}
+    return out
+
+
+def _packed_snapshot(f: h5py.File, sizes: dict[str, int]) -> dict[str, Any]:
+    """snapshot() of a packed file: per /index row, the record columns in CALL_KEYS (plus
+    `unset`), and per array its slot's bytes and view."""
+    out: dict[str, Any] = {}
+    rows = f["index"][()]
+    names = rows.dtype.names
+    for row in rows:
+        cid = row["id"].decode("utf-8", errors="replace")
+        try:
+            view: list[Any] = [sorted((k, _plain(row[k])) for k in names
+                                      if k in CALL_KEYS or k == "unset")]
+            for name in DATASETS:
+                start, count = int(row[f"{name}_start"]), int(row[f"{name}_count"])
+                if start < 0:
+                    view.append(None)
+                    continue
+                key = f"{cid}/{name}"
+                if key in sizes and count > sizes[key]:
+                    out[cid] = None
+                    break
+                sizes.setdefault(key, count)
+                dtype = "float64" if name == "golden" else \
+                    row["grad_dtype" if name == "grad_output" else "self_dtype"].decode()
+                data = f["data"][dtype][start:start + count]
+                extra = [] if name == "golden" else \
+                    [_plain(row[f"{name}_strides"]), int(row[f"{name}_offset"])]
+                view.append((dtype, count, np.asarray(data).tobytes(), extra))
+            else:
+                out[cid] = view
+        except Exception:  # noqa: BLE001
+            out[cid] = None
     return out
 
 
@@ -192,9 +241,9 @@ def _random_edit(f: h5py.File, rng: random.Random) -> str:
 @pytest.mark.parametrize(("seed", "edits"), [
     (SEED + 1, ATTRIBUTE_EDITS),
     pytest.param(SEED + 3, LONG * ATTRIBUTE_EDITS, marks=pytest.mark.slow)])
-def test_attribute_edits(pristine: tuple[Path, dict[str, Any]], tmp_path: Path, seed: int,
-                         edits: int) -> None:
-    path, original = pristine
+def test_attribute_edits(pristine_groups: tuple[Path, dict[str, Any]], tmp_path: Path,
+                         seed: int, edits: int) -> None:
+    path, original = pristine_groups
     sizes = sizes_of(path)
     rng = random.Random(seed)
     damaged, report = tmp_path / "edited.h5", tmp_path / "r.json"

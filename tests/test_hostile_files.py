@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from aclcheck.store import ResultRow, open_golden, text_attr, write_results
+from aclcheck.store.writer import write_groups
 from aclcheck.suite.selection import Selection
 
 #: the `cli_run` fixture: run the CLI in-process -> (exit code, output)
@@ -29,9 +30,16 @@ SELECTION = Selection(products=("atlas-a2",), dtypes=("float16",), formats=("NCH
                       families=("divisible", "layout"), seed=3)
 
 
-@pytest.fixture
-def pristine(hostile_golden: Path) -> Path:
-    return hostile_golden
+@pytest.fixture(scope="module")
+def pristine(hostile_golden: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The hostile file in the group-per-case layout (schema 2): these tests damage its
+    groups, datasets and attributes, which the readers of older files must refuse. The
+    packed layout's hostile files (schema 3, what aclcheck writes) are in
+    tests/test_store_packed.py."""
+    path = tmp_path_factory.mktemp("hostile-groups") / "suite.h5"
+    with open_golden(hostile_golden) as gf:
+        write_groups(path, [(gf.case(cid), gf.data(cid)) for cid in gf.ids()], gf.meta)
+    return path
 
 
 @pytest.fixture
@@ -355,14 +363,14 @@ def test_pathological_case_files_exit_2(cli_run: CliRun, tmp_path: Path, name: s
 
 def test_disk_full_is_one_line(
         cli_run: CliRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aclcheck.store import writer
+    from aclcheck.store import packed_writer
 
     def full(*args: object, **kw: object) -> None:
         raise OSError("Can't synchronously write data (file write failed: time = Mon,\n"
                       " filename = 'x', errno = 28, error message = 'No space left on "
                       "device')")
 
-    monkeypatch.setattr(writer, "write_dataset", full)
+    monkeypatch.setattr(packed_writer._Pool, "_write", full)  # the arrays' pools
     out = tmp_path / "s.h5"
     code, text = cli_run("generate", "-o", str(out), "--family", "divisible",
                          "--product", "atlas-a2", "--dtype", "fp16")

@@ -142,12 +142,24 @@ def _make_damage(kind: str, src: Path, dst: Path, victim: str) -> None:
         return
     shutil.copy(src, dst)
     with h5py.File(dst, "r+") as f:
+        rows = f["index"][()]
+        row = int(np.flatnonzero(rows["id"] == victim.encode())[0])
         if kind == "newer-schema":
             f.attrs["schema_version"] = np.int64(6)  # newer than any schema so far
-        elif kind == "missing-dataset":
-            del f[f"cases/{victim}/self"]
-    if kind == "flipped-bit":
-        _flip(dst, f"cases/{victim}/golden")
+        elif kind == "missing-data":  # self's slice moved past the end of its pool
+            rows["self_start"][row] = 10**12
+            del f["index"]
+            f.create_dataset("index", data=rows, chunks=True, fletcher32=True)
+        pool = f["data/float64"]
+        at = int(rows["golden_start"][row])
+        chunk, within = divmod(at, pool.chunks[0])
+        offset = pool.id.get_chunk_info(chunk).byte_offset + within * 8
+    if kind == "flipped-bit":  # a bit of the victim's golden
+        with open(dst, "r+b") as fh:
+            fh.seek(offset)
+            b = fh.read(1)[0]
+            fh.seek(offset)
+            fh.write(bytes([b ^ 1]))
 
 
 @pytest.mark.parametrize(("kind", "message", "opens"), [
@@ -155,8 +167,8 @@ def _make_damage(kind: str, src: Path, dst: Path, victim: str) -> None:
     ("truncated", "truncated HDF5 file", False),
     ("other-schema", "is a 'someone-elses' file, expected 'aclcheck-golden'", False),
     ("newer-schema", "schema version 6 is newer than this aclcheck understands", False),
-    ("missing-dataset", "dataset 'self' is missing", True),
-    ("flipped-bit", "dataset golden: checksum mismatch (fletcher32)", True),
+    ("missing-data", "lie past the end of /data/", True),
+    ("flipped-bit", "golden: checksum mismatch (fletcher32)", True),
 ])
 def test_damaged_files_exit_3_with_one_line(tmp_path: Path, suite: Path, kind: str,
                                             message: str, opens: bool) -> None:

@@ -19,6 +19,7 @@ from aclcheck.cli import cli
 from aclcheck.impls.base import CallInputs, guarded_run
 from aclcheck.impls.registry import create
 from aclcheck.running import isolation
+from aclcheck.running.cpu_watch import CallWatch
 from aclcheck.running.hangs import CallClock
 from aclcheck.running.runner import CaseRunner, RunOptions, iter_verdicts
 from aclcheck.running.session import GoldenSource
@@ -164,20 +165,23 @@ def test_heartbeat_lines_every_interval_until_the_allowance(monkeypatch: pytest.
         poll=lambda: NeverAnswers(clock), POLLIN=1, POLLHUP=2, POLLERR=4))
     lines: list[str] = []
     runner = isolation.IsolatedRunner("impl_fixtures:hangs", timeout=60.0,
-                                      heartbeat=lines.append, now=clock)
+                                      heartbeat=lines.append, now=clock,
+                                      cpu_time=lambda pid: None)  # the wall rule alone
     try:
         case = SimpleNamespace(id="a2-case")
+        watch = CallWatch(35.0, "the test's allowance", 9.0, "the CPU floor", 60.0)
         pending = isolation._Pending(1, SimpleNamespace(case=case), 0, first=False,
-                                     sent_at=clock(), deadline=clock() + 35.0)
-        live = SimpleNamespace(channel=SimpleNamespace(fileno=lambda: -1))
-        assert runner._wait(live, pending) is False
+                                     sent_at=clock(), deadline=clock() + 35.0, watch=watch)
+        live = SimpleNamespace(pid=-1, channel=SimpleNamespace(fileno=lambda: -1))
+        assert "allowed by the test's allowance" in (runner._wait(live, pending) or "")
     finally:
         runner.close()
     every = isolation.HEARTBEAT_EVERY_S
     beats = [every * k for k in range(1, 4)]  # 10, 20, 30 s: all before the 35 s allowance
     assert lines == [f"aclcheck: a2-case: still running after {b:.0f} s (declared hung "
-                     "after 35 s)" for b in beats]
-    assert clock.now - pending.sent_at == pytest.approx(35.0)  # waited exactly the allowance
+                     "after 35 s without CPU use, at 9 s of CPU, or at 60 s)" for b in beats]
+    # waited the allowance (to within one look at the worker's CPU time)
+    assert clock.now - pending.sent_at == pytest.approx(35.0, abs=isolation.SAMPLE_EVERY_S)
 
 
 # -- kernels that try to end the process --------------------------------------------------------

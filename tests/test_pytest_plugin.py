@@ -179,12 +179,17 @@ def test_damaged_case_fails_that_item_with_one_line(pytester: pytest.Pytester, g
                                                     ids: list[str]) -> None:
     damaged = pytester.path / "damaged.h5"
     shutil.copy(golden, damaged)
-    with h5py.File(damaged, "r+") as f:
-        del f["cases"][ids[0]]["golden"]
+    with h5py.File(damaged, "r+") as f:  # its golden moved past the end of its pool
+        rows = f["index"][()]
+        rows["golden_start"][rows["id"] == ids[0].encode()] = 10**9
+        del f["index"]
+        f.create_dataset("index", data=rows, chunks=True, fletcher32=True)
     result = pytester.runpytest(*gate(damaged, "-k", "div0"))
     result.assert_outcomes(failed=1, passed=5, deselected=19)
     (report,) = result.reprec.getfailures()
-    assert report.longreprtext == f"{damaged}: case {ids[0]}: dataset 'golden' is missing"
+    assert report.longreprtext.startswith(f"{damaged}: case {ids[0]}: golden: elements ")
+    assert "lie past the end of /data/float64" in report.longreprtext
+    assert "\n" not in report.longreprtext
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -21,6 +21,7 @@ from aclcheck.errors import InputFileError, UsageError
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.store.diff import diff_golden
+from aclcheck.store.writer import write_groups
 from aclcheck.suite.selection import Selection, build_suite
 
 # -- helpers ------------------------------------------------------------------------------
@@ -37,6 +38,13 @@ def _case(cid: str, dtype: str, **kw: object) -> Case:
 def _write(path: Path, cases: list[Case], **kw: object) -> None:
     store.write_golden(path, ((c, make_tensors(c)) for c in cases),
                        store.run_meta("test", "t"), **kw)  # type: ignore[arg-type]
+
+
+def _write_groups(path: Path, cases: list[Case], **kw: object) -> None:
+    """A schema-2 file (a group per case): for the tests of that layout, which the readers
+    still accept (the packed layout's own tests are tests/test_store_packed.py)."""
+    write_groups(path, ((c, make_tensors(c)) for c in cases),
+                 store.run_meta("test", "t"), **kw)  # type: ignore[arg-type]
 
 
 def _assert_same_tensors(gf: store.GoldenFile, case: Case) -> None:
@@ -76,7 +84,7 @@ def small_suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Ca
                                   families=("nondivisible", "layout", "empty", "special",
                                             "invalid")))
     path = tmp_path_factory.mktemp("store") / "small.h5"
-    _write(path, cases)
+    _write_groups(path, cases)
     return path, cases
 
 
@@ -87,7 +95,7 @@ def small_suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Ca
 @pytest.mark.parametrize("dist", ["special", "normal", "subnormal", "nan-fill"])
 def test_roundtrip_compute_dtypes_bit_exact(tmp_path: Path, dtype: str, dist: str) -> None:
     case = _case(f"c-{dtype}-{dist}", dtype, distribution=dist)
-    _write(tmp_path / "f.h5", [case])
+    _write_groups(tmp_path / "f.h5", [case])
     with store.open_golden(tmp_path / "f.h5") as gf:
         assert gf.case(case.id) == case
         _assert_same_tensors(gf, case)
@@ -105,7 +113,7 @@ def test_roundtrip_compute_dtypes_bit_exact(tmp_path: Path, dtype: str, dist: st
 def test_roundtrip_invalid_call_dtypes_stored_natively(tmp_path: Path, dtype: str) -> None:
     case = _case(f"c-{dtype}", dtype, distribution="uniform")
     assert not case.positive
-    _write(tmp_path / "f.h5", [case])
+    _write_groups(tmp_path / "f.h5", [case])
     with store.open_golden(tmp_path / "f.h5") as gf:
         _assert_same_tensors(gf, case)
         assert "golden" not in gf._f[f"cases/{case.id}"]
@@ -117,7 +125,7 @@ def test_roundtrip_invalid_call_dtypes_stored_natively(tmp_path: Path, dtype: st
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_roundtrip_layouts(tmp_path: Path, layout: str, dtype: str) -> None:
     case = _case(f"c-{layout}", dtype, layout=layout, distribution="normal")
-    _write(tmp_path / "f.h5", [case])
+    _write_groups(tmp_path / "f.h5", [case])
     with store.open_golden(tmp_path / "f.h5") as gf:
         _assert_same_tensors(gf, case)
         ds = gf._f[f"cases/{case.id}/self"]
@@ -139,7 +147,7 @@ def test_roundtrip_empty_tensors(tmp_path: Path, layout: str, self_shape: tuple[
                                  grad_shape: tuple[int, ...]) -> None:
     case = _case("empty", "float16", self_shape=self_shape, grad_shape=grad_shape,
                  layout=layout, distribution="normal")
-    _write(tmp_path / "f.h5", [case])
+    _write_groups(tmp_path / "f.h5", [case])
     with store.open_golden(tmp_path / "f.h5") as gf:
         _assert_same_tensors(gf, case)
         assert gf._f["cases/empty/grad_output"].chunks is None  # contiguous, no filter
@@ -151,7 +159,7 @@ def test_suite_roundtrip_records_index_and_nulls(small_suite: tuple[Path, list[C
     with store.open_golden(path) as gf:
         assert gf.ids() == [c.id for c in cases]
         assert gf.meta["format"] == store.FORMAT_GOLDEN
-        assert gf.meta["schema_version"] == store.SCHEMA_VERSION
+        assert gf.meta["schema_version"] == 2
         assert gf.meta["case_count"] == len(cases)
         for case, entry in zip(cases, gf.index, strict=True):
             assert gf.case(case.id) == case
@@ -182,7 +190,7 @@ def test_check_reads_every_dataset(small_suite: tuple[Path, list[Case]]) -> None
 
 def test_gzip_option_same_data(tmp_path: Path, small_suite: tuple[Path, list[Case]]) -> None:
     path, cases = small_suite
-    _write(tmp_path / "z.h5", cases, compress="gzip")
+    _write_groups(tmp_path / "z.h5", cases, compress="gzip")
     with h5py.File(tmp_path / "z.h5") as f:
         ds = f[f"cases/{cases[0].id}/golden"]
         assert ds.compression == "gzip" and ds.fletcher32
@@ -212,7 +220,7 @@ def test_diff_golden_detects_a_changed_value(tmp_path: Path,
         data.flat[0] += 1.0
         ds[...] = data
     diffs = diff_golden(path, copy)
-    assert diffs == [f"/cases/{cases[0].id}/golden: data differs"]
+    assert diffs == [f"case {cases[0].id}: golden: data differs"]
 
 
 def test_bad_case_id_and_duplicates(tmp_path: Path) -> None:
@@ -420,7 +428,7 @@ def test_flipped_bit_in_large_dataset_detected(tmp_path: Path) -> None:
     case = _case("big", "float32", self_shape=(1, 4, 256, 300), grad_shape=(1, 4, 100, 90),
                  distribution="normal")
     path = tmp_path / "big.h5"
-    _write(path, [case])
+    _write_groups(path, [case])
     with store.open_golden(path) as gf:
         _assert_same_tensors(gf, case)
         assert gf._f["cases/big/golden"].id.get_num_chunks() > 1
@@ -434,7 +442,7 @@ def test_failure_while_committing_removes_temp(tmp_path: Path,
     def broken(*args: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(store.writer, "write_root_attrs", broken)
+    monkeypatch.setattr(store.packed_writer, "write_root_attrs", broken)
     with pytest.raises(store.OutputFileError, match="g.h5: cannot write: disk full"):
         _write(tmp_path / "g.h5", [_case("one", "float16")])
     assert list(tmp_path.iterdir()) == []

@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -221,32 +221,9 @@ class Case:
 
     @classmethod
     def record_fields(cls) -> tuple[RecordField, ...]:
-        """Every field of the record, in declaration order, with what it may hold."""
-        keys = {r.key: r for r in cls.ROLES}
-        names = tuple(NUMPY_DTYPES)
-        out = []
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            required = f.default is dataclasses.MISSING \
-                and f.default_factory is dataclasses.MISSING
-            nullable = not required and f.default is None
-            key, _, fact = f.name.rpartition("_")
-            role = key if key in keys else None
-            if role is not None and fact == "shape":
-                out.append(RecordField(f.name, SHAPE, required, nullable, role=role))
-            elif role is not None and fact in ("dtype", "format"):
-                out.append(RecordField(f.name, TEXT, required, nullable,
-                                       names if fact == "dtype" else ALL_FORMATS, role))
-            elif f.name == "seed":
-                out.append(RecordField(f.name, INT, required))
-            elif f.name == "null":
-                out.append(RecordField(f.name, NAMES, required, False,
-                                       tuple(r.name for r in cls.ROLES)))
-            else:
-                choices = {"product": tuple(PRODUCTS), "dtype": names,
-                           "format": ALL_FORMATS, "distribution": cls.DISTRIBUTIONS,
-                           "layout": LAYOUTS}.get(f.name)
-                out.append(RecordField(f.name, TEXT, required, nullable, choices))
-        return tuple(out)
+        """Every field of the record, in declaration order, with what it may hold
+        (computed once per class: stores ask for it case by case)."""
+        return _record_fields(cls)
 
     def to_record(self) -> dict[str, Any]:
         """Plain JSON-able dict of every field: enough to regenerate the case."""
@@ -316,3 +293,33 @@ class CaseData:
     def values(self) -> dict[str, np.ndarray | None]:
         """The logical input values by role (numpy views, no copy)."""
         return {n: None if t is None else t.view() for n, t in self.inputs.items()}
+
+
+@cache
+def _record_fields(cls: type[Case]) -> tuple[RecordField, ...]:
+    """Case.record_fields of one record class."""
+    keys = {r.key: r for r in cls.ROLES}
+    names = tuple(NUMPY_DTYPES)
+    out = []
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        required = f.default is dataclasses.MISSING \
+            and f.default_factory is dataclasses.MISSING
+        nullable = not required and f.default is None
+        key, _, fact = f.name.rpartition("_")
+        role = key if key in keys else None
+        if role is not None and fact == "shape":
+            out.append(RecordField(f.name, SHAPE, required, nullable, role=role))
+        elif role is not None and fact in ("dtype", "format"):
+            out.append(RecordField(f.name, TEXT, required, nullable,
+                                   names if fact == "dtype" else ALL_FORMATS, role))
+        elif f.name == "seed":
+            out.append(RecordField(f.name, INT, required))
+        elif f.name == "null":
+            out.append(RecordField(f.name, NAMES, required, False,
+                                   tuple(r.name for r in cls.ROLES)))
+        else:
+            choices = {"product": tuple(PRODUCTS), "dtype": names,
+                       "format": ALL_FORMATS, "distribution": cls.DISTRIBUTIONS,
+                       "layout": LAYOUTS}.get(f.name)
+            out.append(RecordField(f.name, TEXT, required, nullable, choices))
+    return tuple(out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,8 @@ from aclcheck.cases.acl import ALL_FORMATS
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import click_option
 from aclcheck.errors import EXIT_CODES_HELP
-from aclcheck.options import DEFAULT_OPERATOR, OP
+from aclcheck.executors import open_executor
+from aclcheck.options import DEFAULT_OPERATOR, EXECUTOR, OP
 from aclcheck.store import COMPRESSIONS, check_output_path, run_meta
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite.generate import GenerateStats, ProgressFn, plan_suite
@@ -25,7 +26,8 @@ from aclcheck.suite.generate import generate as run_generate
 
 
 def command_line(params: dict[str, Any]) -> str:
-    """The canonical command that reproduces this file (stored in its root attributes)."""
+    """The canonical command that reproduces this file (stored in its root attributes;
+    the same whatever computes the tensors, so the bytes are too)."""
     parts = ["aclcheck", "generate", "-o", str(params["output"])]
     if params.get("op", DEFAULT_OPERATOR) != DEFAULT_OPERATOR:
         parts += ["--op", params["op"]]
@@ -37,8 +39,7 @@ def command_line(params: dict[str, Any]) -> str:
             parts += [f"--{opt.replace('_', '-')}", str(params[opt])]
     if params["compress"] != "none":
         parts += ["--compress", params["compress"]]
-    if params["jobs"] != 1:
-        parts += ["--jobs", str(params["jobs"])]
+    # not --jobs or --executor: they change who computes, not what is written
     return shlex.join(parts)
 
 
@@ -70,10 +71,12 @@ def summary_table(stats: GenerateStats) -> Table:
 
 
 @contextmanager
-def progress_reporter(console: Console, total: int, path: Path) -> Iterator[ProgressFn]:
-    """A rich progress bar on a terminal; otherwise one line at start (CI logs)."""
+def progress_reporter(console: Console, total: int | None, path: Path) -> Iterator[ProgressFn]:
+    """A rich progress bar on a terminal; otherwise one line at start (CI logs). A suite
+    is streamed: its size is known at its end (total None)."""
     if not console.is_terminal:
-        console.print(f"aclcheck: generating {total} cases -> {path}")
+        what = "cases" if total is None else f"{total} cases"
+        console.print(f"aclcheck: generating {what} -> {path}")
         yield lambda done, total_, case: None
         return
     columns = (TextColumn("generating"), BarColumn(), MofNCompleteColumn(),
@@ -81,7 +84,7 @@ def progress_reporter(console: Console, total: int, path: Path) -> Iterator[Prog
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("", total=total)
 
-        def update(done: int, total_: int, case: Any) -> None:
+        def update(done: int, total_: int | None, case: Any) -> None:
             bar.update(task, completed=done, description=case.id)
 
         yield update
@@ -106,6 +109,7 @@ def progress_reporter(console: Console, total: int, path: Path) -> Iterator[Prog
 @click.option("--shard", default=None, metavar="K/N", help="Write only the K-th of N slices.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes computing tensors (only the parent writes).")
+@click_option(EXECUTOR)
 @click.option("--compress", type=click.Choice(COMPRESSIONS), default="none", show_default=True,
               help="gzip for archives (slower to write and read).")
 @click.option("--suite-name", default=None, help="Name stored in the file [default: derived].")
@@ -118,7 +122,9 @@ def generate(**params: Any) -> None:
     """Generate a golden suite: inputs and float64 goldens, in one HDF5 file.
 
     With no selection, writes the default suite: every product, dtype and format and all
-    main families, one case each. The file appears only when complete.
+    main families, one case each. The file appears only when complete. With --jobs or
+    --executor, workers make the tensors from the case records (each case's seed) and
+    this process writes: the file is the same byte for byte.
 
     \b
     Examples:
@@ -126,6 +132,7 @@ def generate(**params: Any) -> None:
       aclcheck generate -o a2-bf16.h5 --product atlas-a2 --dtype bf16 --count 5
       aclcheck generate -o mine.h5 --cases-file cases.toml --jobs 4
       aclcheck generate -o big.h5 --cases-file big.toml --max-case-mb 8000
+      aclcheck generate -o huge.h5 --count 200 --executor dask://scheduler:8786
     """
     suite = plan_suite(
         products=params["product"], dtypes=params["dtype"], formats=params["format"],
@@ -140,8 +147,12 @@ def generate(**params: Any) -> None:
         check_apart([Role("--cases-file", params["cases_file"])], [Role("-o", params["output"])])
     meta = run_meta(command_line(params), suite.suite, selection=suite.selection)
     err = stderr_console()
-    with progress_reporter(err, len(suite.cases), params["output"]) as progress:
+    total = len(suite.cases) if isinstance(suite.cases, list) else None
+    # --jobs alone: generate's own pool, forked before the output file is opened
+    remote = open_executor(params["jobs"], params["executor"]) if params["executor"] \
+        else nullcontext(None)
+    with remote as executor, progress_reporter(err, total, params["output"]) as progress:
         stats = run_generate(params["output"], suite.cases, meta, force=params["force"],
                              compress=params["compress"], jobs=params["jobs"],
-                             progress=progress)
+                             executor=executor, progress=progress)
     stdout_console().print(summary_table(stats))

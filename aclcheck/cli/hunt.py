@@ -1,14 +1,20 @@
-"""`aclcheck hunt`: random valid calls judged on the fly; failures shrunk and saved."""
+"""`aclcheck hunt`: random valid calls judged on the fly; failures shrunk and saved. With
+--budget it is a resumable campaign (aclcheck.cli.hunt_campaign, docs/campaign.md)."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
 import numpy as np
 
+from aclcheck import options as o
+from aclcheck.cases import Case
+from aclcheck.cli import hunt_campaign as campaigns
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import click_option, live_options
 from aclcheck.cli.shrink import (
@@ -21,17 +27,24 @@ from aclcheck.cli.shrink import (
 )
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteError, UsageError
+from aclcheck.executors import parse_executor
+from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops import operator
 from aclcheck.options import DEFAULT_OPERATOR, OP
 from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
+from aclcheck.running.config import VerifyConfig
 from aclcheck.running.live import LiveJudge, live_setup
 from aclcheck.store import check_output_path, run_meta
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite import casefile as casewriter
 from aclcheck.suite.generate import generate
+from aclcheck.triage.campaign import DEFAULT_BATCH, Campaign
+from aclcheck.triage.checkpoint import Checkpoint
 from aclcheck.triage.hunt import search
-from aclcheck.triage.shrink import shrink
+from aclcheck.triage.shrink import ShrinkResult, shrink
+
+CHECKPOINT_NAME = "checkpoint"
 
 CASES_NAME = "cases.toml"
 GOLDEN_NAME = "golden.h5"
@@ -69,7 +82,18 @@ def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of the random calls (same seed, same calls).")
 @click.option("--failures", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Stop after this many failing calls.")
+              help="Stop after this many failing calls (without --budget).")
+@click.option("--budget", type=click.IntRange(min=1), default=None, metavar="N",
+              help="A campaign of N random calls in all (no time limit): batches spread "
+                   "over --executor's workers, every distinct failure shrunk and written; "
+                   "resumable (--checkpoint).")
+@click.option("--checkpoint", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help=f"The campaign's checkpoint folder (default OUTPUT/{CHECKPOINT_NAME}): "
+                   "rerun the same command to resume where it stopped.")
+@click.option("--batch", type=click.IntRange(min=1), default=DEFAULT_BATCH,
+              show_default=True, metavar="N", help="Calls per batch of a campaign (one "
+                                                   "task on a worker, one journal line).")
+@click_option(o.EXECUTOR)
 @click.option("--shrink-time", type=click.FloatRange(min=0.0), default=30.0,
               show_default=True, metavar="S", help="Time limit of each shrink.")
 @click.option("-o", "--output", "output", required=True, type=click.Path(file_okay=False),
@@ -79,6 +103,7 @@ def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
 def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
          accumulate: str | None, isolate: bool | None, timeout: float, max_time: float, op: str,
          product: tuple[str, ...], dtype: tuple[str, ...], seed: int, failures: int,
+         budget: int | None, checkpoint: str | None, batch: int, executor: str | None,
          shrink_time: float, output: str, force: bool) -> None:
     """Judge random valid calls (shapes with divisible, non-divisible and upsampling
     windows, every layout and value distribution, special values) against the float64
@@ -86,12 +111,23 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
     failure is shrunk to a minimal case, and written to OUTPUT as a case file and a
     golden file, ready to join the regression suite. Exits 1 when something failed.
 
+    With --budget N it is a campaign: N calls in all, in batches over --executor's
+    workers (default: this process), each batch journaled in --checkpoint as it comes
+    back; interrupted and rerun, it resumes where it stopped. Every distinct failure (by
+    verdict, rule and diagnosis) is shrunk and written (docs/campaign.md).
+
     \b
     Examples:
       aclcheck hunt --impl mykernels:backward --max-time 120 -o found/
       aclcheck hunt --impl torch --product atlas-a2 --dtype bf16 --seed 7 -o found/
+      aclcheck hunt --impl mykernels:backward --budget 20000 --executor dask-local:4 -o found/
+      aclcheck hunt --impl torch --budget 1000000 --checkpoint ckpt/ \\
+          --executor dask://10.0.0.5:8786 -o found/
     """
     folder = Path(output)
+    if budget is None and (checkpoint or executor):
+        flag = "--checkpoint" if checkpoint else "--executor"
+        raise UsageError(f"{flag} belongs to a campaign: add --budget N (calls in all)")
     _check_out(folder, force)
     case_path, golden_path = folder / CASES_NAME, folder / GOLDEN_NAME
     config = live_config(impl, standards, tolerances, accumulate, isolate, timeout)
@@ -101,6 +137,13 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
     op_flag = "" if chosen.name == DEFAULT_OPERATOR else f" --op {chosen.name}"
     products = _names(product, str, tuple(chosen.products), "product") or list(chosen.products)
     dtypes = _names(dtype, normalize_dtype, chosen.dtypes, "dtype")
+    if budget is not None:
+        if executor:
+            parse_executor(executor)  # a malformed --executor before any kernel code
+        definition = Campaign(seed, budget, impl, tuple(products), tuple(dtypes),
+                              tuple(standards), accumulate, batch, chosen.name, tolerances)
+        ckpt = Path(os.path.abspath(checkpoint or where / CHECKPOINT_NAME))
+        _campaign(definition, config, ckpt, executor, shrink_time, where, mode, op_flag)
     opened, opts = live_setup(config)
     adapter = opened.impl
     out, err = stdout_console(), stderr_console()
@@ -141,19 +184,67 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
         say(out, "aclcheck: nothing failed" + (" before the time limit" if result.timed_out
                                                else ""))
         raise SystemExit(EXIT_OK)
+    _write(where, mode, found, adapter.name, config, chosen.name,
+           f"aclcheck hunt{op_flag} --seed {seed}", f"hunt-seed{seed}")
+
+
+def _write(where: Path, mode: int, found: list[tuple[Case, CaseVerdict, ShrinkResult]],
+           adapter: str, config: VerifyConfig, op: str, command: str, suite: str) -> None:
+    """Write the minimal cases as a case file and its golden file, say how to verify them
+    as regression cases, and exit 1 (something failed)."""
     where.mkdir(exist_ok=True)
+    case_path, golden_path = where / CASES_NAME, where / GOLDEN_NAME
     cases = [c for c, _, _ in found]
-    comments = [f"found by aclcheck hunt{op_flag} --seed {seed} ({v.verdict.value} under "
-                f"{adapter.name}): {s.verdict.message}" for _, v, s in found]
-    casewriter.write_case_file(where / CASES_NAME,
-                               casewriter.toml_file(cases, f"hunt-seed{seed}", comments), mode,
-                               chosen.name)
-    generate(where / GOLDEN_NAME, cases,
-             run_meta(f"aclcheck hunt{op_flag} --seed {seed}", f"hunt-seed{seed}"), force=True)
+    comments = [f"found by {command} ({v.verdict.value} under {adapter}): "
+                f"{s.verdict.message}" for _, v, s in found]
+    casewriter.write_case_file(case_path, casewriter.toml_file(cases, suite, comments),
+                               mode, op)
+    generate(golden_path, cases, run_meta(command, suite), force=True)
+    out = stdout_console()
     out.print(f"wrote {case_path} and {golden_path} ({len(cases)} case(s))", markup=False,
               highlight=False)
+    regression = replace(config, golden=str(golden_path))
+    out.print("regression: " + shlex.join(regression.repro_args()), markup=False,
+              highlight=False, soft_wrap=True)
     for case in cases:
         out.print("repro: " + repro_commands(str(case_path), str(golden_path), case.id,
-                                             config, chosen.name),
+                                             config, op),
                   markup=False, highlight=False, soft_wrap=True)
     raise SystemExit(EXIT_NONCONFORMANT)
+
+
+def _campaign(definition: Campaign, config: VerifyConfig, folder: Path, executor: str | None,
+              shrink_time: float, where: Path, mode: int, op_flag: str) -> None:
+    """Run (or resume) a campaign, shrink and write its distinct failures; exits."""
+    chosen = operator(definition.op)
+    out, err = stdout_console(), stderr_console()
+    with Checkpoint(folder, definition) as ckpt:
+        say(out, campaigns.resume_line(ckpt))
+        before = ckpt.tally.calls
+        opened, opts = live_setup(config)
+        try:
+            with LiveJudge(opened.impl, opts, opened.zygote) as judge:
+                tally, workers, seconds = campaigns.run_batches(
+                    ckpt, judge, opened, opts, executor, out, err, STOP)
+                say(out, campaigns.summary_line(tally, definition, workers, seconds,
+                                                tally.calls - before))
+                found = campaigns.shrink_distinct(tally, chosen, judge, out, err,
+                                                  shrink_time)
+        finally:
+            opened.close()
+    if not campaigns.judged_calls(tally):
+        click.echo(printable(f"aclcheck: gate failed: no call was judged: all "
+                             f"{tally.calls} calls were SKIP or MISTRUSTED under "
+                             f"{opened.impl.name}"), err=True)
+        raise SystemExit(EXIT_NONCONFORMANT)
+    if not found:
+        say(out, "aclcheck: nothing failed")
+        raise SystemExit(EXIT_OK)
+    _write(where, mode, [(f.case, f.first, f.shrunk) for f in found], opened.impl.name, config,
+           chosen.name, f"aclcheck hunt{op_flag} --seed {definition.seed} --budget "
+           f"{definition.budget}", f"hunt-seed{definition.seed}")
+
+
+#: stop(tally) after each recorded batch of a campaign: None in use; tests set one that
+#: raises KeyboardInterrupt after k batches (an interruption at a known point)
+STOP: campaigns.Stop | None = None

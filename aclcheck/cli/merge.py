@@ -36,12 +36,14 @@ def merge(inputs: tuple[str, ...], output: str, force: bool) -> None:
 
     Reports must make a whole run: every shard K/N present once, none of an interrupted
     run (exit 2 otherwise). Exits 1 when the merged run has a nonconforming case or
-    judged none.
+    judged none. Golden files of any schema are read; the merged file is written in the
+    current one (schema 3), so merging a single old file converts it.
 
     \b
     Examples:
       aclcheck merge -o report.json shard1.json shard2.json shard3.json shard4.json
       aclcheck merge -o suite.h5 suite-1of2.h5 suite-2of2.h5
+      aclcheck merge -o suite-v3.h5 suite-v2.h5    # convert an older golden file
     """
     from pathlib import Path
 

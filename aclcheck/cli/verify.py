@@ -17,6 +17,7 @@ from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import click_options
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_NONCONFORMANT, EXIT_OK
 from aclcheck.interrupts import EXIT_INTERRUPTED
+from aclcheck.judging.spool import VerdictSpool
 from aclcheck.report import console as console_report
 from aclcheck.report.console import gate_lines
 from aclcheck.report.safe_text import data_text, printable
@@ -79,9 +80,12 @@ def verify(golden: str, **params: Any) -> None:
     err = stderr_console()
     heartbeat = None if err.is_terminal else lambda line: print(printable(line),
                                                                 file=sys.stderr, flush=True)
-    run = run_verify(config, partial(progress_bar, err),
-                     lambda text: click.echo(printable(text), err=True), heartbeat)
-    sys.exit(render(run))
+    with VerdictSpool() as spool:  # on disk: memory independent of the case count
+        run = run_verify(config, partial(progress_bar, err),
+                         lambda text: click.echo(printable(text), err=True), heartbeat,
+                         verdicts=spool)
+        code = render(run)
+    sys.exit(code)
 
 
 def headline(run: VerifyRun) -> str | None:

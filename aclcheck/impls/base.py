@@ -61,6 +61,11 @@ class Implementation:
         """
         return None
 
+    def set_threads(self, n: int) -> None:
+        """Use at most `n` threads per call (a worker that shares the cores with another
+        one computing at the same time). Adapters without a thread pool of their own
+        ignore it."""
+
     def run(self, call: CallInputs) -> Outcome:
         raise NotImplementedError
 

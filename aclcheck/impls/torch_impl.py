@@ -74,6 +74,9 @@ class TorchImpl(Implementation):
         self._deterministic = on
         return None
 
+    def set_threads(self, n: int) -> None:
+        self._torch.set_num_threads(n)  # intra-op threads (OpenMP) of CPU kernels
+
     def _to_torch(self, tensor: StridedTensor) -> Any:
         torch = self._torch
         storage = tensor.storage

@@ -268,10 +268,10 @@ def diagnose(verdicts: Sequence[CaseVerdict], facts: Sequence[CaseFacts]) -> Run
     magnitude = summarize_magnitudes(v.magnitude for v in verdicts
                                      if v.verdict is Verdict.FAIL and v.magnitude is not None)
     sig = signature(facts)
-    failing = [v for v in verdicts if v.failing]
+    failing = sum(v.failing for v in verdicts)
     evidence = [v.clues if v.clues is not None else CaseEvidence(v.case_id, judged=False)
                 for v in verdicts if v.verdict is Verdict.FAIL]
     found = [RuleEvidence(r.code, r.message, r.failing) for r in rules(facts)]
-    entries = rank(evidence, found, failing=len(failing)) if failing else ()
+    entries = rank(evidence, found, failing=failing) if failing else ()
     return RunDiagnosis(magnitude, sig, differing(sig), entries)
 

@@ -18,7 +18,7 @@ edge. A run passes when something was judged and nothing nonconforming was:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -56,8 +56,11 @@ class Gate:
 def judged(verdicts: Sequence[CaseVerdict]) -> int:
     """Cases whose verdict says something about the kernel (not SKIP or MISTRUSTED, not
     an undocumented call: those never fail)."""
-    return sum(v.verdict not in UNJUDGED and v.expected_status != UNSPECIFIED
-               for v in verdicts)
+    return sum(map(_judges, verdicts))
+
+
+def _judges(v: CaseVerdict) -> bool:
+    return v.verdict not in UNJUDGED and v.expected_status != UNSPECIFIED
 
 
 def _unjudged(verdicts: Sequence[CaseVerdict]) -> Finding | None:
@@ -65,14 +68,18 @@ def _unjudged(verdicts: Sequence[CaseVerdict]) -> Finding | None:
     where the run has some (count: the cases concerned; detail: a SKIP reason)."""
     if not judged(verdicts):
         return Finding(Kind.NOTHING_JUDGED, len(verdicts), _skip_reason(verdicts))
-    valid = [v for v in verdicts if v.expected_status == SUCCESS]
-    if valid and not judged(valid):
-        return Finding(Kind.NOTHING_JUDGED, len(valid), _skip_reason(valid),
-                       valid_only=True)
+    valid = judged_valid = 0  # counted: a run's verdicts may be on disk
+    for v in verdicts:
+        if v.expected_status == SUCCESS:
+            valid += 1
+            judged_valid += _judges(v)
+    if valid and not judged_valid:
+        return Finding(Kind.NOTHING_JUDGED, valid, _skip_reason(
+            v for v in verdicts if v.expected_status == SUCCESS), valid_only=True)
     return None
 
 
-def _skip_reason(verdicts: Sequence[CaseVerdict]) -> str:
+def _skip_reason(verdicts: Iterable[CaseVerdict]) -> str:
     return next((v.message for v in verdicts if v.verdict == Verdict.SKIP), "")
 
 
@@ -91,11 +98,11 @@ def decide(verdicts: Sequence[CaseVerdict], *, strict_xfail: bool = False,
            problems: Sequence[Finding] = ()) -> Gate:
     """The gate of a run. `failing`: the cases that fail it, when not all nonconforming
     ones do (a baseline gate passes what was already failing)."""
-    bad = list(failing) if failing is not None else [
-        v for v in verdicts if v.failing or (strict_xfail and v.verdict == Verdict.XPASS)]
+    bad = len(failing) if failing is not None else sum(  # counted: verdicts may be on disk
+        v.failing or (strict_xfail and v.verdict == Verdict.XPASS) for v in verdicts)
     findings: list[Finding] = list(problems)
     if bad:
-        findings.append(Finding(Kind.NONCONFORMANT, len(bad)))
+        findings.append(Finding(Kind.NONCONFORMANT, bad))
     unjudged = _unjudged(verdicts)
     if unjudged is not None:
         findings.append(unjudged)

@@ -6,15 +6,17 @@ Plain data only; the runner decides verdicts, the reports render them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from aclcheck.judging.evidence import Evidence
 from aclcheck.judging.findings import Hint
 from aclcheck.judging.magnitude import Magnitude
 from aclcheck.judging.reproduce import CaseEvidence
+
+K = TypeVar("K", bound=Hashable)
 
 
 class Verdict(StrEnum):
@@ -245,9 +247,21 @@ def _notes(value: object) -> tuple[str, ...]:
 
 def summarize(verdicts: Iterable[CaseVerdict]) -> dict[str, int]:
     """Counts per summary key ("cases", "passed", "failed", ...)."""
-    items = list(verdicts)
-    counts = Counter(v.verdict for v in items)
-    return {key: (len(items) if verdict is None else counts.get(verdict, 0))
+    return _summary(Counter(v.verdict for v in verdicts))  # one pass (may be on disk)
+
+
+def summarize_by(verdicts: Iterable[CaseVerdict], group: Callable[[CaseVerdict], K]
+                 ) -> dict[K, dict[str, int]]:
+    """`summarize` of each group of verdicts (group(v): its key), in one pass that keeps
+    counts only, groups in the order first seen."""
+    counts: dict[K, Counter[Verdict]] = {}
+    for v in verdicts:
+        counts.setdefault(group(v), Counter())[v.verdict] += 1
+    return {key: _summary(c) for key, c in counts.items()}
+
+
+def _summary(counts: Counter[Verdict]) -> dict[str, int]:
+    return {key: (counts.total() if verdict is None else counts.get(verdict, 0))
             for key, verdict in SUMMARY_KEYS}
 
 

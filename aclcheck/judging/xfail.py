@@ -21,6 +21,7 @@ from pathlib import Path
 
 from aclcheck.configfile import Entry, read_document, top_level
 from aclcheck.errors import ConfigError
+from aclcheck.judging.spool import Mapped
 from aclcheck.judging.verdicts import FAILING, CaseVerdict, Verdict
 
 ENTRY_KEYS = frozenset({"id", "reason", "impl", "verdicts", "may_pass"})
@@ -95,21 +96,30 @@ def _entries(data: object, source: str) -> tuple[XfailEntry, ...]:
 def apply(verdicts: Sequence[CaseVerdict], xfails: XfailList,
           implementation: str) -> list[CaseVerdict]:
     """Listed failures become XFAIL (not gating); listed cases that pass become XPASS."""
-    out = []
-    for v in verdicts:
-        if v.failing:
-            entry = xfails.find(v.case_id, implementation, v.verdict)
-            if entry is not None:
-                v = replace(v, verdict=Verdict.XFAIL,
-                            message=f"known failure ({entry.reason}): was "
-                                    f"{v.verdict.value}: {v.message}",
-                            notes=v.notes + (f"xfail: {entry.reason}",))
-        elif v.verdict in (Verdict.PASS, Verdict.MISTRUSTED):
-            entry = xfails.combined(v.case_id, implementation)
-            if entry is not None and not entry.may_pass:
-                v = replace(v, verdict=Verdict.XPASS,
-                            message=f"listed as a known failure ({entry.reason}) but "
-                                    "passed: remove it from the list",
-                            notes=v.notes + (f"xfail: {entry.reason}",))
-        out.append(v)
-    return out
+    return [judged(v, xfails, implementation) for v in verdicts]
+
+
+def applied(verdicts: Sequence[CaseVerdict], xfails: XfailList,
+            implementation: str) -> Sequence[CaseVerdict]:
+    """`apply` as a lazy view: each verdict is rewritten when read (a spooled run's
+    verdicts stay on disk)."""
+    return Mapped(verdicts, lambda v: judged(v, xfails, implementation))
+
+
+def judged(v: CaseVerdict, xfails: XfailList, implementation: str) -> CaseVerdict:
+    """One verdict with the known failures applied (see `apply`)."""
+    if v.failing:
+        entry = xfails.find(v.case_id, implementation, v.verdict)
+        if entry is not None:
+            v = replace(v, verdict=Verdict.XFAIL,
+                        message=f"known failure ({entry.reason}): was "
+                                f"{v.verdict.value}: {v.message}",
+                        notes=v.notes + (f"xfail: {entry.reason}",))
+    elif v.verdict in (Verdict.PASS, Verdict.MISTRUSTED):
+        entry = xfails.combined(v.case_id, implementation)
+        if entry is not None and not entry.may_pass:
+            v = replace(v, verdict=Verdict.XPASS,
+                        message=f"listed as a known failure ({entry.reason}) but "
+                                "passed: remove it from the list",
+                        notes=v.notes + (f"xfail: {entry.reason}",))
+    return v

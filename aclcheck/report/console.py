@@ -5,8 +5,7 @@ Every text that comes from data goes through safe_text.data_text: never markup.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -23,6 +22,7 @@ from aclcheck.judging.verdicts import (
     Verdict,
     divergence_note,
     summarize,
+    summarize_by,
     summary_line,
 )
 from aclcheck.report.diff import Diff
@@ -71,9 +71,7 @@ def case_table(verdicts: Sequence[CaseVerdict], title: str) -> Table:
 def matrix_table(verdicts: Sequence[CaseVerdict]) -> Table:
     """Counts by product x dtype x format, one column per summary key that occurs (the
     same names and counts as the summary line, so the columns add up to it)."""
-    groups: dict[tuple[str, str, str], list[CaseVerdict]] = defaultdict(list)
-    for v in verdicts:
-        groups[(v.product, v.dtype, v.format)].append(v)
+    groups = summarize_by(verdicts, lambda v: (v.product, v.dtype, v.format))
     total = summarize(verdicts)
     keys = [key for key, verdict in SUMMARY_KEYS
             if verdict in (None, Verdict.PASS) or total[key]]
@@ -84,7 +82,7 @@ def matrix_table(verdicts: Sequence[CaseVerdict]) -> Table:
     for key in keys:
         table.add_column(key, justify="right")
     for group in sorted(groups):
-        s = summarize(groups[group])
+        s = groups[group]
         cells = [Text(str(s[key]), style=_count_style(verdict_of[key], s[key]))
                  for key in keys]
         table.add_row(*(data_text(x) for x in group), *cells)
@@ -109,17 +107,20 @@ def _severity(v: CaseVerdict) -> tuple[int, float]:
     return (_SIZE_ORDER.get(_size(v), len(_SIZE_ORDER)), -ratio)
 
 
-def signature_groups(failing: Sequence[CaseVerdict]) -> list[list[CaseVerdict]]:
-    """Nonconforming cases grouped by verdict, family and size class; each group worst
-    case first, the groups by their worst case (then the larger group first)."""
-    groups: dict[tuple[str, str, str], list[CaseVerdict]] = defaultdict(list)
+def signature_groups(failing: Iterable[CaseVerdict]) -> list[tuple[int, CaseVerdict]]:
+    """Nonconforming cases grouped by verdict, family and size class, as (how many, the
+    worst case: the first of the worst), the groups by their worst case (then the larger
+    group first). One pass that keeps a case per group."""
+    groups: dict[tuple[str, str, str], tuple[int, CaseVerdict]] = {}
     for v in failing:
-        groups[(v.verdict.value, v.family, _size(v))].append(v)
-    ordered = [sorted(g, key=_severity) for g in groups.values()]
-    return sorted(ordered, key=lambda g: (_severity(g[0]), -len(g), g[0].case_id))
+        key = (v.verdict.value, v.family, _size(v))
+        count, worst = groups.get(key, (0, v))
+        groups[key] = (count + 1, v if _severity(v) < _severity(worst) else worst)
+    return sorted(groups.values(),
+                  key=lambda g: (_severity(g[1]), -g[0], g[1].case_id))
 
 
-def group_table(groups: Sequence[Sequence[CaseVerdict]], title: str) -> Table:
+def group_table(groups: Sequence[tuple[int, CaseVerdict]], title: str) -> Table:
     """One row per group: how many cases, the verdict, family and size, its worst case."""
     table = Table(title=data_text(title), show_lines=False)
     table.add_column("cases", justify="right")
@@ -127,9 +128,8 @@ def group_table(groups: Sequence[Sequence[CaseVerdict]], title: str) -> Table:
     table.add_column("family")
     table.add_column("worst case", overflow="fold")
     table.add_column("why (worst case)", overflow="fold")
-    for g in groups:
-        v = g[0]
-        table.add_row(str(len(g)), Text(v.verdict.value, style=STYLE[v.verdict]),
+    for count, v in groups:
+        table.add_row(str(count), Text(v.verdict.value, style=STYLE[v.verdict]),
                       data_text(v.family), data_text(v.case_id), data_text(v.message))
     return table
 
@@ -197,28 +197,30 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
     failure. `json_report` is a report that holds every case, named when cases were
     left out.
     """
-    failing = [v for v in verdicts if v.failing or v.verdict == Verdict.XPASS]
+    def shown(v: CaseVerdict) -> bool:
+        return v.failing or v.verdict == Verdict.XPASS
+
+    failing = sum(map(shown, verdicts))  # counted: a run's verdicts may be on disk
     console.print(Text(f"aclcheck: {implementation}: {headline(verdicts)}",
                        style="bold red" if failing else "bold green"), soft_wrap=True)
     if diagnosis is not None:
         diagnosis_block(console, diagnosis)
     if verbose:
         console.print(case_table(verdicts, f"{implementation}: all cases"))
-        detailed = failing
+        for v in filter(shown, verdicts):
+            failure_block(console, v)
+        for v in verdicts:  # known failures too: what they look like today
+            if v.verdict == Verdict.XFAIL:
+                failure_block(console, v)
+        hidden = 0
     else:
-        groups = signature_groups(failing)
+        groups = signature_groups(filter(shown, verdicts))
         if groups:
             console.print(group_table(groups, f"{implementation}: nonconforming cases by "
                                       "signature (worst first; -v lists every case)"))
-        detailed = [g[0] for g in groups]
-    limit = len(detailed) if verbose else max_details
-    for v in detailed[:limit]:
-        failure_block(console, v)
-    if verbose:  # known failures too: what they look like today
-        for v in verdicts:
-            if v.verdict == Verdict.XFAIL:
-                failure_block(console, v)
-    hidden = len(failing) - min(limit, len(detailed))
+        for _, v in groups[:max_details]:
+            failure_block(console, v)
+        hidden = failing - min(max_details, len(groups))
     if hidden > 0:
         where = f"the JSON report {json_report} has them all; " if json_report else ""
         console.print(data_text(f"... {hidden} more nonconforming cases "

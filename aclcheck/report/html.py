@@ -8,8 +8,7 @@ nothing from data becomes an attribute that links or runs anything.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from aclcheck.judging.verdicts import (
     Verdict,
     detail_parts,
     summarize,
+    summarize_by,
 )
 from aclcheck.report.files import atomic_write
 from aclcheck.report.pictures import (
@@ -122,19 +122,16 @@ def _cell_class(s: dict[str, int]) -> str:
 
 
 def _matrix(verdicts: Sequence[CaseVerdict]) -> dict[str, Any]:
-    groups: dict[tuple[str, str, str], list[CaseVerdict]] = defaultdict(list)
-    for v in verdicts:
-        groups[(v.product, v.dtype, v.format)].append(v)
+    groups = summarize_by(verdicts, lambda v: (v.product, v.dtype, v.format))
     columns = sorted({(d, f) for _, d, f in groups})
     rows = []
     for product in sorted({p for p, _, _ in groups}):
         cells = []
         for d, f in columns:
-            items = groups.get((product, d, f))
-            if not items:
+            s = groups.get((product, d, f))
+            if not s:
                 cells.append({"text": "", "cls": "none", "title": ""})
                 continue
-            s = summarize(items)
             title = ", ".join(f"{k} {val}" for k, val in s.items() if val)
             cells.append({"text": f"{s['passed']}/{s['cases']}", "cls": _cell_class(s),
                           "title": title})
@@ -181,16 +178,36 @@ def page_warnings(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> li
     return out
 
 
+class _Rows:
+    """The page's table rows, each made as the page is written (a run's verdicts may be
+    on disk: judging.spool)."""
+
+    def __init__(self, verdicts: Sequence[CaseVerdict]) -> None:
+        self.verdicts = verdicts
+
+    def __len__(self) -> int:
+        return len(self.verdicts)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for n, v in enumerate(self.verdicts, 1):
+            yield _row(n, v, _anchor(n, v))
+
+
+def _anchor(n: int, v: CaseVerdict) -> str:
+    return f"case-{n}" if non_passing(v) else ""
+
+
 def render(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> str:
     """The page as a string (see the module docstring)."""
+    return "".join(_page(report, verdicts))
+
+
+def _page(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> Iterator[str]:
+    """The page in pieces: one row per case, a section per non-passing case."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("aclcheck.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
-    rows, details = [], []
-    for n, v in enumerate(verdicts, 1):
-        anchor = f"case-{n}" if non_passing(v) else ""
-        rows.append(_row(n, v, anchor))
-        if anchor:
-            details.append(_detail(v, anchor))
+    details = [_detail(v, anchor) for n, v in enumerate(verdicts, 1)
+               if (anchor := _anchor(n, v))]
     standards = report.get("standards") or [report.get("standard", "aclcheck")]
     golden = str(report.get("golden", "?"))
     meta = {"implementation": str(report.get("implementation", "?")), "golden": golden,
@@ -203,10 +220,10 @@ def render(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> str:
     counts = [(k, summary[k]) for k, verdict in SUMMARY_KEYS
               if summary[k] or verdict is None or verdict in FAILING or verdict == Verdict.PASS]
     title = f"aclcheck: {meta['implementation']} on {Path(golden).name}"
-    return env.get_template("report.html.j2").render(
+    return env.get_template("report.html.j2").generate(
         title=title, meta=meta, counts=counts, bad_keys=BAD_KEYS,
         warnings=page_warnings(report, verdicts), diagnosis=diagnosis_view(report),
-        matrix=_matrix(verdicts), rows=rows,
+        matrix=_matrix(verdicts), rows=_Rows(verdicts),
         details=details, legend=legend() if details else "", open_first=OPEN_FIRST,
         verdict_names=[v.value for v in Verdict], hist_px=_hist_px())
 
@@ -234,6 +251,6 @@ def diagnosis_view(report: dict[str, Any]) -> DiagnosisView | None:
 def write(path: str | Path, report: dict[str, Any], verdicts: Sequence[CaseVerdict],
           mode: int | None = None) -> None:
     """Render and write atomically, mode 0666 less the umask (report.files.atomic_write)."""
-    text = render(report, verdicts)
-    atomic_write(path, lambda fh: fh.write(text), mode=mode)
+    page = _page(report, verdicts)  # made before the file is opened, written piecewise
+    atomic_write(path, lambda fh: fh.writelines(page), mode=mode)
 

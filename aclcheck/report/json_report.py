@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,19 +31,50 @@ def build(verdicts: Sequence[CaseVerdict], *, implementation: str, standards: Se
         "standards": list(standards),
         "golden": golden,
         "summary": summarize(verdicts),
-        "cases": [v.to_json() for v in verdicts],
+        "cases": CaseEntries(verdicts),
     }
     if extra:
         data.update(extra)
     return data
 
 
+class CaseEntries:
+    """The report's `cases`, each rendered as it is written (a run's verdicts may be
+    on disk: judging.spool); `write` streams them."""
+
+    def __init__(self, verdicts: Sequence[CaseVerdict]) -> None:
+        self.verdicts = verdicts
+
+    def __len__(self) -> int:
+        return len(self.verdicts)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (v.to_json() for v in self.verdicts)
+
+
+#: stands for the cases in the report's head while it is written
+_CASES_MARK = "\0aclcheck-cases\0"
+
+
+def _dumps(data: object) -> str:
+    return json.dumps(data, indent=1, allow_nan=False, default=str)
+
+
 def write(path: str | Path, report: dict[str, Any], mode: int | None = None) -> None:
-    """Write atomically, mode 0666 less the umask (see report.files.atomic_write)."""
+    """Write atomically, mode 0666 less the umask (see report.files.atomic_write); the
+    cases (a list or CaseEntries) one at a time, the bytes those of one json.dump."""
+    cases = report.get("cases")
 
     def dump(fh: IO[str]) -> None:
-        json.dump(report, fh, indent=1, allow_nan=False, default=str)
-        fh.write("\n")
+        if not cases:
+            fh.write(_dumps(report if cases is None else {**report, "cases": []}) + "\n")
+            return
+        head, _, tail = _dumps({**report, "cases": [_CASES_MARK]}).partition(
+            "  " + _dumps(_CASES_MARK))
+        fh.write(head)
+        for n, entry in enumerate(cases):  # one level down from the top: two spaces
+            fh.write((",\n  " if n else "  ") + _dumps(entry).replace("\n", "\n  "))
+        fh.write(tail + "\n")
 
     atomic_write(path, dump, mode=mode)
 

@@ -6,6 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 from aclcheck.judging.verdicts import CaseVerdict, Verdict, summarize
 from aclcheck.report.files import atomic_write
@@ -21,8 +22,9 @@ def clean(text: str) -> str:
     return _INVALID_XML.sub("?", printable(text))
 
 
-def build(verdicts: Sequence[CaseVerdict], suite_name: str,
-          properties: dict[str, str] | None = None) -> ET.ElementTree:
+def suite_element(verdicts: Sequence[CaseVerdict], suite_name: str,
+                  properties: dict[str, str] | None = None) -> ET.Element:
+    """The <testsuite> with its counts and properties, without its test cases."""
     s = summarize(verdicts)
     failures = s["failed"] + s["wrong_status"] + s["unimplemented"] + s["nondeterministic"]
     suite = ET.Element("testsuite", {
@@ -37,37 +39,55 @@ def build(verdicts: Sequence[CaseVerdict], suite_name: str,
         props = ET.SubElement(suite, "properties")
         for name, value in properties.items():
             ET.SubElement(props, "property", {"name": clean(name), "value": clean(value)})
-    for v in verdicts:
-        case = ET.SubElement(suite, "testcase", {
-            "classname": clean(f"aclcheck.{v.product}.{v.dtype}.{v.format}"),
-            "name": clean(v.case_id),
-            "time": f"{v.time_s:.6f}",
-        })
-        body = "\n".join(x for x in (v.message, v.detail, *v.notes, v.repro) if x)
-        if v.verdict in (Verdict.SKIP, Verdict.XFAIL):
-            ET.SubElement(case, "skipped", {"message": clean(v.message)}).text = clean(body)
-        elif v.verdict == Verdict.ERROR:
-            ET.SubElement(case, "error", {"message": clean(v.message), "type": "ERROR"}
-                          ).text = clean(body)
-        elif v.failing:
-            ET.SubElement(case, "failure", {"message": clean(v.message),
-                                            "type": v.verdict.value}).text = clean(body)
-        elif body:
-            ET.SubElement(case, "system-out").text = clean(body)
-    return ET.ElementTree(_wrap(suite))
+    return suite
 
 
-def _wrap(suite: ET.Element) -> ET.Element:
-    root = ET.Element("testsuites")
-    root.append(suite)
-    return root
+def case_element(v: CaseVerdict) -> ET.Element:
+    """One <testcase>."""
+    case = ET.Element("testcase", {
+        "classname": clean(f"aclcheck.{v.product}.{v.dtype}.{v.format}"),
+        "name": clean(v.case_id),
+        "time": f"{v.time_s:.6f}",
+    })
+    body = "\n".join(x for x in (v.message, v.detail, *v.notes, v.repro) if x)
+    if v.verdict in (Verdict.SKIP, Verdict.XFAIL):
+        ET.SubElement(case, "skipped", {"message": clean(v.message)}).text = clean(body)
+    elif v.verdict == Verdict.ERROR:
+        ET.SubElement(case, "error", {"message": clean(v.message), "type": "ERROR"}
+                      ).text = clean(body)
+    elif v.failing:
+        ET.SubElement(case, "failure", {"message": clean(v.message),
+                                        "type": v.verdict.value}).text = clean(body)
+    elif body:
+        ET.SubElement(case, "system-out").text = clean(body)
+    return case
+
+
+def _indented(elem: ET.Element, level: int) -> str:
+    """An element as ET.indent(space="  ") lays it out at `level` of the document."""
+    ET.indent(elem, level=level)
+    return ET.tostring(elem, encoding="unicode")
 
 
 def write(path: str | Path, verdicts: Sequence[CaseVerdict], suite_name: str,
           properties: dict[str, str] | None = None, mode: int | None = None) -> None:
-    """Write atomically, mode 0666 less the umask (see report.files.atomic_write)."""
-    tree = build(verdicts, suite_name, properties)
-    ET.indent(tree)
-    text = ET.tostring(tree.getroot(), encoding="unicode")
-    atomic_write(path, lambda fh: fh.write(f"<?xml version='1.0' encoding='utf-8'?>\n{text}\n"),
-                 mode=mode)
+    """Write atomically, mode 0666 less the umask (see report.files.atomic_write): the
+    document of one <testsuite> in <testsuites>, indented, written a case at a time
+    (a run's verdicts may be on disk: judging.spool)."""
+    suite = suite_element(verdicts, suite_name, properties)
+    head = list(suite)
+
+    def dump(fh: IO[str]) -> None:
+        fh.write("<?xml version='1.0' encoding='utf-8'?>\n<testsuites>\n  ")
+        if not head and not verdicts:
+            fh.write(_indented(suite, 1) + "\n</testsuites>\n")
+            return
+        opening = ET.tostring(ET.Element("testsuite", suite.attrib), encoding="unicode")
+        fh.write(opening.removesuffix(" />") + ">")
+        for child in head:
+            fh.write("\n    " + _indented(child, 2))
+        for v in verdicts:
+            fh.write("\n    " + _indented(case_element(v), 2))
+        fh.write("\n  </testsuite>\n</testsuites>\n")
+
+    atomic_write(path, dump, mode=mode)

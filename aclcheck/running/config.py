@@ -123,6 +123,10 @@ class VerifyConfig:
                                  option=o.STANDARDS.flag)
         if self.shard:
             sharding.parse_shard(self.shard)
+        if self.executor:
+            from aclcheck.executors import parse_executor
+
+            parse_executor(self.executor)
         check_writable(self.outputs)
         check_apart(*self.file_roles())
 

@@ -16,8 +16,10 @@ Every worker leads its own process group: a crash or a hang kills the whole grou
 the zygote sweeps whatever left it. What a worker writes to stdout and stderr (glibc's
 "free(): invalid size", a kernel's warnings) goes to an unlinked temporary file (nothing
 left behind, even when aclcheck is killed); the tail of it, read by seeking, comes back
-with that call's outcome. How long a call may run is a `CallClock`'s allowance (hang
-detection that adapts to the run), capped by the timeout.
+with that call's outcome. When a call is hung is a `CallWatch`'s word
+(aclcheck.running.cpu_watch): the worker's CPU time against the run's comparable calls
+(a spinning call ends within a fraction of a second of CPU), the wall clock's allowance
+for a call that uses no CPU, the timeout for everything.
 """
 
 from __future__ import annotations
@@ -26,128 +28,48 @@ import contextlib
 import math
 import os
 import select
-import signal
 import socket
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import IO, Any
 
 from aclcheck import interrupts
 from aclcheck.cases.call import Outcome
 from aclcheck.impls.base import CallInputs
-from aclcheck.running import wire
+from aclcheck.running import cpu_watch, wire
 from aclcheck.running.hangs import CallClock
+from aclcheck.running.inflight import LOG_TAIL_CHARS as LOG_TAIL_CHARS
+from aclcheck.running.inflight import WorkerStartError as WorkerStartError
+from aclcheck.running.inflight import _Live, _Pending, call_size, describe_exit
+from aclcheck.running.parked import Parked
 from aclcheck.running.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
 from aclcheck.running.worker import one_line
+from aclcheck.running.worker import start_exec_zygote as start_exec_zygote
+from aclcheck.running.worker import start_zygote as start_zygote
 from aclcheck.running.zygote import Zygote, ZygoteError, kill_group
 
 #: seconds a worker (and a zygote's import) may take to start: not a call, not the timeout
 START_ALLOWANCE_S = 120.0
 #: a heartbeat line every this many seconds while one call is awaited
 HEARTBEAT_EVERY_S = 10.0
-#: the tail of a worker's output kept per call (characters; read as 4x as many bytes)
-LOG_TAIL_CHARS = 4000
+#: seconds between two looks at the CPU time of a worker whose call has not answered
+SAMPLE_EVERY_S = 0.1
+#: a call that used no CPU for this long may be set aside (collect(park_idle=True))
+PARK_IDLE_S = 0.5
+#: what _wait says of a call to set aside
+PARK = "park"
 #: consecutive failed worker starts after which the remaining calls are ERROR at once
 MAX_START_FAILURES = 3
 
 Heartbeat = Callable[[str], None]
 Now = Callable[[], float]
-
-
-def describe_exit(exitcode: int | None) -> str:
-    """'killed by SIGSEGV (segmentation fault)' / 'exited with code 3'."""
-    if exitcode is None:
-        return "worker vanished"
-    if exitcode < 0:
-        try:
-            sig = signal.Signals(-exitcode)
-            text = signal.strsignal(sig) or ""
-            return f"killed by {sig.name}" + (f" ({text.lower()})" if text else "")
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exited with code {exitcode}"
-
-
-def call_size(call: CallInputs) -> int:
-    """Elements a call moves (its inputs): what 'comparable calls' compares."""
-    return sum(t.storage.size for t in call.inputs.values() if t is not None)
-
-
-_WORKER = "aclcheck.running.worker:_zygote_worker"
-
-
-def start_zygote(spec: str) -> Zygote | None:
-    """A zygote that imports `spec`'s adapter and forks workers from it, or None where
-    fork() is unavailable. It imports in the background: `Zygote.ready` waits."""
-    if not hasattr(os, "fork"):
-        return None
-    return Zygote(_WORKER, "aclcheck.running.worker:_preload", spec)
-
-
-def start_exec_zygote() -> Zygote | None:
-    """A zygote whose every worker is a fresh interpreter (device adapters)."""
-    if not hasattr(os, "fork"):
-        return None
-    return Zygote(_WORKER)
+#: cpu_time(pid): the CPU seconds a process has used (None: unknown)
+CpuTime = Callable[[int], float | None]
 
 
 # -- the parent's side -----------------------------------------------------------------------
-
-
-class WorkerStartError(Exception):
-    """A worker that could not start: `kind` is what went wrong ("timeout", "exit",
-    "protocol", or the adapter's exception type name), `text` one line."""
-
-    def __init__(self, kind: str, text: str) -> None:
-        super().__init__(text)
-        self.kind = kind
-        self.text = text
-
-
-@dataclass
-class _Live:
-    """One running worker: its group, connection, zygote and output log."""
-
-    pid: int
-    channel: Channel
-    log: IO[bytes]
-    zygote: Zygote
-    answered: int = 0
-    info: AdapterInfo | None = None
-    note: str | None = None
-
-    def new_log(self) -> str:
-        """The tail of what the worker wrote since the last call (read by seeking; the
-        file is emptied after each read, so it never accumulates)."""
-        fd = self.log.fileno()
-        try:
-            size = os.fstat(fd).st_size
-            start = max(0, size - 4 * LOG_TAIL_CHARS)
-            data = os.pread(fd, size - start, start) if size else b""
-            os.ftruncate(fd, 0)
-        except OSError:
-            return ""
-        text = data.decode("utf-8", "replace").strip()
-        cut = start > 0 or len(text) > LOG_TAIL_CHARS
-        text = text[-LOG_TAIL_CHARS:]
-        return "..." + text if cut and text else text
-
-
-@dataclass
-class _Pending:
-    """The call in flight."""
-
-    seq: int
-    call: CallInputs
-    size: int
-    first: bool
-    sent_at: float = 0.0
-    deadline: float = 0.0
-    why: str = ""
-    failed: Outcome | None = None  # no worker took it (could not start)
-    send_error: str | None = None  # the worker died, or did not take the call in time
 
 
 class IsolatedRunner:
@@ -155,29 +77,40 @@ class IsolatedRunner:
 
     zygote: where workers come from (its owner closes it); without one, or once it is
     gone, the runner starts its own exec-mode zygote. check_supports: the worker asks
-    the adapter's own supports() first and may answer "declined" (a SKIP).
+    the adapter's own supports() first and may answer "declined" (a SKIP). clock: the
+    wall-clock allowances (its CPU counterpart is made here); cpu_time reads a worker's
+    CPU seconds (tests inject one); threads: the most threads the adapter's kernels may
+    use (aclcheck.running.cores; None: its default).
     """
 
     def __init__(self, spec: str, timeout: float, deterministic: bool | None = None,
                  memory_limit: int | None = None, *, zygote: Zygote | None = None,
                  clock: CallClock | None = None, heartbeat: Heartbeat | None = None,
                  check_supports: bool = False, start_allowance: float | None = None,
-                 now: Now = time.monotonic) -> None:
+                 threads: int | None = None,
+                 now: Now = time.monotonic,
+                 cpu_time: CpuTime = cpu_watch.process_cpu_seconds) -> None:
         self.spec = spec
         self.memory_limit = memory_limit
         self.timeout = timeout
         self.deterministic = deterministic
         self.zygote = zygote
         self.clock = clock if clock is not None else CallClock(cap=timeout)
+        self.cpu_clock = cpu_watch.cpu_clock(self.clock)
+        self.cpu_time = cpu_time
         self.heartbeat = heartbeat
         self.check_supports = check_supports
+        self.threads = threads
         self.start_allowance = (START_ALLOWANCE_S if start_allowance is None
                                 else start_allowance)
         self.now = now
         self._own: Zygote | None = None  # the exec-mode zygote this runner started
         self._live: _Live | None = None
         self._pending: _Pending | None = None
+        self._then: _Pending | None = None  # sent behind the pending call (submit)
         self._seq = 0
+        #: calls set aside while they looked blocked, each with its worker
+        self.parked: list[Parked] = []
         self._start_failures = 0
         self._last_start_error: WorkerStartError | None = None
         #: workers started so far (a test proves fork-safe runs start no fresh process)
@@ -231,7 +164,8 @@ class IsolatedRunner:
         log = tempfile.TemporaryFile(prefix="aclcheck-worker-")
         flags = fcntl.fcntl(log.fileno(), fcntl.F_GETFL)
         fcntl.fcntl(log.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)  # shared with the worker
-        args = (self.spec, self.deterministic, self.memory_limit, self.check_supports)
+        args = (self.spec, self.deterministic, self.memory_limit, self.check_supports,
+                self.threads)
         try:
             pid, sock, zygote = self._fork(args, log)
         except BaseException:
@@ -304,11 +238,14 @@ class IsolatedRunner:
 
     # -- calls
 
-    def submit(self, call: CallInputs) -> None:
-        """Send one call; the worker computes while the caller does other work."""
+    def submit(self, call: CallInputs, then: CallInputs | None = None) -> None:
+        """Send one call; the worker computes while the caller does other work. `then`:
+        the call the worker makes right after it, sent in the same frame (one wake-up of
+        the worker for both); collect() gives each answer in turn (see run_after)."""
         self._seq += 1
         pending = _Pending(self._seq, call, call_size(call), first=False)
         self._pending = pending
+        self._then = None if then is None else _Pending(0, then, call_size(then), False)
         if self._live is None:
             try:
                 self._live = self._start()
@@ -316,36 +253,63 @@ class IsolatedRunner:
                 pending.failed = Outcome(crashed=f"worker could not start: {exc.text}")
                 return
         live = self._live
-        pending.first = live.answered == 0
-        allowance, pending.why = self.clock.allowance(pending.size, pending.first)
-        pending.sent_at = self.now()
-        pending.deadline = pending.sent_at + allowance
+        self._arm(live, pending)
+        if self._then is not None:
+            self._seq += 1
+            self._then.seq = self._seq
         try:
-            live.channel.send_call(pending.seq, call, pending.deadline)
+            live.channel.send_call(pending.seq, call if then is None else (call, then),
+                                   pending.deadline)
         except FrameTimeout:
             pending.send_error = "timeout"  # the worker does not read its calls
         except OSError:
             pending.send_error = "died"  # the worker is gone: collect() says how
 
-    def _wait(self, live: _Live, pending: _Pending) -> bool:
-        """Wait for the answer's first byte until the deadline; heartbeat on long waits."""
+    def _arm(self, live: _Live, pending: _Pending) -> None:
+        """Start the call's clocks: from now, in this worker."""
+        pending.first = live.answered == 0
+        allowance, pending.why = self.clock.allowance(pending.size, pending.first)
+        pending.watch = cpu_watch.watch(self.clock, self.cpu_clock, pending.size,
+                                        pending.first)
+        pending.cpu0 = self.cpu_time(live.pid)
+        pending.sent_at = self.now()
+        pending.deadline = pending.sent_at + allowance
+
+    def _cpu_used(self, live: _Live, pending: _Pending) -> float | None:
+        """The worker's CPU seconds since the call was sent (None: unknown)."""
+        now = self.cpu_time(live.pid)
+        return None if now is None or pending.cpu0 is None else max(0.0, now - pending.cpu0)
+
+    def _wait(self, live: _Live, pending: _Pending, park_idle: bool = False) -> str | None:
+        """Wait for the answer's first byte (None) until the call's watch says it is hung
+        (why), or, with `park_idle`, it looks blocked (PARK); heartbeat on long waits. The
+        watch looks at the worker's CPU time every SAMPLE_EVERY_S: a call that answers
+        sooner costs no look."""
+        assert pending.watch is not None
         poller = select.poll()
         poller.register(live.channel.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
         next_beat = pending.sent_at + HEARTBEAT_EVERY_S
+        next_look = pending.sent_at + SAMPLE_EVERY_S
         while True:
             interrupts.check()  # a Ctrl-C swallowed meanwhile (in a finalizer) stops here
             now = self.now()
-            if now >= pending.deadline:
-                return False
-            until = min(pending.deadline, next_beat)
-            if poller.poll(max(0, math.ceil((until - now) * 1000))):
-                return True
+            if now >= next_look:
+                hung = pending.watch.observe(now - pending.sent_at, self._cpu_used(live, pending))
+                if hung is not None:
+                    return hung
+                if park_idle and pending.watch.idle(PARK_IDLE_S):
+                    return PARK
+                next_look = now + SAMPLE_EVERY_S
+            if poller.poll(max(0, math.ceil((min(next_look, next_beat) - now) * 1000))):
+                return None
             now = self.now()
-            if next_beat <= now < pending.deadline:
+            if next_beat <= now:
                 if self.heartbeat is not None:
-                    elapsed, allowed = now - pending.sent_at, pending.deadline - pending.sent_at
+                    w = pending.watch
                     self.heartbeat(f"aclcheck: {pending.call.case.id}: still running after "
-                                   f"{elapsed:.0f} s (declared hung after {allowed:.0f} s)")
+                                   f"{now - pending.sent_at:.0f} s (declared hung after "
+                                   f"{w.wall_allowance:.0f} s without CPU use, at "
+                                   f"{w.cpu_allowance:.3g} s of CPU, or at {w.cap:g} s)")
                 next_beat += HEARTBEAT_EVERY_S
 
     def _answer(self, live: _Live, pending: _Pending) -> Outcome:
@@ -368,24 +332,59 @@ class IsolatedRunner:
                                    pending.deadline)
         live.answered += 1
         self.clock.record(pending.size, answer.seconds, pending.first)
+        cpu = self._cpu_used(live, pending)
+        if cpu is not None:
+            self.cpu_clock.record(pending.size, cpu, pending.first)
         log = live.new_log()
         return replace(answer.outcome, log=log) if log else answer.outcome
 
-    def collect(self) -> Outcome:
+    def collect(self, park_idle: bool = False) -> Outcome | Parked:
         """The answer to the submitted call; a crash, a hang (counted from the submission)
         or a broken answer becomes Outcome(crashed=...), and the next call gets a fresh
-        worker."""
+        worker. `park_idle`: a call that looks blocked (no CPU used for PARK_IDLE_S) is
+        set aside with its worker (a `Parked`, which gives its outcome later) and the
+        next call gets a fresh worker: a blocked call does not stall the run. A `then`
+        call is submitted next: its clocks start now in the worker that answered, or it
+        goes to a fresh worker where that one ended (a crash or hang is its own call's)."""
         live, pending = self._live, self._pending
         assert pending is not None, "collect() without submit()"
-        self._pending = None
+        self._pending, then, self._then = None, self._then, None
+        outcome = self._collect(live, pending, park_idle and then is None)
+        if then is not None and live is not None and live is self._live:
+            self._arm(live, then)  # the worker starts on it once it has answered
+            self._pending = then
+        elif then is not None:
+            self.submit(then.call)
+        return outcome
+
+    def _collect(self, live: _Live | None, pending: _Pending, park_idle: bool
+                 ) -> Outcome | Parked:
         if pending.failed is not None:
             return pending.failed
         assert live is not None
-        died, partial, broken = pending.send_error == "died", False, ""
+        hung = None
         if pending.send_error is None:
+            hung = self._wait(live, pending, park_idle)
+            if hung == PARK:
+                self._live = None
+                parked = Parked(self, live, pending)
+                self.parked.append(parked)
+                return parked
+        return self.settle(live, pending, hung)
+
+    def settle(self, live: _Live, pending: _Pending, hung: str | None) -> Outcome:
+        """The outcome of a call whose wait is over (`hung`: why it is hung; None: its
+        answer is arriving). The worker goes unless it answered and is the running one."""
+        died, partial, broken = pending.send_error == "died", False, ""
+        running = live is self._live
+        if pending.send_error is None and hung is None:
+            # the rest of the answer is due within the allowance, or a floor from now
+            pending.deadline = max(pending.deadline, self.now() + self.clock.floor)
             try:
-                if self._wait(live, pending):
-                    return self._answer(live, pending)
+                outcome = self._answer(live, pending)
+                if not running:
+                    self._retire(live)
+                return outcome
             except FrameTimeout as exc:
                 partial = exc.partial
             except (EOFError, OSError):
@@ -394,7 +393,7 @@ class IsolatedRunner:
                 broken = str(exc)
         elapsed = self.now() - pending.sent_at
         log = live.new_log()
-        code = self._drop(live)
+        code = self._drop(live) if running else self._retire(live)
         self.restarts += 1
         if broken:
             reason = f"the worker broke the protocol: {broken} (worker killed)"
@@ -407,14 +406,20 @@ class IsolatedRunner:
             reason = (f"timeout: only part of an answer after {elapsed:.1f} s, allowed by "
                       f"{pending.why} (worker killed)")
         else:
-            reason = (f"timeout: no answer after {elapsed:.1f} s, allowed by {pending.why} "
-                      "(worker killed; hung?)")
+            reason = f"timeout: {hung} (worker killed; hung?)"
         return Outcome(crashed=reason, time_s=elapsed, log=log)
 
     def run(self, call: CallInputs) -> Outcome:
         """One call, start to finish."""
         self.submit(call)
-        return self.collect()
+        return self.collect()  # type: ignore[return-value]
+
+    def run_after(self, before: CallInputs, call: CallInputs) -> tuple[Outcome, Outcome]:
+        """Both outcomes of two calls made one after the other in one worker, sent
+        together, each watched as if made alone (see collect)."""
+        self.submit(before, then=call)
+        first = self.collect()
+        return first, self.collect()  # type: ignore[return-value]
 
     def recycle(self) -> None:
         """Replace the worker: after it accepted an invalid call its memory may be
@@ -424,7 +429,11 @@ class IsolatedRunner:
             self.restarts += 1
 
     def close(self) -> None:
-        """Stop the worker (and anything it started) and the runner's own zygote."""
+        """Stop the worker (and anything it started), set-aside workers and the runner's
+        own zygote."""
+        for parked in self.parked:
+            self._retire(parked.live)
+        self.parked.clear()
         live = self._live
         try:
             if live is not None:

@@ -16,9 +16,8 @@ from aclcheck.impls.base import CallInputs, Implementation
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.running.config import VerifyConfig
-from aclcheck.running.remote import OpenedImpl
+from aclcheck.running.remote import OpenedImpl, open_impl
 from aclcheck.running.runner import CaseRunner, RunOptions, run_case
-from aclcheck.running.session import open_adapter
 from aclcheck.running.zygote import Zygote
 
 
@@ -76,7 +75,7 @@ def live_setup(config: VerifyConfig) -> tuple[OpenedImpl, RunOptions]:
     runs)."""
     config.check()
     opts = config.run_options()
-    opened = open_adapter(config.impl, None, config.isolate)
+    opened = open_impl(config.impl, config.isolate)
     why = can_rerun(opened.impl)
     if why:
         opened.close()

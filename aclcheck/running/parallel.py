@@ -5,6 +5,7 @@ a serial run. Only this process reads the golden file; workers get plain data.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -38,14 +39,17 @@ class WorkItem:
     info: AdapterInfo | None = None
 
 
-_WORKER_CACHE: dict[tuple[str, str], tuple[Implementation, CaseRunner]] = {}
+#: per worker process and thread: a Dask worker may run several tasks at once on its
+#: threads, and a CaseRunner (its isolated worker, its hang history) serves one call at a time
+_WORKER_CACHE: dict[tuple[str, str, int], tuple[Implementation, CaseRunner]] = {}
 
 
 def run_work_item(item: WorkItem) -> CaseVerdict:
     """Pool-side: build (once per process) the adapter from its spec and run one case."""
     from aclcheck.impls.registry import create
 
-    key = (item.spec, repr(item.opts))  # options may hold unhashable overrides
+    # options may hold unhashable overrides
+    key = (item.spec, repr(item.opts), threading.get_ident())
     if key not in _WORKER_CACHE:
         impl = RemoteImpl(item.spec, item.info) if item.info is not None else create(item.spec)
         _WORKER_CACHE[key] = (impl, CaseRunner(impl, item.opts))

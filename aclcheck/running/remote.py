@@ -148,9 +148,49 @@ def _zygote(start: object) -> Zygote:
     return start  # type: ignore[return-value]
 
 
-def open_impl(spec: str, isolate: bool | None, allowance: float | None = None) -> OpenedImpl:
+class StartingImpl:
+    """An adapter being loaded: where it will live in a zygote (the default for fork-safe
+    adapters), the zygote imports it from here on while the caller does other work (reads
+    cases); `loaded()` says without waiting whether `open()` would not wait either.
+    `opened`: what open() made (given: an adapter already open, stored results)."""
+
+    def __init__(self, spec: str, isolate: bool | None, allowance: float | None = None,
+                 *, opened: OpenedImpl | None = None) -> None:
+        from aclcheck.running import isolation
+
+        self.spec, self.isolate, self.allowance = spec, isolate, allowance
+        self.opened = opened
+        self.zygote: Zygote | None = None
+        if opened is None and hasattr(os, "fork") and isolate is not False \
+                and static_fork_safe(spec) is not False:
+            self.zygote = isolation.start_zygote(spec)
+
+    def loaded(self) -> bool:
+        return self.zygote is None or self.zygote.reported()
+
+    def open(self) -> OpenedImpl:
+        """The adapter, as open_impl makes it (waits for the zygote's import)."""
+        if self.opened is None:
+            zygote, self.zygote = self.zygote, None
+            self.opened = open_impl(self.spec, self.isolate, self.allowance, started=zygote)
+        return self.opened
+
+    def close(self) -> None:
+        """Close the adapter, or the zygote of one never opened (`opened` stays readable)."""
+        try:
+            if self.opened is not None:
+                self.opened.close()
+        finally:
+            if self.zygote is not None:
+                self.zygote.close()
+                self.zygote = None
+
+
+def open_impl(spec: str, isolate: bool | None, allowance: float | None = None, *,
+              started: Zygote | None = None) -> OpenedImpl:
     """The adapter for `--impl spec` (see the module docstring). `allowance`: seconds
-    its loading may take (default aclcheck.running.isolation.START_ALLOWANCE_S)."""
+    its loading may take (default aclcheck.running.isolation.START_ALLOWANCE_S);
+    `started`: the zygote StartingImpl started for a fork-safe adapter."""
     from aclcheck.running import isolation
 
     allowance = isolation.START_ALLOWANCE_S if allowance is None else allowance
@@ -175,7 +215,7 @@ def open_impl(spec: str, isolate: bool | None, allowance: float | None = None) -
         zygote = _zygote(isolation.start_exec_zygote())
         return OpenedImpl(RemoteImpl(spec, _probe_worker(zygote, spec, allowance)), zygote,
                           isolated=True)
-    zygote = _zygote(isolation.start_zygote(spec))
+    zygote = started if started is not None else _zygote(isolation.start_zygote(spec))
     info = _probe(zygote, spec, allowance)
     if info.fork_safe:
         return OpenedImpl(RemoteImpl(spec, info), zygote, isolated=True)

@@ -29,6 +29,7 @@ from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import TIMEOUT_S
 from aclcheck.running import recall
+from aclcheck.running.cores import worker_threads
 from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.running.integrity import IntegrityGuard
 from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
@@ -97,6 +98,8 @@ class CaseRunner:
                              f"({impl.name} runs in-process here; {fix})")
         self.heartbeat = heartbeat
         self._isolated: IsolatedRunner | None = None
+        #: the stale-state check's worker (fork-safe isolated runs; see recall_calls)
+        self._recall: IsolatedRunner | None = None
         #: the zygote workers come from; a forking one only for a fork-safe adapter
         self._zygote = zygote
         if zygote is not None and zygote.preloads and not impl.fork_safe:
@@ -130,31 +133,47 @@ class CaseRunner:
         return (self.opts.isolate_invalid and not self.impl.has_status_codes
                 and case.expected_status != SUCCESS and bool(self.impl.spec))
 
+    def _new_isolated(self) -> IsolatedRunner:
+        if self.impl.fork_safe and self._zygote is None:
+            self._zygote = start_zygote(self.impl.spec)
+        declines = isinstance(self.impl, RemoteImpl) and self.impl.info.declines
+        return IsolatedRunner(
+            self.impl.spec, self.opts.timeout, self.opts.deterministic or None,
+            self.opts.memory_limit, zygote=self._zygote, heartbeat=self.heartbeat,
+            clock=CallClock(cap=self.opts.timeout, floor=self.opts.hang_floor),
+            check_supports=declines,
+            # the case worker and the recall worker compute at once: they share the cores
+            threads=worker_threads(2) if self.separate_recall and self.opts.recall else None)
+
     def isolated(self) -> IsolatedRunner:
         if self._isolated is None:
-            if self.impl.fork_safe and self._zygote is None:
-                self._zygote = start_zygote(self.impl.spec)
-            declines = isinstance(self.impl, RemoteImpl) and self.impl.info.declines
-            self._isolated = IsolatedRunner(
-                self.impl.spec, self.opts.timeout, self.opts.deterministic or None,
-                self.opts.memory_limit, zygote=self._zygote, heartbeat=self.heartbeat,
-                clock=CallClock(cap=self.opts.timeout, floor=self.opts.hang_floor),
-                check_supports=declines)
+            self._isolated = self._new_isolated()
         return self._isolated
+
+    @property
+    def separate_recall(self) -> bool:
+        """Whether the stale-state check's calls go to a worker of their own: isolated
+        runs of a fork-safe adapter (a second fork of the zygote, once per run)."""
+        return self.isolate and self.impl.fork_safe
+
+    def recall_calls(self, twin: CallInputs, call: CallInputs) -> Outcome:
+        """The stale-state check's calls (aclcheck.running.recall): `twin`, then `call`
+        again; the second outcome. In the recall worker, a long-lived second worker that
+        never sees a case's first call, where there is one (both calls in one message,
+        each watched as if sent alone: IsolatedRunner.run_after); else where the case's
+        first call ran."""
+        if not self.separate_recall or not self._needs_isolation(call.case):
+            self.call(twin)  # its answer is not the case's
+            return self.call(call)
+        if self._recall is None:
+            self._recall = self._new_isolated()
+        return self._recall.run_after(twin, call)[1]
 
     def after_isolated(self, call: CallInputs, outcome: Outcome) -> None:
         """A worker that accepted an invalid call may have corrupted its memory (out-of-
         bounds reads and writes): replace it before it can blame the next case (a fork
         from the zygote: milliseconds)."""
         if call.case.expected_status != SUCCESS and outcome.output is not None:
-            self.isolated().recycle()
-
-    def fresh_worker(self, case: Case) -> None:
-        """Before the stale-state check's calls: a fresh worker where one is a fork away
-        (an isolated, fork-safe adapter; not a device adapter's fresh interpreter), so
-        that what the case's first call left behind cannot mask what its twin leaves (a
-        plan cached per shape, say)."""
-        if self._needs_isolation(case) and self.impl.fork_safe:
             self.isolated().recycle()
 
     @property
@@ -180,9 +199,10 @@ class CaseRunner:
 
     def close(self) -> None:
         try:
-            if self._isolated is not None:
-                self._isolated.close()
-                self._isolated = None
+            for worker in (self._isolated, self._recall):
+                if worker is not None:
+                    worker.close()
+            self._isolated = self._recall = None
         finally:
             if self._zygote is not None:
                 self._zygote.close()
@@ -234,14 +254,12 @@ def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
 
 def call_again(runner: CaseRunner, prepared: Prepared, first: Outcome) -> Outcome | None:
     """The stale-state check's calls (aclcheck.running.recall): the case's twin, then the
-    case again, in one worker (a fresh one where that is cheap); the second outcome
-    (None: not checked)."""
+    case again, one after the other in the recall worker (CaseRunner.recall_calls); the
+    second outcome (None: not checked; the twin's answer is not the case's)."""
     if not runner.opts.recall or not recall.wanted(prepared.call, first):
         return None
     spatial = operator_of(prepared.call.case).spatial_rank
-    runner.fresh_worker(prepared.call.case)
-    runner.call(recall.twin(prepared.call, spatial))  # its answer is not the case's
-    return runner.call(prepared.call)
+    return runner.recall_calls(recall.twin(prepared.call, spatial), prepared.call)
 
 
 def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
@@ -349,7 +367,9 @@ def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSourc
     owned = runner is None
     runner = runner if runner is not None else CaseRunner(impl, opts, heartbeat, zygote)
     try:
-        stream = (_pipelined(runner, cases, source, caps) if runner.pipelined else
+        from aclcheck.running.pipeline import pipelined  # it builds on this module
+
+        stream = (pipelined(runner, cases, source, caps) if runner.pipelined else
                   (run_case(runner, source.load(case), caps) for case in cases))
         for verdict in stream:
             interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
@@ -359,40 +379,3 @@ def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSourc
     finally:
         if owned:
             runner.close()
-
-
-def _pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
-               caps: Capabilities) -> Iterator[CaseVerdict]:
-    """Isolated run with one call in flight: the parent loads the next case and judges
-    the previous one while the worker computes. Same verdicts, same order."""
-    worker = runner.isolated()
-    pending: Prepared | None = None
-
-    def collect() -> tuple[Outcome, Outcome | None]:
-        """The pending call's outcome, and its second one (the stale-state check's calls
-        run now, before the next case is submitted: one call in flight at a time)."""
-        assert pending is not None
-        outcome = worker.collect()
-        runner.after_isolated(pending.call, outcome)
-        return outcome, call_again(runner, pending, outcome)
-
-    for case in cases:
-        loaded = source.load(case)  # overlaps with the worker computing `pending`
-        prepared = prepare(runner, loaded, caps)
-        if isinstance(prepared, CaseVerdict):
-            if pending is not None:
-                outcome, again = collect()
-                yield conclude(runner, pending, outcome, caps, again)
-                pending = None
-            yield prepared
-            continue
-        if pending is None:
-            worker.submit(prepared.call)
-        else:
-            outcome, again = collect()
-            worker.submit(prepared.call)  # the worker starts on this one...
-            yield conclude(runner, pending, outcome, caps, again)  # ...while we judge
-        pending = prepared
-    if pending is not None:
-        outcome, again = collect()
-        yield conclude(runner, pending, outcome, caps, again)

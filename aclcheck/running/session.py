@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -27,6 +28,8 @@ from aclcheck.impls.base import Implementation
 from aclcheck.judging import xfail
 from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
 from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
+from aclcheck.judging.signature import CaseFacts
+from aclcheck.judging.spool import VerdictSpool
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops import operator_of
 from aclcheck.report import json_report, junit
@@ -36,9 +39,9 @@ from aclcheck.report.files import file_mode, write_all
 from aclcheck.running.config import VerifyConfig
 from aclcheck.running.isolation import Heartbeat
 from aclcheck.running.parallel import iter_verdicts_parallel
-from aclcheck.running.remote import OpenedImpl, open_impl
-from aclcheck.running.runner import ProgressFn, RunOptions, iter_verdicts
-from aclcheck.running.zygote import Zygote
+from aclcheck.running.readahead import read_ahead
+from aclcheck.running.remote import OpenedImpl, StartingImpl
+from aclcheck.running.runner import CaseSource, ProgressFn, RunOptions, iter_verdicts
 from aclcheck.store import GoldenFile, open_golden
 from aclcheck.store.file_guard import Snapshot
 from aclcheck.suite import sharding
@@ -61,24 +64,70 @@ class GoldenSource:
         return self.gf.data(case.id)
 
 
-def open_adapter(impl: str, results: str | None, isolate: bool | None) -> OpenedImpl:
-    """The adapter for --impl / --results (where it lives: running.remote.open_impl)."""
+def case_records(gf: GoldenFile, rows: Iterable[tuple[str, int]],
+                 seen: dict[str, tuple[Case, int]]) -> Iterator[Case]:
+    """Each case's record, read when the runner takes it (right before its data: the
+    reader reads the record once), noted in `seen` with its position in the index
+    until its verdict comes back (rows: (id, position))."""
+    for case_id, position in rows:
+        case = gf.case(case_id)
+        seen[case_id] = (case, position)
+        yield case
+
+
+def index_positions(index: Sequence[Any], rows: Sequence[Any]) -> Sequence[int]:
+    """Each row's position in the index, 8 bytes a row (rows: entries of the index in
+    its order, as the selection and the shards keep them)."""
+    positions, walk = array("q"), iter(enumerate(index))
+    for row in rows:
+        for i, entry in walk:
+            if entry is row:
+                positions.append(i)
+                break
+        else:  # not a subsequence: look each up
+            where = {e.id: i for i, e in enumerate(index)}
+            return [where[r.id] for r in rows]
+    return positions
+
+
+def start_adapter(impl: str, results: str | None, isolate: bool | None) -> StartingImpl:
+    """The adapter for --impl / --results, loading (where it lives:
+    running.remote.open_impl); the caller opens it once it has read cases ahead."""
     if results is not None:
         from aclcheck.impls.results_impl import ResultsImpl
 
-        return OpenedImpl(ResultsImpl(results), None, isolated=False)
-    return open_impl(impl, isolate)
+        return StartingImpl(results, False,
+                            opened=OpenedImpl(ResultsImpl(results), None, isolated=False))
+    return StartingImpl(impl, isolate)
+
+
+#: where a run keeps its verdicts in order: a list, or a VerdictSpool (on disk: memory
+#: independent of the case count), owned by the caller
+Verdicts = list[CaseVerdict] | VerdictSpool
 
 
 @dataclass
 class RunState:
     """What a run has done so far (kept when it is interrupted): verdicts in order, the
-    size of the selection (before --shard) and the cases this run was to judge."""
+    size of the selection (before --shard), how many cases this run was to judge, and
+    the signature facts of each judged case, in the verdicts' order (the diagnosis; the
+    records are not kept; equal facts are kept once, so a case costs a reference)."""
 
-    verdicts: list[CaseVerdict] = field(default_factory=list)
+    verdicts: Verdicts = field(default_factory=list)
     selected: int = 0
     planned: int = 0
-    cases: list[Case] = field(default_factory=list)  # the records judged (the diagnosis)
+    facts: list[CaseFacts | None] = field(default_factory=list)
+    _interned: dict[CaseFacts, CaseFacts] = field(default_factory=dict, repr=False)
+
+    def judged(self, case: Case, verdict: CaseVerdict) -> None:
+        """Note a verdict's case (its facts, without its id: the signature groups by the
+        others; the verdict's value is set at the end)."""
+        hooks = operator_of(case).diagnosis
+        found = None
+        if hooks is not None:
+            found = replace(hooks.facts(case, verdict.verdict.value), case_id="")
+            found = self._interned.setdefault(found, found)
+        self.facts.append(found)
 
 
 @dataclass(frozen=True)
@@ -102,7 +151,7 @@ class VerifyRun:
     config: VerifyConfig
     implementation: str
     isolation: str  # "workers", "in-process" or "stored results"
-    verdicts: list[CaseVerdict]
+    verdicts: Sequence[CaseVerdict]
     gate: Gate
     changes: Diff | None
     lost: dict[str, str]
@@ -110,16 +159,16 @@ class VerifyRun:
     diagnosis: RunDiagnosis | None = None  # what the failures say (magnitude, signature)
 
 
-def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOptions,
+def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions,
                   state: RunState, progress: Progress, heartbeat: Heartbeat | None = None,
-                  zygote: Zygote | None = None) -> None:
-    """Select cases from the golden file, run them (serially or fanned out), in order,
-    appending each verdict (with its repro line) to `state` as it comes, so an
-    interruption keeps them. The runner owns `zygote` from here."""
+                  on_open: Callable[[Implementation], None] | None = None) -> None:
+    """Select cases from the golden file, read cases ahead while the adapter loads, open
+    it (`on_open` sees it first), run them (serially or fanned out), in order, appending
+    each verdict (with its repro line) to `state` as it comes, so an interruption keeps
+    them. The runner owns the adapter's zygote from here."""
     shard = sharding.parse_shard(config.shard) if config.shard else None
     done = state.verdicts
     with open_golden(config.golden) as gf:
-        positions = {e.id: i for i, e in enumerate(gf.index)}
         rows = select(gf.index, **config.selection())
         state.selected = len(rows)
         if shard is not None:
@@ -129,10 +178,16 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
             raise UsageError(f"{config.golden}: no case matches the selection"
                              + (f" (shard {config.shard} is empty)" if state.selected else ""))
         state.planned = len(rows)
-        cases = [gf.case(r.id) for r in rows]
-        state.cases = cases
-        source = GoldenSource(gf)
-        with progress(len(cases)) as step, open_executor(config.jobs, config.executor) as pool:
+        seen: dict[str, tuple[Case, int]] = {}
+        cases: Iterable[Case] = case_records(
+            gf, zip((r.id for r in rows), index_positions(gf.index, rows), strict=True), seen)
+        source: CaseSource = GoldenSource(gf)
+        cases, source = read_ahead(cases, source, starting.loaded)  # while it imports
+        opened = starting.open()
+        adapter, zygote = opened.impl, opened.zygote
+        if on_open is not None:
+            on_open(adapter)
+        with progress(len(rows)) as step, open_executor(config.jobs, config.executor) as pool:
             if pool is None:
                 stream = iter_verdicts(adapter, cases, source, opts, step,
                                        heartbeat=heartbeat, zygote=zygote)
@@ -143,18 +198,22 @@ def run_selection(config: VerifyConfig, adapter: Implementation, opts: RunOption
                 stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
                                                 window=max(2 * config.jobs, 8), progress=step)
             for v in stream:
-                done.append(replace(v, index=positions[v.case_id],
-                                    repro=config.repro(v.case_id)))
+                case, position = seen.pop(v.case_id)
+                state.judged(case, v)
+                done.append(replace(v, index=position, repro=config.repro(v.case_id)))
 
 
 def run_verify(config: VerifyConfig, progress: Progress, say: Say,
-               heartbeat: Heartbeat | None = None) -> VerifyRun:
-    """Run, gate and write the reports of one verify run (config.check() first)."""
+               heartbeat: Heartbeat | None = None,
+               verdicts: Verdicts | None = None) -> VerifyRun:
+    """Run, gate and write the reports of one verify run (config.check() first).
+    `verdicts`: where the run keeps its verdicts (empty; the caller's, read through the
+    returned run; default a list)."""
     restore = configure_environment(  # the aclnn options, inherited by workers
         config.aclnn_lib_dirs, config.aclnn_device,
         config.products if config.impl == "aclnn" else ())
     try:
-        return _run(config, progress, say, heartbeat)
+        return _run(config, progress, say, heartbeat, [] if verdicts is None else verdicts)
     finally:
         restore()
 
@@ -167,7 +226,7 @@ def isolation_mode(config: VerifyConfig, opened: OpenedImpl) -> str:
 
 
 def _run(config: VerifyConfig, progress: Progress, say: Say,
-         heartbeat: Heartbeat | None) -> VerifyRun:
+         heartbeat: Heartbeat | None, verdicts: Verdicts) -> VerifyRun:
     inputs, _ = config.file_roles()
     read_during_run = Snapshot([r for r in inputs if r.flag == "GOLDEN"])
     targets = ReportTargets.now(config)
@@ -178,57 +237,65 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
     if baseline is not None and (mismatch := run_mismatch(baseline[0], here, "golden")):
         raise UsageError(f"--baseline {config.baseline} is a report of another golden file "
                          f"({mismatch}); compare such runs with `aclcheck diff --force`")
-    opened = open_adapter(config.impl, config.results, config.isolate)
-    adapter = opened.impl
-    if baseline is not None and (mismatch := run_mismatch(
-            baseline[0], {"implementation": adapter.name}, "implementation")):
-        say(f"aclcheck: warning: --baseline is a report of another run ({mismatch})")
-    state = RunState()
+
+    def check_baseline(adapter: Implementation) -> None:
+        if baseline is not None and (mismatch := run_mismatch(
+                baseline[0], {"implementation": adapter.name}, "implementation")):
+            say(f"aclcheck: warning: --baseline is a report of another run ({mismatch})")
+
+    starting = start_adapter(config.impl, config.results, config.isolate)
+    state = RunState(verdicts)
     interrupted = False
     try:
-        run_selection(config, adapter, opts, state, progress, heartbeat, opened.zygote)
+        run_selection(config, starting, opts, state, progress, heartbeat, check_baseline)
     except KeyboardInterrupt:
+        if starting.opened is None:  # still loading the adapter: nothing to report
+            raise
         # keep what was judged: report it (marked) and exit 130
         interrupted = True
         say(f"aclcheck: interrupted after {len(state.verdicts)} cases; reporting those")
     finally:
-        opened.close()
-    verdicts = state.verdicts
+        starting.close()
+    opened = starting.opened
+    assert opened is not None
+    adapter = opened.impl
+    judged: Sequence[CaseVerdict] = state.verdicts
     if xfails is not None:
-        verdicts = xfail.apply(verdicts, xfails, adapter.name)
+        judged = xfail.applied(judged, xfails, adapter.name)  # read, not kept
     problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
                 for r in read_during_run.changed()]
-    changes = baseline_diff(baseline[1], verdicts) if baseline is not None else None
+    changes = baseline_diff(baseline[1], judged) if baseline is not None else None
     failing = None
     if changes is not None:  # against a baseline only what got worse gates
         failing = [now for _, now in changes.new_failures
                    if now.failing or config.strict_xfail]
-    gate = decide(verdicts, strict_xfail=config.strict_xfail, failing=failing,
-                  catch_all_entries=catch_all(xfails.entries, verdicts, adapter.name)
+    gate = decide(judged, strict_xfail=config.strict_xfail, failing=failing,
+                  catch_all_entries=catch_all(xfails.entries, judged, adapter.name)
                   if xfails is not None else (), problems=problems)
     mode = isolation_mode(config, opened)
-    diagnosis = run_diagnosis(verdicts, state.cases)
-    lost = write_reports(config, targets, adapter.name, state, verdicts, interrupted, mode,
+    diagnosis = run_diagnosis(judged, state.facts)
+    lost = write_reports(config, targets, adapter.name, state, judged, interrupted, mode,
                          diagnosis)
-    return VerifyRun(config, adapter.name, mode, verdicts, gate, changes, lost, interrupted,
+    return VerifyRun(config, adapter.name, mode, judged, gate, changes, lost, interrupted,
                      diagnosis)
 
 
-def run_diagnosis(verdicts: Sequence[CaseVerdict], cases: Iterable[Case]) -> RunDiagnosis:
-    """The diagnosis of a run from its verdicts and the case records they judged (each
-    case grouped by its operator's signature facts)."""
-    by_id = {c.id: c for c in cases}
-    facts = []
-    for v in verdicts:
-        case = by_id.get(v.case_id)
-        hooks = operator_of(case).diagnosis if case is not None else None
-        if hooks is not None:
-            facts.append(hooks.facts(case, v.verdict.value))
-    return diagnose(verdicts, facts)
+def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: Sequence[CaseFacts | None]
+                  ) -> RunDiagnosis:
+    """The diagnosis of a run from its verdicts (known failures applied) and the
+    signature facts of the cases they judged, in the same order (None: no facts).
+    Equal facts stay one object, so the list costs a reference a case."""
+    interned: dict[CaseFacts, CaseFacts] = {}
+    found = []
+    for v, f in zip(verdicts, facts, strict=False):  # one more fact: interrupted between
+        if f is not None:
+            f = replace(f, verdict=v.verdict.value)
+            found.append(interned.setdefault(f, f))
+    return diagnose(verdicts, found)
 
 
 def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,
-                  state: RunState, verdicts: list[CaseVerdict], interrupted: bool,
+                  state: RunState, verdicts: Sequence[CaseVerdict], interrupted: bool,
                   isolation: str, diagnosis: RunDiagnosis | None = None) -> dict[str, str]:
     """Write the JSON, JUnit and HTML reports, each on its own; why any was lost, by flag."""
     extra: dict[str, Any] = {"command": shlex.join(["aclcheck", *sys.argv[1:]]),
@@ -262,5 +329,5 @@ def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: 
     return write_all(writers)
 
 
-__all__ = ["GoldenSource", "ProgressFn", "RunState", "VerifyRun", "open_adapter",
+__all__ = ["GoldenSource", "ProgressFn", "RunState", "VerifyRun", "start_adapter",
            "run_selection", "run_verify", "write_reports"]

@@ -46,7 +46,7 @@ OUTCOME = 3  # meta: see encode_outcome; data: the output's bytes (or nothing)
 UNSUPPORTED = 4  # meta: {"reason": text}: the adapter declines the case (SKIP)
 INTERRUPTED = 5  # the kernel raised KeyboardInterrupt: the run stops
 # parent -> worker
-CALL = 16  # data: pickle of a CallInputs
+CALL = 16  # data: pickle of a CallInputs, or of a tuple of them answered in turn (seq, seq+1...)
 STOP = 17  # no more calls: exit
 
 #: largest JSON part of a frame the parent reads (answers hold a few clipped texts)

@@ -18,6 +18,7 @@ from aclcheck.cases.call import Outcome
 from aclcheck.impls.base import CallInputs, describe_exception, exit_refused, guarded_run
 from aclcheck.running import wire
 from aclcheck.running.wire import AdapterInfo, Channel, ProtocolError
+from aclcheck.running.zygote import Zygote
 
 
 def one_line(text: object) -> str:
@@ -26,8 +27,10 @@ def one_line(text: object) -> str:
 
 
 def _worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | None,
-                 memory_limit: int | None, check_supports: bool) -> None:
-    """Build the adapter from its spec, then serve calls until told to stop."""
+                 memory_limit: int | None, check_supports: bool,
+                 threads: int | None = None) -> None:
+    """Build the adapter from its spec (its kernels on at most `threads` threads where
+    given: aclcheck.running.cores), then serve calls until told to stop."""
     from aclcheck.impls.registry import create
 
     faulthandler.disable()  # a crash is reported by the parent, not dumped on stderr
@@ -45,6 +48,8 @@ def _worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | Non
         with exit_refused():
             impl = create(spec)
             note = impl.set_deterministic(deterministic) if deterministic is not None else None
+            if threads:
+                impl.set_threads(threads)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         text = f"sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else str(exc)
         channel.send(wire.SETUP_ERROR, 0, {"type": type(exc).__name__,
@@ -60,11 +65,15 @@ def _worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | Non
         if head.kind != wire.CALL:
             return
         call = pickle.loads(channel.read_data(head, None, 1 << 62))  # the parent's data
-        _serve_call(channel, impl, call, head.seq, check_supports)
+        # a tuple: calls made one after the other, answered in turn (seq, seq + 1, ...)
+        for i, one in enumerate(call if isinstance(call, tuple) else (call,)):
+            if not _serve_call(channel, impl, one, head.seq + i, check_supports):
+                break  # the kernel raised KeyboardInterrupt: the run stops here
 
 
 def _serve_call(channel: Channel, impl: Any, call: CallInputs, seq: int,
-                check_supports: bool) -> None:
+                check_supports: bool) -> bool:
+    """Answer one call; False once the kernel raised KeyboardInterrupt (the run stops)."""
     if check_supports:
         try:
             reason = impl.supports(call.case)
@@ -73,16 +82,16 @@ def _serve_call(channel: Channel, impl: Any, call: CallInputs, seq: int,
             failed = Outcome(raised=f"supports() raised {describe_exception(exc)}")
             meta, data = wire.encode_outcome(failed, call.case, 0.0)
             channel.send(wire.OUTCOME, seq, meta, data)
-            return
+            return True
         if reason is not True:
             channel.send(wire.UNSUPPORTED, seq, {"reason": one_line(reason)})
-            return
+            return True
     start = time.perf_counter()
     try:
         outcome = guarded_run(impl, call)
     except KeyboardInterrupt:  # raised by the kernel: the run stops, as in-process
         channel.send(wire.INTERRUPTED, seq)
-        return
+        return False
     seconds = time.perf_counter() - start  # the call's own time, no queueing
     try:
         meta, data = wire.encode_outcome(outcome, call.case, seconds)
@@ -90,6 +99,7 @@ def _serve_call(channel: Channel, impl: Any, call: CallInputs, seq: int,
         meta, data = wire.encode_outcome(
             Outcome(raised=f"output cannot be returned: {exc}"), call.case, seconds)
     channel.send(wire.OUTCOME, seq, meta, data)
+    return True
 
 
 def _zygote_worker(fds: list[int], args: tuple[Any, ...]) -> None:
@@ -107,3 +117,21 @@ def _preload(spec: str) -> dict[str, Any]:
         return AdapterInfo.of(impl).to_json()
     finally:
         impl.close()
+
+
+_WORKER = "aclcheck.running.worker:_zygote_worker"
+
+
+def start_zygote(spec: str) -> Zygote | None:
+    """A zygote that imports `spec`'s adapter and forks workers from it, or None where
+    fork() is unavailable. It imports in the background: `Zygote.ready` waits."""
+    if not hasattr(os, "fork"):
+        return None
+    return Zygote(_WORKER, "aclcheck.running.worker:_preload", spec)
+
+
+def start_exec_zygote() -> Zygote | None:
+    """A zygote whose every worker is a fresh interpreter (device adapters)."""
+    if not hasattr(os, "fork"):
+        return None
+    return Zygote(_WORKER)

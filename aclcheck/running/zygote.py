@@ -35,6 +35,7 @@ import importlib
 import json
 import os
 import pickle
+import select
 import signal
 import socket
 import subprocess
@@ -131,6 +132,17 @@ class Zygote:
         if not ok:
             raise value
         return value
+
+    def reported(self) -> bool:
+        """Whether the preload's report is in (or the zygote is gone): `ready` would not
+        wait. Never waits itself (the caller reads cases meanwhile)."""
+        if self._ready is not None:
+            return True
+        try:
+            readable, _, _ = select.select([self._sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
 
     def _read_report(self, timeout: float) -> tuple[bool, Any]:
         try:

@@ -7,16 +7,20 @@ target and moved into place only when complete. Readers accept only what the wri
 produces and turn every problem into an InputFileError whose one-line message names
 the file (and the case).
 
-    codec       names and constants, attribute codecs, chunking, run metadata, case ids
-    index       the /index table
-    records     case records <-> attributes, what a stored record may hold
-    atomic      output-path checks, the temporary-file-then-rename writer, filters
-    writer      GoldenWriter / write_golden
-    h5read      opening a store file, one-line errors, the dataset rules readers apply
-    reader      GoldenFile / open_golden
-    results     results files (an implementation's outputs)
-    check       the full integrity check (`inspect --check`)
-    diff        data drift between two golden files
+    codec          names and constants, attribute codecs, chunking, run metadata, case ids
+    index          the /index entries listing reads (every schema)
+    records        case records <-> attributes, what a stored record may hold
+    atomic         output-path checks, the temporary-file-then-rename writer, filters
+    packed         the packed layout (schema 3): an operator's row schema, case <-> row
+    packed_writer  PackedWriter: what GoldenWriter / write_golden are
+    packed_reader  PackedFile: schema 3
+    packed_check   `inspect --check` of a packed file
+    writer         GroupWriter: the group-per-case layout (schema 2; tests, benchmarks)
+    h5read         opening a store file, one-line errors, the dataset rules readers apply
+    reader         GroupFile (schemas 1, 2), open_golden (any schema) -> GoldenFile
+    results        results files (an implementation's outputs)
+    check          the full integrity check (`inspect --check`)
+    diff           data drift between two golden files (case by case, any schemas)
     exchange    the .bin folder exchange with C/C++ harnesses (docs/bin-exchange.md)
     file_guard  a command's outputs never replace its inputs
 
@@ -52,7 +56,9 @@ from aclcheck.store.codec import (
     text_attr,
 )
 from aclcheck.store.index import IndexEntry, index_columns, index_entry
-from aclcheck.store.reader import GoldenFile, open_golden
+from aclcheck.store.packed_writer import PackedWriter as GoldenWriter
+from aclcheck.store.packed_writer import write_packed as write_golden
+from aclcheck.store.reader import GoldenFile, golden_schema, open_golden
 from aclcheck.store.records import record_attrs, record_from_attrs
 from aclcheck.store.results import (
     RESULT_INDEX_COLUMNS,
@@ -62,7 +68,6 @@ from aclcheck.store.results import (
     results_meta,
     write_results,
 )
-from aclcheck.store.writer import GoldenWriter, write_golden
 
 __all__ = [
     "CASE_ID_RE", "CHUNK_BYTES", "COMPRESSIONS", "EXPECT_ATTRS", "FORMAT_GOLDEN",
@@ -71,7 +76,8 @@ __all__ = [
     "GoldenWriter", "IndexEntry", "OutputFileError", "ResultRow", "check_file",
     "check_golden", "check_ids", "check_output_path", "check_results", "chunk_shape",
     "decode_array", "dtype_name", "encode_array", "index_columns", "index_entry", "iter_results",
-    "is_golden", "open_golden", "parse_shape_text", "peek_format", "read_results", "record_attrs",
+    "golden_schema", "is_golden", "open_golden", "parse_shape_text", "peek_format",
+    "read_results", "record_attrs",
     "record_from_attrs", "results_meta", "run_meta", "shape_text", "storage_dtype",
     "text_attr", "write_golden", "write_results",
 ]

@@ -3,7 +3,6 @@ place only when complete, and datasets with the store's filters."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import re
 import tempfile
@@ -26,6 +25,7 @@ from aclcheck.store.codec import (
     WRITEBACK_BYTES,
     attr_value,
     chunk_shape,
+    created_time,
     set_attrs,
     text_attr,
 )
@@ -174,9 +174,12 @@ def write_dataset(parent: h5py.Group, name: str, data: np.ndarray, compress: str
     return ds
 
 
-def write_root_attrs(f: h5py.File, fmt: str, meta: Mapping[str, Any], count: int) -> None:
+def write_root_attrs(f: h5py.File, fmt: str, meta: Mapping[str, Any], count: int,
+                     version: int | None = None) -> None:
+    """The root attributes; `version`: the schema (default: the newest of `fmt`)."""
     f.attrs["format"] = text_attr(fmt)
-    version = SCHEMA_VERSION if fmt == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
+    if version is None:
+        version = SCHEMA_VERSION if fmt == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
     f.attrs["schema_version"] = np.int64(version)
     for key, value in meta.items():
         if value is None or key in ("format", "schema_version", "case_count"):
@@ -185,5 +188,5 @@ def write_root_attrs(f: h5py.File, fmt: str, meta: Mapping[str, Any], count: int
     if "tool_version" not in f.attrs:
         f.attrs["tool_version"] = text_attr(__version__)
     if "created" not in f.attrs:
-        f.attrs["created"] = text_attr(_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+        f.attrs["created"] = text_attr(created_time())
     f.attrs["case_count"] = np.int64(count)

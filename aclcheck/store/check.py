@@ -3,14 +3,12 @@ schema and /index validated against the case groups; problems collected, one lin
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import h5py
 
 from aclcheck.errors import InputFileError
+from aclcheck.store.check_report import CheckReport
 from aclcheck.store.codec import (
     EXPECT_ATTRS,
     FORMAT_GOLDEN,
@@ -19,47 +17,19 @@ from aclcheck.store.codec import (
 )
 from aclcheck.store.h5read import H5_ERRORS, damage, default_read_limit, open_h5
 from aclcheck.store.index import IndexEntry
-from aclcheck.store.reader import GoldenFile, open_golden
+from aclcheck.store.packed import PACKED_SCHEMA_VERSION
+from aclcheck.store.packed_check import check_packed
+from aclcheck.store.reader import GroupFile, golden_schema
 from aclcheck.store.results import iter_results, result_index
-
-#: Problems listed per file; the rest are counted.
-MAX_PROBLEMS = 50
-
-
-@dataclass
-class CheckReport:
-    """What `check_file` found: problems (one line each) and how much it read."""
-
-    path: Path
-    kind: str = ""
-    cases: int = 0
-    datasets: int = 0
-    bytes_read: int = 0
-    problems: list[str] = dataclasses.field(default_factory=list)
-    truncated: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def add(self, message: str) -> None:
-        if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(message)
-        else:
-            self.truncated += 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"file": str(self.path), "format": self.kind, "ok": self.ok,
-                "cases": self.cases, "datasets_read": self.datasets,
-                "bytes_read": self.bytes_read, "problems": self.problems,
-                "problems_not_shown": self.truncated}
 
 
 def check_golden(path: str | Path) -> CheckReport:
-    """Read every dataset (fletcher32 verified), validate schema and index against the
-    groups. Problems are collected; a file that cannot even be opened raises."""
+    """Read every array (fletcher32 verified), validate schema and index against the
+    records. Problems are collected; a file that cannot even be opened raises."""
+    if golden_schema(path) >= PACKED_SCHEMA_VERSION:
+        return check_packed(path)
     report = CheckReport(Path(path), FORMAT_GOLDEN)
-    with open_golden(path) as gf:
+    with GroupFile(path) as gf:
         p = gf.path
         ids = gf.ids()
         report.cases = len(ids)
@@ -72,7 +42,7 @@ def check_golden(path: str | Path) -> CheckReport:
     return report
 
 
-def _check_case(gf: GoldenFile, entry: IndexEntry, report: CheckReport) -> None:
+def _check_case(gf: GroupFile, entry: IndexEntry, report: CheckReport) -> None:
     """Everything the reader checks (record, /index row, layouts, sizes, checksums by
     reading every dataset), plus the stored expectation and byte count."""
     cid = entry.id

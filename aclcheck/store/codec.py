@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -23,9 +24,14 @@ from aclcheck.errors import AclcheckError, UsageError
 
 FORMAT_GOLDEN = "aclcheck-golden"
 FORMAT_RESULTS = "aclcheck-results"
-#: Golden files: 2 adds the root attribute `operator` (schema 1 files hold the 2D
-#: adaptive average pooling backward, the only operator that wrote them).
-SCHEMA_VERSION = 2
+#: Golden files: the newest schema this aclcheck reads and writes. 1: a group per case;
+#: 2 adds the root attribute `operator` (schema 1 files hold the 2D adaptive average
+#: pooling backward, the only operator that wrote them); 3: the packed layout
+#: (aclcheck.store.packed), the one every golden file is written in.
+SCHEMA_VERSION = 3
+#: The group-per-case layout's last version (aclcheck.store.writer writes it for tests
+#: and benchmarks that need an older file).
+GROUP_SCHEMA_VERSION = 2
 #: Results files hold outputs by case id, whatever the operator: their layout is unchanged.
 RESULTS_SCHEMA_VERSION = 1
 #: The operator of a golden file of schema 1.
@@ -151,6 +157,16 @@ def plain_value(value: Any) -> Any:
 # -- metadata -----------------------------------------------------------------------------
 
 
+def created_time() -> str:
+    """Now (UTC, ISO 8601), or $SOURCE_DATE_EPOCH's time where it is set (reproducible
+    builds' convention: the same command then writes the same bytes)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = _dt.datetime.now(_dt.UTC)
+    if epoch.isdigit():
+        when = _dt.datetime.fromtimestamp(int(epoch), _dt.UTC)
+    return when.isoformat(timespec="seconds")
+
+
 def run_meta(command_line: str = "", suite: str = "", **extra: Any) -> dict[str, Any]:
     """Root attributes describing the run: versions, creation time, command line, suite."""
     meta: dict[str, Any] = {
@@ -160,7 +176,7 @@ def run_meta(command_line: str = "", suite: str = "", **extra: Any) -> dict[str,
         "hdf5_version": h5py.version.hdf5_version,
         "ml_dtypes_version": ml_dtypes.__version__,
         "python_version": sys.version.split()[0],
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "created": created_time(),
         "command_line": command_line,
         "suite": suite,
     }

@@ -1,91 +1,79 @@
-"""Comparing two golden files: data drift (`diff_golden`, the golden drift gate):
-the root attributes that describe the data, /index, every case record and the bytes of
-every dataset. Comparing two verify reports is aclcheck.report.diff.
+"""Comparing two golden files: data drift (`diff_golden`, the golden drift gate): the
+root attributes that describe the data, the case list, and case by case the record, the
+stored expectation and the bytes of every array (with its view). Files of any two schemas
+compare by what they hold, not how it is laid out (a schema-2 file and its conversion to
+schema 3 are equal). Comparing two verify reports is aclcheck.report.diff.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import h5py
 import numpy as np
 
-from aclcheck.store.codec import FORMAT_GOLDEN, VOLATILE_ROOT_ATTRS, plain_value
-from aclcheck.store.h5read import (
-    check_layout,
-    damage,
-    default_read_limit,
-    member,
-    open_h5,
-    read_dataset,
-)
+from aclcheck.cases.layouts import StridedTensor
+from aclcheck.store.codec import VOLATILE_ROOT_ATTRS
+from aclcheck.store.reader import GoldenFile, open_golden
+
+#: Root attributes that say how the file is laid out, not what it holds.
+LAYOUT_ROOT_ATTRS = frozenset({"schema_version"})
 
 
 def diff_golden(a: str | Path, b: str | Path, limit: int = 20) -> list[str]:
     """Differences in data between two golden files, ignoring volatile root attributes
-    (creation time, command line, versions) and storage filters. Empty list = identical:
-    same index, same case records, byte-identical datasets with the same attributes.
-    Both files must be golden files; every dataset passes the readers' layout rules."""
-    diffs: list[str] = []
-    fa, meta_a = open_h5(a, FORMAT_GOLDEN)
-    try:
-        fb, meta_b = open_h5(b, FORMAT_GOLDEN)
-    except BaseException:
-        fa.close()
-        raise
-    with fa, fb:
-        ra = {k: v for k, v in meta_a.items() if k not in VOLATILE_ROOT_ATTRS}
-        rb = {k: v for k, v in meta_b.items() if k not in VOLATILE_ROOT_ATTRS}
-        for key in sorted(set(ra) | set(rb)):
-            if ra.get(key) != rb.get(key):
-                diffs.append(f"root attribute {key}: {ra.get(key)!r} != {rb.get(key)!r}")
-        with damage(Path(a), f"compared with {b}"):
-            _diff_node(_Side(Path(a), fa), _Side(Path(b), fb), "/", diffs, limit)
+    (creation time, command line, versions), the schema and storage filters. Empty
+    list = identical: same cases in the same order, same records and expectations,
+    byte-identical arrays with the same views. Every case is read as the readers read
+    it (checked, checksums verified), one at a time."""
+    with open_golden(a) as ga, open_golden(b) as gb:
+        skip = VOLATILE_ROOT_ATTRS | LAYOUT_ROOT_ATTRS
+        ra = {k: v for k, v in ga.meta.items() if k not in skip}
+        rb = {k: v for k, v in gb.meta.items() if k not in skip}
+        diffs = [f"root attribute {key}: {ra.get(key)!r} != {rb.get(key)!r}"
+                 for key in sorted(set(ra) | set(rb)) if ra.get(key) != rb.get(key)]
+        ids_a, ids_b = ga.ids(), gb.ids()
+        only_a, only_b = set(ids_a) - set(ids_b), set(ids_b) - set(ids_a)
+        diffs += [f"case {cid}: only in the first file" for cid in sorted(only_a)[:5]]
+        diffs += [f"case {cid}: only in the second file" for cid in sorted(only_b)[:5]]
+        common = [cid for cid in ids_a if cid not in only_a]
+        if not only_a and not only_b and ids_a != ids_b:
+            diffs.append("the cases are in another order")
+        for cid in common:
+            if len(diffs) >= limit:
+                break
+            diffs += _diff_case(ga, gb, cid)
     return diffs[:limit]
 
 
-@dataclass
-class _Side:
-    path: Path
-    node: Any  # a group or a dataset
-    limit: int = field(default_factory=default_read_limit)
-
-    def at(self, name: str, where: str) -> _Side:
-        return _Side(self.path, member(self.path, self.node, name, where), self.limit)
-
-    def data(self, what: str) -> np.ndarray:
-        ds = check_layout(self.path, self.node, what, self.limit)
-        return np.asarray(read_dataset(self.path, ds, what))
-
-
-def _diff_node(a: _Side, b: _Side, where: str, diffs: list[str], limit: int) -> None:
-    names_a, names_b = set(a.node.keys()), set(b.node.keys())
-    for name in sorted(names_a ^ names_b)[:5]:
-        diffs.append(f"{where}{name}: only in {'first' if name in names_a else 'second'} file")
-    for name in sorted(names_a & names_b):
-        if len(diffs) >= limit:
-            return
-        path = f"{where}{name}"
-        oa, ob = a.at(name, path), b.at(name, path)
-        if isinstance(oa.node, h5py.Group) != isinstance(ob.node, h5py.Group):
-            diffs.append(f"{path}: group in one file, dataset in the other")
-            continue
-        _diff_attrs(oa.node, ob.node, path, diffs)
-        if isinstance(oa.node, h5py.Group):
-            _diff_node(oa, ob, path + "/", diffs, limit)
-            continue
-        da, db = oa.node, ob.node
-        if da.dtype != db.dtype or da.shape != db.shape:
-            diffs.append(f"{path}: {da.dtype}{da.shape} != {db.dtype}{db.shape}")
-        elif oa.data(path).tobytes() != ob.data(path).tobytes():
-            diffs.append(f"{path}: data differs")
+def _diff_case(ga: GoldenFile, gb: GoldenFile, cid: str) -> list[str]:
+    ca, cb = ga.case(cid), gb.case(cid)
+    if ca != cb:
+        ra, rb = ca.to_record(), cb.to_record()
+        return [f"case {cid}: record {k}: {ra.get(k)!r} != {rb.get(k)!r}"
+                for k in sorted(set(ra) | set(rb)) if ra.get(k) != rb.get(k)][:3]
+    diffs = []
+    aa, ab = ga.attrs(cid), gb.attrs(cid)
+    for key in ("expected_status", "expected_rule", "expected_reason", "out_written",
+                "has_golden"):
+        if aa.get(key) != ab.get(key):
+            diffs.append(f"case {cid}: {key}: {aa.get(key)!r} != {ab.get(key)!r}")
+    da, db = ga.data(cid), gb.data(cid)
+    for name in da.inputs:
+        if not _same_tensor(da.inputs[name], db.inputs.get(name)):
+            diffs.append(f"case {cid}: {name}: data differs")
+    if not _same_array(da.golden, db.golden):
+        diffs.append(f"case {cid}: golden: data differs")
+    return diffs
 
 
-def _diff_attrs(a: h5py.HLObject, b: h5py.HLObject, path: str, diffs: list[str]) -> None:
-    aa = {k: plain_value(v) for k, v in a.attrs.items()}
-    bb = {k: plain_value(v) for k, v in b.attrs.items()}
-    for key in sorted(set(aa) | set(bb)):
-        if aa.get(key) != bb.get(key):
-            diffs.append(f"{path} attribute {key}: {aa.get(key)!r} != {bb.get(key)!r}")
+def _same_tensor(a: StridedTensor | None, b: StridedTensor | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.shape, a.strides, a.offset) == (b.shape, b.strides, b.offset) \
+        and _same_array(a.storage, b.storage)
+
+
+def _same_array(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()

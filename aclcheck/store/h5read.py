@@ -59,8 +59,10 @@ def default_read_limit() -> int:
     return max(_MIN_READ_LIMIT, memory_bytes() // 2)
 
 
-def open_h5(path: str | Path, expected_format: str) -> tuple[h5py.File, dict[str, Any]]:
-    """Open and validate the root of a store file; every failure is one InputFileError."""
+def open_h5(path: str | Path, expected_format: str, *, newest: int | None = None
+            ) -> tuple[h5py.File, dict[str, Any]]:
+    """Open and validate the root of a store file; every failure is one InputFileError.
+    `newest`: the highest schema version the caller reads."""
     p = Path(path)
     if not p.exists():
         raise InputFileError.at(p, "no such file")
@@ -90,7 +92,7 @@ def open_h5(path: str | Path, expected_format: str) -> tuple[h5py.File, dict[str
         f.close()
         raise InputFileError.at(p, f"damaged root attributes ({h5_reason(str(exc))})") from None
     try:
-        _check_root(p, meta, expected_format)
+        _check_root(p, meta, expected_format, newest)
     except InputFileError:
         f.close()
         raise
@@ -120,7 +122,8 @@ def damage(p: Path, what: str) -> Iterator[None]:
         raise InputFileError.at(p, f"{what}: damaged file ({h5_reason(str(exc))})") from None
 
 
-def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str) -> None:
+def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str,
+                newest: int | None = None) -> None:
     fmt = meta.get("format")
     if fmt is None:
         raise InputFileError.at(p, "not an aclcheck file (no 'format' attribute)")
@@ -129,7 +132,8 @@ def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str) -> None:
     version = meta.get("schema_version")
     if not isinstance(version, int):
         raise InputFileError.at(p, "missing or non-integer 'schema_version' attribute")
-    newest = SCHEMA_VERSION if expected_format == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
+    if newest is None:
+        newest = SCHEMA_VERSION if expected_format == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
     if version > newest:
         raise InputFileError.at(p, f"schema version {version} is newer than this aclcheck "
                                 f"understands ({newest}); upgrade aclcheck")

@@ -1,5 +1,8 @@
-"""The golden reader: `GoldenFile` lists cases from /index alone and reads a case's
-record, inputs and golden on demand, each checked against the record first."""
+"""The golden readers: `open_golden` opens a file of any schema this aclcheck reads and
+returns a reader with one interface (`GoldenFile`): the packed reader for schema 3
+(aclcheck.store.packed_reader), `GroupFile` for the group-per-case layout of schemas 1
+and 2. Each lists cases from /index alone and reads a case's record, inputs and golden
+on demand, each checked against the record first."""
 
 from __future__ import annotations
 
@@ -32,6 +35,8 @@ from aclcheck.store.h5read import (
     read_dataset,
 )
 from aclcheck.store.index import IndexEntry, entries_from_array, index_columns, index_mismatches
+from aclcheck.store.packed import PACKED_SCHEMA_VERSION
+from aclcheck.store.packed_reader import PackedFile
 from aclcheck.store.records import record_from_attrs, record_problem
 
 
@@ -90,15 +95,20 @@ def _stored_flags_problem(attrs: dict[str, Any], entry: IndexEntry) -> str | Non
     return None
 
 
-class GoldenFile:
-    """An open golden file. `index` comes from /index alone; case data is read on demand,
-    each piece checked against the case record (and the record against /index) before a
-    byte of array data is read. `read_limit` bounds any one dataset (bytes)."""
+class GroupFile:
+    """An open golden file of schema 1 or 2 (a group per case). `index` comes from /index
+    alone; case data is read on demand, each piece checked against the case record (and
+    the record against /index) before a byte of array data is read. `read_limit` bounds
+    any one dataset (bytes)."""
 
     def __init__(self, path: str | Path, *, read_limit: int | None = None) -> None:
         self.path = Path(path)
         self.read_limit = default_read_limit() if read_limit is None else read_limit
         self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN)
+        if self.meta["schema_version"] >= PACKED_SCHEMA_VERSION:
+            self._f.close()
+            raise InputFileError.at(self.path, f"schema version {self.meta['schema_version']}"
+                                    " is not a group-per-case layout (open_golden reads it)")
         #: the operator whose cases the file holds
         self.op: Operator = OPERATORS[file_operator(self.path, self.meta)]
         self.case_type: type[Case] = self.op.case_type
@@ -153,7 +163,7 @@ class GoldenFile:
     def close(self) -> None:
         self._f.close()
 
-    def __enter__(self) -> GoldenFile:
+    def __enter__(self) -> GroupFile:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -273,6 +283,20 @@ class GoldenFile:
         return "none"
 
 
+#: What open_golden returns: one interface over every schema.
+GoldenFile = GroupFile | PackedFile
+
+
+def golden_schema(path: str | Path) -> int:
+    """The schema version of a golden file (its root checked as every reader does)."""
+    f, meta = open_h5(Path(path), FORMAT_GOLDEN)
+    f.close()
+    return int(meta["schema_version"])
+
+
 def open_golden(path: str | Path, *, read_limit: int | None = None) -> GoldenFile:
-    """Open a golden file (validates the root and reads /index)."""
-    return GoldenFile(path, read_limit=read_limit)
+    """Open a golden file of any schema this aclcheck reads (validates the root and
+    /index): schema 3 packed, schemas 1 and 2 a group per case."""
+    if golden_schema(path) >= PACKED_SCHEMA_VERSION:
+        return PackedFile(path, read_limit=read_limit)
+    return GroupFile(path, read_limit=read_limit)

@@ -1,5 +1,8 @@
-"""The golden writer: streams cases (record attributes, inputs, float64 golden) into a
-golden file and writes /index and the root attributes on commit."""
+"""The group-per-case writer (schema 2): streams cases (record attributes, inputs, float64
+golden) into a group each and writes /index and the root attributes on commit.
+
+Not what aclcheck writes (every golden file is packed: aclcheck.store.packed_writer); kept
+so that tests and benchmarks can make the older files the readers still accept."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
 from aclcheck.store.codec import (
     COMPRESSIONS,
     FORMAT_GOLDEN,
+    GROUP_SCHEMA_VERSION,
     check_id,
     new_group,
     run_meta,
@@ -44,7 +48,7 @@ def _write_tensor(group: h5py.Group, name: str, t: StridedTensor, compress: str)
 
 
 
-class GoldenWriter:
+class GroupWriter:
     """Streams cases into a golden file; the file appears under its name only on commit.
 
     Use as a context manager: a normal exit commits, an exception deletes the temp file.
@@ -104,7 +108,8 @@ class GoldenWriter:
                 write_dataset(f, "index", index_array(self._entries, self.case_type), "none",
                               {})
                 meta = {**self.meta, "operator": self.case_type.OPERATOR}
-                write_root_attrs(f, FORMAT_GOLDEN, meta, len(self._entries))
+                write_root_attrs(f, FORMAT_GOLDEN, meta, len(self._entries),
+                                 GROUP_SCHEMA_VERSION)
             self.file_bytes = self._out.commit()
         except BaseException:
             self._out.abort()
@@ -114,7 +119,7 @@ class GoldenWriter:
     def abort(self) -> None:
         self._out.abort()
 
-    def __enter__(self) -> GoldenWriter:
+    def __enter__(self) -> GroupWriter:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -124,11 +129,11 @@ class GoldenWriter:
             self.abort()
 
 
-def write_golden(path: str | Path, items: Iterable[tuple[Case, CaseData]],
+def write_groups(path: str | Path, items: Iterable[tuple[Case, CaseData]],
                  meta: Mapping[str, Any] | None = None, *, force: bool = False,
-                 compress: str = "none") -> GoldenWriter:
+                 compress: str = "none") -> GroupWriter:
     """Write a whole golden file from (case, tensors) pairs; returns the closed writer."""
-    with GoldenWriter(path, meta, force=force, compress=compress) as writer:
+    with GroupWriter(path, meta, force=force, compress=compress) as writer:
         for case, tensors in items:
             writer.add(case, tensors)
     return writer

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,23 +26,47 @@ from aclcheck.executors import ProcessPool
 from aclcheck.ops import DEFAULT, operator, operator_of
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
+from aclcheck.store.codec import check_id
 from aclcheck.store.h5read import memory_bytes
 from aclcheck.suite.casefile import load_case_file
-from aclcheck.suite.selection import Selection, build_suite, check_unique
+from aclcheck.suite.selection import Selection, check_unique, iter_suite
 from aclcheck.suite.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 
-#: progress(done, total, case): called after each case is written.
-ProgressFn = Callable[[int, int, Case], None]
+#: progress(done, total, case): called after each case is written (total None: a
+#: streamed suite, whose size is known at its end).
+ProgressFn = Callable[[int, int | None, Case], None]
 #: A worker batch holds up to this many cases or this many elements, whichever first.
 BATCH_CASES = 32
 BATCH_ELEMENTS = 1 << 22
 
 
+class CaseStream:
+    """The planned cases of a suite, in order: every iteration a fresh pass over the
+    selection (or the shard of it), each case built as it is needed, so a suite of any
+    size plans in constant memory. Each case is checked as it passes (a safe id, arrays
+    within the size limit) before anything is allocated for it."""
+
+    def __init__(self, selection: Selection, shard: tuple[int, int] | None,
+                 max_case_bytes: int) -> None:
+        self.selection = selection
+        self.shard = shard
+        self.max_case_bytes = max_case_bytes
+
+    def __iter__(self) -> Iterator[Case]:
+        k, n = self.shard or (1, 1)
+        for i, case in enumerate(iter_suite(self.selection)):
+            if i % n == k - 1:
+                check_id(case.id, SuiteError)
+                check_case_sizes((case,), self.max_case_bytes)
+                yield case
+
+
 @dataclass(frozen=True)
 class Plan:
-    """The cases to generate and what produced them (stored in the file's root)."""
+    """The cases to generate and what produced them (stored in the file's root):
+    a list (a case file's), or a CaseStream (a suite: built as it is written)."""
 
-    cases: list[Case]
+    cases: list[Case] | CaseStream
     suite: str
     selection: dict[str, Any]
 
@@ -61,34 +85,24 @@ def plan_suite(
     max_case_bytes: int | None = None,
     op: str = DEFAULT,
 ) -> Plan:
-    """Build the case list from CLI-style selections (empty = all applicable).
+    """The cases from CLI-style selections (empty = all applicable).
 
     With `cases_file`, the file's cases replace the family selection; products, dtypes
-    and formats then filter them. Raises SuiteError for bad names or combinations, and
-    for a case whose arrays need more than `max_case_bytes` (default: a quarter of the
-    memory), before anything is allocated.
+    and formats then filter them. Raises SuiteError for bad names or combinations, for
+    a selection of no cases, and for a case whose arrays need more than
+    `max_case_bytes` (default: a quarter of the memory) before anything is allocated for
+    it: up front for a case file, as each case is planned for a suite (which is streamed).
     """
     norm_dtypes = tuple(normalize_dtype(d) for d in dtypes)
     norm_formats = tuple(normalize_format(f) for f in formats)
     selection: dict[str, Any] = {
         "products": list(products), "dtypes": list(norm_dtypes), "formats": list(norm_formats),
     }
-    if cases_file is not None:
-        if families:
-            raise SuiteError("--family does not apply with --cases-file (the file's cases "
-                             "replace the families)")
-        if count is not None:
-            raise SuiteError("--count does not apply with --cases-file")
-        cf = load_case_file(cases_file, seed, op)
-        for p in products:
-            operator(op).product(p)
-        cases = [c for c in cf.cases
-                 if (not products or c.product in products)
-                 and (not norm_dtypes or c.dtype in norm_dtypes)
-                 and (not norm_formats or c.format in norm_formats)]
-        name = suite_name or cf.name or Path(cases_file).stem
-        selection.update(cases_file=str(cases_file), seed=cf.seed)
-    else:
+    limit = default_max_case_bytes() if max_case_bytes is None else max_case_bytes
+    shard = parse_shard(shard_spec) if shard_spec else None
+    if shard is not None:
+        selection[SELECTION_KEY] = shard_text(*shard)
+    if cases_file is None:
         sel_kwargs: dict[str, Any] = {"count": 1 if count is None else count,
                                       "seed": 0 if seed is None else seed, "op": op}
         if products:
@@ -100,21 +114,34 @@ def plan_suite(
         if families:
             sel_kwargs["families"] = tuple(families)
         sel = Selection(**sel_kwargs)
-        cases = build_suite(sel)
         custom = bool(products or dtypes or formats or families) or count is not None \
             or seed is not None
-        name = suite_name or ("custom" if custom else "default")
         selection.update(families=list(sel.families), count=sel.count, seed=sel.seed)
-    if shard_spec:
-        k, n = parse_shard(shard_spec)
-        cases = round_robin(cases, k, n)
-        selection[SELECTION_KEY] = shard_text(k, n)
+        stream = CaseStream(sel, shard, limit)
+        if next(iter(stream), None) is None:
+            raise SuiteError("the selection matches no cases")
+        return Plan(stream, suite_name or ("custom" if custom else "default"), selection)
+    if families:
+        raise SuiteError("--family does not apply with --cases-file (the file's cases "
+                         "replace the families)")
+    if count is not None:
+        raise SuiteError("--count does not apply with --cases-file")
+    cf = load_case_file(cases_file, seed, op)
+    for p in products:
+        operator(op).product(p)
+    cases = [c for c in cf.cases
+             if (not products or c.product in products)
+             and (not norm_dtypes or c.dtype in norm_dtypes)
+             and (not norm_formats or c.format in norm_formats)]
+    name = suite_name or cf.name or Path(cases_file).stem
+    selection.update(cases_file=str(cases_file), seed=cf.seed)
+    if shard is not None:
+        cases = round_robin(cases, *shard)
     check_unique(cases, name)
     check_ids(cases, SuiteError)
     if not cases:
         raise SuiteError("the selection matches no cases")
-    check_case_sizes(cases, default_max_case_bytes() if max_case_bytes is None
-                     else max_case_bytes)
+    check_case_sizes(cases, limit)
     return Plan(cases, name, selection)
 
 
@@ -142,7 +169,7 @@ def _batch_tensors(cases: list[Case]) -> list[CaseData]:
     return [make_tensors(c) for c in cases]
 
 
-def batches(cases: Sequence[Case]) -> Iterator[list[Case]]:
+def batches(cases: Iterable[Case]) -> Iterator[list[Case]]:
     """Consecutive groups of cases, small enough to bound memory and IPC per task."""
     batch: list[Case] = []
     elements = 0
@@ -157,9 +184,16 @@ def batches(cases: Sequence[Case]) -> Iterator[list[Case]]:
         yield batch
 
 
-def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, CaseData]]:
-    """(case, tensors) in suite order; with jobs > 1 computed in a process pool, at most
-    2 * jobs batches in flight."""
+def iter_tensors(cases: Iterable[Case], jobs: int = 1, executor: Any | None = None
+                 ) -> Iterator[tuple[Case, CaseData]]:
+    """(case, tensors) in suite order. With an executor (anything with
+    concurrent.futures' submit: a Dask client's, aclcheck.executors.open_executor's) or
+    jobs > 1 (a local process pool), batches of case records go to the workers, which
+    make the tensors from each case's seed and send them back; at most twice the
+    workers' batches are in flight."""
+    if executor is not None:
+        yield from _fan_out(cases, executor, 2 * max(1, jobs, _workers(executor)))
+        return
     if jobs <= 1:
         buffers = ResultBuffers()  # golden memory reused from case to case
         for case in cases:
@@ -167,17 +201,38 @@ def iter_tensors(cases: Sequence[Case], jobs: int = 1) -> Iterator[tuple[Case, C
             yield case, make_tensors(case, buffers=buffers)
         return
     with ProcessPool(jobs) as pool:
-        pending: deque[tuple[list[Case], Future[list[CaseData]]]] = deque()
         try:
-            for batch in batches(cases):
-                pending.append((batch, pool.submit(_batch_tensors, batch)))
-                if len(pending) >= 2 * jobs:
-                    yield from _drain_one(pending)
-            while pending:
-                yield from _drain_one(pending)
+            yield from _fan_out(cases, pool, 2 * jobs)
         except BaseException:  # interrupted, failed, or closed early: nothing more to wait for
             pool.stop()
             raise
+
+
+def _workers(executor: Any) -> int:
+    """How many workers an executor has, where it says (a process pool, a Dask client)."""
+    count = getattr(executor, "_max_workers", None)
+    if isinstance(count, int):
+        return count
+    client = getattr(executor, "_client", None)
+    try:
+        return len(client.scheduler_info().get("workers", {})) if client else 1
+    except Exception:  # noqa: BLE001 - only a hint for the window size
+        return 1
+
+
+def _fan_out(cases: Iterable[Case], executor: Any, window: int
+             ) -> Iterator[tuple[Case, CaseData]]:
+    pending: deque[tuple[list[Case], Future[list[CaseData]]]] = deque()
+    try:
+        for batch in batches(cases):
+            pending.append((batch, executor.submit(_batch_tensors, batch)))
+            if len(pending) >= window:
+                yield from _drain_one(pending)
+        while pending:
+            yield from _drain_one(pending)
+    finally:
+        for _, fut in pending:
+            fut.cancel()
 
 
 def _drain_one(
@@ -216,20 +271,23 @@ class GenerateStats:
 
 def generate(
     path: str | Path,
-    cases: Sequence[Case],
+    cases: Iterable[Case],
     meta: dict[str, Any],
     *,
     force: bool = False,
     compress: str = "none",
     jobs: int = 1,
+    executor: Any | None = None,
     progress: ProgressFn | None = None,
 ) -> GenerateStats:
-    """Materialise `cases` and write them to `path` atomically, in order."""
+    """Materialise `cases` and write them to `path` atomically, in order (the same bytes
+    whatever computes the tensors: this process, `jobs` local workers or `executor`)."""
     check_output_path(path, force)
     start = time.perf_counter()
     stats = GenerateStats(Path(path))
-    total = len(cases)
-    source = iter_tensors(cases, jobs)
+    total = len(cases) if isinstance(cases, Sized) else None
+    source = iter_tensors(cases, jobs, executor)
+    done = 0
     writer: GoldenWriter | None = None
     try:
         for done, (case, tensors) in enumerate(source, 1):
@@ -252,7 +310,7 @@ def generate(
         raise
     finally:
         source.close()
-    stats.cases = total
+    stats.cases = done
     stats.array_bytes = writer.array_bytes
     stats.seconds = time.perf_counter() - start
     return stats

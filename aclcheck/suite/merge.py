@@ -160,7 +160,8 @@ def merge_golden(inputs: list[str | Path], output: str | Path, *, force: bool = 
     Shards of one suite (`generate --shard K/N`, all N of them) are interleaved back into
     the unsharded order, so the result equals an unsharded run case for case. Other files
     are concatenated in the given order. Duplicate ids are refused. The compression of
-    the first input is kept unless `compress` says otherwise.
+    the first input is kept unless `compress` says otherwise. Inputs of any schema this
+    aclcheck reads; the output is always the current one (merging one file converts it).
     """
     if not inputs:
         raise UsageError("merge needs at least one input file")
@@ -192,7 +193,8 @@ def merge_golden(inputs: list[str | Path], output: str | Path, *, force: bool = 
         names = " ".join(str(p) for p in inputs)
         meta = run_meta(f"aclcheck merge -o {output} {names}", str(meta.get("suite", "")),
                         **{k: v for k, v in meta.items() if k != "suite"})
-        with GoldenWriter(output, meta, force=force, compress=compress) as writer:
+        with GoldenWriter(output, meta, force=force, compress=compress,
+                          case_type=first.case_type) as writer:
             for gf, cid in order:
                 writer.add(gf.case(cid), gf.data(cid))
         return len(order)

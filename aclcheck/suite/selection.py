@@ -7,7 +7,7 @@ files are the other source of cases (aclcheck.suite.casefile).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from aclcheck.cases import Case
@@ -57,8 +57,15 @@ class Selection:
 def build_suite(sel: Selection) -> list[Case]:
     """All cases of a selection, in a fixed order (the family of invalid calls is built
     from the contract's rules, the others from their shape recipes)."""
+    cases = list(iter_suite(sel))
+    check_unique(cases, "suite")
+    return cases
+
+
+def iter_suite(sel: Selection) -> Iterator[Case]:
+    """build_suite's cases one at a time, in the same order (a suite of any size in
+    constant memory; ids are unique by construction, build_suite checks it)."""
     op = operator(sel.op)
-    cases: list[Case] = []
     for prod_id in sel.products:
         prod = op.products[prod_id]
         wanted = sel.dtypes if sel.dtypes is not None else prod.dtypes
@@ -69,17 +76,15 @@ def build_suite(sel: Selection) -> list[Case]:
                     # unrestricted: the product's own dtypes plus the compute dtypes it lacks
                     rules_dtypes = sel.dtypes if sel.dtypes is not None else tuple(
                         dict.fromkeys(prod.dtypes + op.dtypes))
-                    cases.extend(op.invalid_cases(prod_id, tuple(rules_dtypes), sel.formats,
-                                                  index, sel.seed))
+                    yield from op.invalid_cases(prod_id, tuple(rules_dtypes), sel.formats,
+                                                index, sel.seed)
                 continue
             for dtype in positive:
                 for fmt in sel.formats:
                     for index in range(sel.count):
                         case = op.shape_case(family, prod_id, dtype, fmt, index, sel.seed)
                         if case is not None:
-                            cases.append(case)
-    check_unique(cases, "suite")
-    return cases
+                            yield case
 
 
 def check_unique(cases: Iterable[Case], where: str) -> None:

@@ -1,0 +1,37 @@
+"""How many threads a worker's kernels may use when several workers compute at once.
+
+An isolated run with the stale-state check keeps two workers busy together (the case
+worker and the recall worker, aclcheck.running.recall). A framework whose CPU kernels
+start one OpenMP thread per core in each of them puts twice as many spinning threads as
+cores on the machine: every small call then waits for threads that another process
+holds (on a shared 2-core machine a default-suite call took 1-16 ms with two threads
+against 0.1 ms with one). So each worker gets its share of the cores, as Dask's
+workers do (they start with OMP_NUM_THREADS=1). Where the user set OMP_NUM_THREADS,
+that is the word and nothing is changed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+#: the environment variable that, when set, leaves the kernels' threads alone
+THREADS_ENV = "OMP_NUM_THREADS"
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def worker_threads(concurrent: int, cores: int | None = None,
+                   env: Mapping[str, str] = os.environ) -> int | None:
+    """Threads per worker for `concurrent` workers computing at once: the cores split
+    evenly (at least one); None: leave the library's own default (one worker, or
+    OMP_NUM_THREADS set by the user)."""
+    if concurrent <= 1 or env.get(THREADS_ENV):
+        return None
+    return max(1, (cores if cores is not None else available_cores()) // concurrent)

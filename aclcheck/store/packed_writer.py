@@ -1,0 +1,316 @@
+"""The packed golden writer (schema 3, aclcheck.store.packed): streams cases into one row
+of /index each and their arrays into one 1-D dataset per dtype.
+
+Memory stays flat whatever the case count: a pool keeps at most one chunk of its tail
+(every chunk is written once, whole, so HDF5 never reads a chunk back), and the rows
+wait in an unlinked temporary file until the commit writes /index from it in batches.
+The file appears under its name only on commit. aclcheck.store exports it as
+GoldenWriter / write_golden: every golden file aclcheck writes is packed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import h5py
+import numpy as np
+
+from aclcheck.cases import Case, CaseData
+from aclcheck.dtypes import encode_array, storage_dtype
+from aclcheck.errors import UsageError
+from aclcheck.ops import default_operator
+from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
+from aclcheck.store.codec import (
+    COMPRESSIONS,
+    FORMAT_GOLDEN,
+    GZIP_LEVEL,
+    check_id,
+    run_meta,
+    set_attrs,
+    text_attr,
+)
+from aclcheck.store.packed import (
+    GOLDEN,
+    GOLDEN_DTYPE,
+    PACKED_SCHEMA_VERSION,
+    POOL_CHUNK_BYTES,
+    POOL_GROUP,
+    PackedSchema,
+    Slot,
+    case_row,
+    facts,
+    packed_schema,
+    row_values,
+)
+
+#: Rows kept in memory before they are spilled to the temporary file (and written to
+#: /index per batch at commit).
+SPILL_ROWS = 1024
+
+
+class _Pool:
+    """One dtype's 1-D dataset, appended to: whole chunks go to the file as they fill,
+    the tail (less than a chunk) waits in a buffer."""
+
+    def __init__(self, group: h5py.Group, dtype: str, compress: str) -> None:
+        self.group = group
+        self.dtype = dtype
+        self.compress = compress
+        self.storage = storage_dtype(dtype)
+        self.chunk = max(1, POOL_CHUNK_BYTES // self.storage.itemsize)
+        self.buffer = np.empty(self.chunk, self.storage)
+        self.fill = 0  # elements waiting in the buffer
+        self.length = 0  # elements appended (file + buffer)
+        self.written = 0  # elements in the file
+        self.ds: h5py.Dataset | None = None
+
+    def append(self, flat: np.ndarray) -> int:
+        """Append a 1-D array of the storage dtype; its start in the pool."""
+        start, n, i = self.length, flat.size, 0
+        if self.fill:
+            take = min(n, self.chunk - self.fill)
+            self.buffer[self.fill:self.fill + take] = flat[:take]
+            self.fill += take
+            i = take
+            if self.fill == self.chunk:
+                self._write(self.buffer)
+                self.fill = 0
+        whole = (n - i) // self.chunk * self.chunk
+        if whole:
+            self._write(flat[i:i + whole])
+            i += whole
+        if i < n:
+            self.buffer[:n - i] = flat[i:]
+            self.fill = n - i
+        self.length += n
+        return start
+
+    def _write(self, data: np.ndarray, *, last: bool = False) -> None:
+        if self.ds is None:
+            kw: dict[str, Any] = {}
+            if self.compress == "gzip":
+                kw.update(compression="gzip", compression_opts=GZIP_LEVEL, shuffle=True)
+            # a pool smaller than a chunk is one chunk of its own size (no padding)
+            chunk = data.size if last else self.chunk
+            self.ds = self.group.create_dataset(
+                self.dtype, shape=(0,), maxshape=(None,), dtype=self.storage,
+                chunks=(chunk,), fletcher32=True, track_times=False, **kw)
+            set_attrs(self.ds, {"dtype": text_attr(self.dtype)})
+        end = self.written + data.size
+        self.ds.resize((end,))
+        self.ds[self.written:end] = data
+        self.written = end
+
+    def close(self) -> None:
+        """Write the tail (the pool's last, partial chunk)."""
+        if self.fill:
+            self._write(self.buffer[:self.fill], last=True)
+            self.fill = 0
+
+
+class _Rows:
+    """/index rows on their way to the commit: pickled into an unlinked temporary file
+    (memory stays flat), with the widest text of each text column."""
+
+    def __init__(self, schema: PackedSchema) -> None:
+        self.schema = schema
+        self.file: IO[bytes] = tempfile.TemporaryFile(prefix="aclcheck-index-")
+        self.count = 0
+        text = schema.text
+        self._text = [i for i, n in enumerate(schema.names) if n in text]
+        self.widths = dict.fromkeys(self._text, 1)
+        self._block: list[tuple[Any, ...]] = []
+
+    def add(self, values: tuple[Any, ...]) -> None:
+        widths = self.widths
+        for i in self._text:
+            if len(values[i]) > widths[i]:
+                widths[i] = len(values[i])
+        self._block.append(values)
+        self.count += 1
+        if len(self._block) >= SPILL_ROWS:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._block:
+            pickle.dump(self._block, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+            self._block = []
+
+    def dtype(self) -> np.dtype:
+        return np.dtype([(name, f"S{self.widths[i]}" if i in self.widths else kind)
+                         for i, (name, kind) in enumerate(self.schema.columns)])
+
+    def batches(self) -> Iterator[np.ndarray]:
+        """The rows in order, as tables of at most SPILL_ROWS rows."""
+        self._spill()
+        self.file.seek(0)
+        dtype, left = self.dtype(), self.count
+        while left:
+            block = pickle.load(self.file)
+            left -= len(block)
+            yield np.array(block, dtype=dtype)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def index_chunk(n: int, dtype: np.dtype) -> int:
+    """Rows per /index chunk: about POOL_CHUNK_BYTES, a power of two (so the spilled
+    blocks of SPILL_ROWS rows fill whole chunks), at most the rows there are."""
+    rows = max(1, POOL_CHUNK_BYTES // dtype.itemsize)
+    return min(n, 1 << (rows.bit_length() - 1), SPILL_ROWS)
+
+
+def _id_hash(cid: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(cid, digest_size=8).digest(), "little")
+
+
+class PackedWriter:
+    """Streams cases into a packed golden file (schema 3); the file appears under its
+    name only on commit. A context manager: a normal exit commits, an exception deletes
+    the temporary file. `case_type`: the record class of the cases (default: the first
+    case's; the default operator's for a file of no cases)."""
+
+    def __init__(self, path: str | Path, meta: Mapping[str, Any] | None = None, *,
+                 force: bool = False, compress: str = "none",
+                 case_type: type[Case] | None = None) -> None:
+        if compress not in COMPRESSIONS:
+            raise UsageError(f"unknown compression {compress!r}; valid: {', '.join(COMPRESSIONS)}")
+        self.meta = dict(meta or run_meta())
+        self.compress = compress
+        self._out = AtomicH5(path, force)
+        self.path = self._out.path
+        try:
+            self._group = self._out.file.create_group(POOL_GROUP, track_order=False)
+        except BaseException:
+            self._out.abort()
+            raise
+        self._pools: dict[str, _Pool] = {}
+        self._rows: _Rows | None = None
+        self.case_type = case_type
+        self.array_bytes = 0
+        self.file_bytes = 0
+
+    def _pool(self, dtype: str) -> _Pool:
+        if dtype not in self._pools:
+            self._pools[dtype] = _Pool(self._group, dtype, self.compress)
+        return self._pools[dtype]
+
+    def _rows_for(self, case: Case) -> _Rows:
+        if self._rows is None:
+            if self.case_type is None:
+                self.case_type = type(case)
+            self._rows = _Rows(packed_schema(self.case_type))
+        if type(case) is not self.case_type:
+            raise UsageError(f"case {case.id}: a {case.OPERATOR} case in a file of "
+                             f"{self.case_type.OPERATOR} cases")
+        return self._rows
+
+    def add(self, case: Case, tensors: CaseData) -> int:
+        """Append one case; returns the bytes of array data stored."""
+        check_id(case.id)
+        rows = self._rows_for(case)
+        f = facts(case)
+        slots: dict[str, Slot] = {}
+        nbytes = 0
+        with self._out.writing():
+            for name in rows.schema.inputs:
+                nbytes += self._append(slots, name, f.dtypes[name], tensors.inputs.get(name))
+            nbytes += self._append(slots, GOLDEN, GOLDEN_DTYPE, tensors.golden)
+            rows.add(row_values(rows.schema, case_row(case, slots, f)))
+        self.array_bytes += nbytes
+        self._out.wrote(nbytes)
+        return nbytes
+
+    def _append(self, slots: dict[str, Slot], name: str, dtype: str, t: Any) -> int:
+        """Append one array (a StridedTensor's storage, a golden, or None) to its pool."""
+        if t is None:
+            slots[name] = Slot(dtype, -1, 0)
+            return 0
+        if name == GOLDEN:
+            flat = np.ascontiguousarray(t, dtype=np.float64).reshape(-1)
+        else:
+            flat = encode_array(t.storage)[0].reshape(-1)
+            if flat.dtype != storage_dtype(dtype):
+                raise UsageError(f"{name}: storage of dtype {flat.dtype}, the record says "
+                                 f"{dtype}")
+        start = self._pool(dtype).append(flat) if flat.size else 0
+        slots[name] = Slot(dtype, start, flat.size)
+        return flat.nbytes
+
+    def _write_index(self, f: h5py.File) -> int:
+        """/index from the spilled rows, batch by batch (aligned to its chunks); refuses a
+        duplicate id (here at the end: no set of ids in memory). Returns the row count."""
+        if self._rows is None:
+            self._rows = _Rows(packed_schema(self.case_type or default_operator().case_type))
+        dtype, n = self._rows.dtype(), self._rows.count
+        if n == 0:
+            write_dataset(f, "index", np.zeros(0, dtype), "none", {})
+            return 0
+        ds = f.create_dataset("index", shape=(n,), dtype=dtype, chunks=(index_chunk(n, dtype),),
+                              fletcher32=True, track_times=False)
+        hashes, at = [], 0
+        for rows in self._rows.batches():  # whole chunks: none is written twice
+            ds[at:at + len(rows)] = rows
+            hashes.append(np.array([_id_hash(cid) for cid in rows["id"].tolist()],
+                                   np.uint64))
+            at += len(rows)
+        every = np.concatenate(hashes)  # 8 bytes a case, not the ids themselves
+        order = np.argsort(every, kind="stable")
+        for i in np.flatnonzero(every[order][1:] == every[order][:-1]):
+            a, b = ds[int(order[i])]["id"], ds[int(order[i + 1])]["id"]
+            if a == b:  # not only the same hash
+                raise UsageError(f"duplicate case id {a.decode()!r}")
+        return n
+
+    def commit(self) -> int:
+        """Write the pools' tails, /index and the root attributes, then move the file into
+        place (on any failure the temporary file is removed)."""
+        f = self._out.file
+        try:
+            with self._out.writing():
+                for pool in self._pools.values():
+                    pool.close()
+                count = self._write_index(f)
+                assert self._rows is not None
+                meta = {**self.meta, "operator": self._rows.schema.case_type.OPERATOR}
+                write_root_attrs(f, FORMAT_GOLDEN, meta, count, PACKED_SCHEMA_VERSION)
+            self.file_bytes = self._out.commit()
+        except BaseException:
+            self._out.abort()
+            raise
+        finally:
+            self._close_rows()
+        return self.file_bytes
+
+    def _close_rows(self) -> None:
+        if self._rows is not None:
+            self._rows.close()
+
+    def abort(self) -> None:
+        self._close_rows()
+        self._out.abort()
+
+    def __enter__(self) -> PackedWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def write_packed(path: str | Path, items: Iterable[tuple[Case, CaseData]],
+                 meta: Mapping[str, Any] | None = None, *, force: bool = False,
+                 compress: str = "none") -> PackedWriter:
+    """Write a whole packed golden file from (case, tensors) pairs; the closed writer."""
+    with PackedWriter(path, meta, force=force, compress=compress) as writer:
+        for case, tensors in items:
+            writer.add(case, tensors)
+    return writer
