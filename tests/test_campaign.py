@@ -121,6 +121,12 @@ def test_one_campaign_at_a_time_holds_a_checkpoint(tmp_path: Path) -> None:
     Checkpoint(tmp_path / "c", CAMPAIGN).close()  # free again
 
 
+def test_a_checkpoint_the_file_system_refuses_is_one_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("")  # a file where the folder's parent should be
+    with pytest.raises(UsageError, match=r"--checkpoint .*plain/c: cannot use it"):
+        Checkpoint(tmp_path / "plain" / "c", CAMPAIGN)
+
+
 def test_a_batch_against_a_broken_kernel_finds_and_keys_failures() -> None:
     campaign = Campaign(seed=3, budget=8, impl="kernels:off_by_one_end",
                         products=("atlas-a2",), dtypes=("float32",), batch=8)

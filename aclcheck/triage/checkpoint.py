@@ -49,6 +49,11 @@ def _lock(folder: Path) -> IO[bytes]:
     return fh
 
 
+def _unusable(folder: Path, exc: OSError) -> UsageError:
+    """A checkpoint folder the file system refuses (no such parent, read-only, full)."""
+    return UsageError(f"--checkpoint {folder}: cannot use it ({exc.strerror or exc})")
+
+
 class Checkpoint:
     """An open checkpoint folder: `tally` holds what earlier runs recorded (`resumed`
     says whether there were any), `record` appends a batch. Use as a context manager."""
@@ -57,15 +62,21 @@ class Checkpoint:
         self.folder = Path(folder)
         if self.folder.exists() and not self.folder.is_dir():
             raise UsageError(f"--checkpoint {self.folder}: not a folder")
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.campaign = campaign
-        self._lock = _lock(self.folder)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._lock = _lock(self.folder)
+        except OSError as exc:
+            raise _unusable(self.folder, exc) from None
         try:
             self._check_spec()
             self.tally = Tally()
             self.torn = self._replay()
             self.resumed = bool(self.tally.done)
             self._journal = open(self.folder / JOURNAL_NAME, "a", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            self._lock.close()
+            raise _unusable(self.folder, exc) from None
         except BaseException:
             self._lock.close()
             raise
