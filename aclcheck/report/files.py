@@ -72,6 +72,8 @@ def atomic_write(path: str | Path, write: Callable[[IO[str]], None], *,
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as fh:
             write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())  # on disk before the rename makes it the file
         if check is not None:
             check(Path(tmp))
         os.chmod(tmp, file_mode() if mode is None else mode)  # mkstemp makes 0600

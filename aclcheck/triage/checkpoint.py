@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import IO, Any
 
 from aclcheck.errors import InputFileError, UsageError
+from aclcheck.report.files import atomic_write
 from aclcheck.triage.campaign import BatchResult, Campaign, Tally
 
 SPEC_NAME = "campaign.json"
@@ -22,19 +22,6 @@ JOURNAL_NAME = "journal.jsonl"
 LOCK_NAME = ".lock"
 #: campaign.json is read only up to this size (it is a few hundred bytes).
 MAX_SPEC_BYTES = 1 << 20
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _lock(folder: Path) -> IO[bytes]:
@@ -84,8 +71,8 @@ class Checkpoint:
     def _check_spec(self) -> None:
         path = self.folder / SPEC_NAME
         if not path.exists():
-            _write_atomically(path, json.dumps(self.campaign.to_json(), indent=1,
-                                               sort_keys=True) + "\n")
+            text = json.dumps(self.campaign.to_json(), indent=1, sort_keys=True) + "\n"
+            atomic_write(path, lambda fh: fh.write(text))
             return
         if path.stat().st_size > MAX_SPEC_BYTES or not path.is_file():
             raise InputFileError(f"{path}: not a campaign definition this aclcheck wrote")
