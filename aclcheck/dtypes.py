@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import ml_dtypes
@@ -408,6 +409,7 @@ def dtype_name(dtype: np.dtype) -> str:
     return dt.name
 
 
+@cache
 def storage_dtype(name: str) -> np.dtype:
     """The numpy dtype a tensor of dtype `name` is stored as."""
     if name == "bfloat16":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -39,7 +40,12 @@ class StridedTensor:
         return self.storage.dtype
 
     def view(self) -> np.ndarray:
-        """The logical tensor as a numpy view into the storage (no copy)."""
+        """The logical tensor as a numpy view into the storage (no copy, read-only)."""
+        if self.offset == 0 and self.storage.size == math.prod(self.shape) \
+                and self.strides == contiguous_strides(self.shape):
+            out = self.storage.reshape(self.shape)  # a view: the storage is 1-D, whole
+            out.flags.writeable = False
+            return out
         item = self.storage.dtype.itemsize
         base = self.storage[self.offset :] if self.storage.size else self.storage
         return np.lib.stride_tricks.as_strided(
@@ -53,6 +59,11 @@ class StridedTensor:
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major element strides."""
+    return _contiguous_strides(tuple(shape))
+
+
+@lru_cache(maxsize=4096)
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for d in reversed(shape):
         strides.append(acc)
@@ -63,7 +74,14 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 def layout_geometry(shape: tuple[int, ...], layout: str, spatial_rank: int = 2
                     ) -> tuple[tuple[int, ...], int, int]:
     """(element strides, storage offset, storage size) of `layout` for `shape`, whose
-    last `spatial_rank` axes are spatial (the one before them is C)."""
+    last `spatial_rank` axes are spatial (the one before them is C). Cached: generate,
+    the store and the judge ask it of the same shapes several times a case."""
+    return _layout_geometry(tuple(shape), layout, spatial_rank)
+
+
+@lru_cache(maxsize=4096)
+def _layout_geometry(shape: tuple[int, ...], layout: str, spatial_rank: int
+                     ) -> tuple[tuple[int, ...], int, int]:
     rank = len(shape)
     numel = math.prod(shape)
     if layout == "contiguous" or rank < 2:

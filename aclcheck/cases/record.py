@@ -159,20 +159,38 @@ class Case:
     @classmethod
     def inputs(cls) -> tuple[Role, ...]:
         """The roles the caller passes values in (not written by the operator)."""
-        return tuple(r for r in cls.ROLES if not r.output)
+        return _inputs(cls)
 
     @classmethod
     def output(cls) -> Role:
-        return next(r for r in cls.ROLES if r.output)
+        return _output(cls)
 
     def tensor_desc(self, name: str) -> TensorDesc:
         """The (shape, dtype, format) of one role's tensor as the call passes it."""
-        role = self.role(name)
-        shape = getattr(self, f"{role.key}_shape")
-        if role.shape_of is not None and not shape:  # unset: the other role's shape
-            shape = self.tensor_desc(role.shape_of).shape
-        return TensorDesc(tuple(shape), getattr(self, f"{role.key}_dtype") or self.dtype,
-                          getattr(self, f"{role.key}_format") or self.format)
+        try:
+            return self._descs[name]
+        except KeyError:
+            raise KeyError(name) from None
+
+    @cached_property
+    def _descs(self) -> dict[str, TensorDesc]:
+        """Every role's description, made once per case (generate, the store and the
+        judge ask for them many times a case)."""
+        descs: dict[str, TensorDesc] = {}
+        for role in sorted(self.ROLES, key=lambda r: r.shape_of is not None):
+            shape = getattr(self, f"{role.key}_shape")
+            if role.shape_of is not None and not shape:  # unset: the other role's shape
+                shape = descs[role.shape_of].shape
+            descs[role.name] = TensorDesc(
+                tuple(shape), getattr(self, f"{role.key}_dtype") or self.dtype,
+                getattr(self, f"{role.key}_format") or self.format)
+        return descs
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The record's fields only: what is computed from them (descriptions, the
+        expectation) is made again where the case lands, not shipped with it."""
+        return {f.name: getattr(self, f.name)
+                for f in dataclasses.fields(self)}  # type: ignore[arg-type]
 
     def tensors(self) -> dict[str, TensorDesc | None]:
         """Every role's description, None for a null pointer."""
@@ -293,6 +311,16 @@ class CaseData:
     def values(self) -> dict[str, np.ndarray | None]:
         """The logical input values by role (numpy views, no copy)."""
         return {n: None if t is None else t.view() for n, t in self.inputs.items()}
+
+
+@cache
+def _inputs(cls: type[Case]) -> tuple[Role, ...]:
+    return tuple(r for r in cls.ROLES if not r.output)
+
+
+@cache
+def _output(cls: type[Case]) -> Role:
+    return next(r for r in cls.ROLES if r.output)
 
 
 @cache

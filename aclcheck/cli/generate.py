@@ -21,7 +21,7 @@ from aclcheck.executors import open_executor
 from aclcheck.options import DEFAULT_OPERATOR, EXECUTOR, OP
 from aclcheck.store import COMPRESSIONS, check_output_path, run_meta
 from aclcheck.store.file_guard import Role, check_apart
-from aclcheck.suite.generate import GenerateStats, ProgressFn, plan_suite
+from aclcheck.suite.generate import GenerateStats, ProgressFn, auto_jobs, plan_suite
 from aclcheck.suite.generate import generate as run_generate
 
 
@@ -70,6 +70,21 @@ def summary_table(stats: GenerateStats) -> Table:
     return table
 
 
+class JobsType(click.ParamType):
+    """--jobs: a positive number of workers, or auto."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | str:
+        if isinstance(value, int) or str(value).strip().isdigit():
+            if int(value) >= 1:
+                return int(value)
+        elif str(value).strip().lower() == "auto":
+            return "auto"
+        self.fail(f"{value!r} is neither a positive number of workers nor 'auto'", param, ctx)
+
+
 @contextmanager
 def progress_reporter(console: Console, total: int | None, path: Path) -> Iterator[ProgressFn]:
     """A rich progress bar on a terminal; otherwise one line at start (CI logs). A suite
@@ -107,8 +122,9 @@ def progress_reporter(console: Console, total: int | None, path: Path) -> Iterat
 @click.option("--cases-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="TOML/JSON case file (replaces the family selection).")
 @click.option("--shard", default=None, metavar="K/N", help="Write only the K-th of N slices.")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Worker processes computing tensors (only the parent writes).")
+@click.option("--jobs", type=JobsType(), default="auto", show_default=True,
+              help="Worker processes making the cases (only this process writes): a "
+              "number, or auto (one per core for a suite of 256 cases or more).")
 @click_option(EXECUTOR)
 @click.option("--compress", type=click.Choice(COMPRESSIONS), default="none", show_default=True,
               help="gzip for archives (slower to write and read).")
@@ -122,15 +138,17 @@ def generate(**params: Any) -> None:
     """Generate a golden suite: inputs and float64 goldens, in one HDF5 file.
 
     With no selection, writes the default suite: every product, dtype and format and all
-    main families, one case each. The file appears only when complete. With --jobs or
-    --executor, workers make the tensors from the case records (each case's seed) and
-    this process writes: the file is the same byte for byte.
+    main families, one case each. The file appears only when complete. Worker processes
+    (--jobs: by default one per core for a suite of 256 cases or more; or --executor)
+    build the cases and their tensors from the seeds and this process writes: the file
+    is the same byte for byte whoever made it.
 
     \b
     Examples:
       aclcheck generate -o suite.h5
       aclcheck generate -o a2-bf16.h5 --product atlas-a2 --dtype bf16 --count 5
       aclcheck generate -o mine.h5 --cases-file cases.toml --jobs 4
+      aclcheck generate -o one-core.h5 --count 10 --jobs 1
       aclcheck generate -o big.h5 --cases-file big.toml --max-case-mb 8000
       aclcheck generate -o huge.h5 --count 200 --executor dask://scheduler:8786
     """
@@ -148,11 +166,12 @@ def generate(**params: Any) -> None:
     meta = run_meta(command_line(params), suite.suite, selection=suite.selection)
     err = stderr_console()
     total = len(suite.cases) if isinstance(suite.cases, list) else None
+    jobs = auto_jobs(suite.cases) if params["jobs"] == "auto" else params["jobs"]
     # --jobs alone: generate's own pool, forked before the output file is opened
-    remote = open_executor(params["jobs"], params["executor"]) if params["executor"] \
+    remote = open_executor(jobs, params["executor"]) if params["executor"] \
         else nullcontext(None)
     with remote as executor, progress_reporter(err, total, params["output"]) as progress:
         stats = run_generate(params["output"], suite.cases, meta, force=params["force"],
-                             compress=params["compress"], jobs=params["jobs"],
+                             compress=params["compress"], jobs=jobs,
                              executor=executor, progress=progress)
     stdout_console().print(summary_table(stats))

@@ -15,16 +15,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from aclcheck.executors import available_cores
+
+__all__ = ["THREADS_ENV", "available_cores", "worker_threads"]
+
 #: the environment variable that, when set, leaves the kernels' threads alone
 THREADS_ENV = "OMP_NUM_THREADS"
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def worker_threads(concurrent: int, cores: int | None = None,

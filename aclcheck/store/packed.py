@@ -73,6 +73,16 @@ class PackedSchema:
     def text(self) -> frozenset[str]:
         return frozenset(name for name, kind in self.columns if kind == "s")
 
+    @cached_property
+    def text_flags(self) -> tuple[tuple[str, bool], ...]:
+        """(column, whether it is text) of every column, in order."""
+        return tuple((name, kind == "s") for name, kind in self.columns)
+
+    @cached_property
+    def start_columns(self) -> dict[str, int]:
+        """The column of each stored array's `<array>_start`."""
+        return {name: self.names.index(f"{name}_start") for name in self.stored}
+
 
 @cache
 def packed_schema(case_type: type[Case]) -> PackedSchema:
@@ -190,8 +200,8 @@ def case_row(case: Case, slots: Mapping[str, Slot], f: Facts | None = None
 
 def row_values(schema: PackedSchema, row: Mapping[str, Any]) -> tuple[Any, ...]:
     """A row as a tuple in column order, text as UTF-8 bytes (what the table stores)."""
-    text = schema.text
-    return tuple(str(row[n]).encode("utf-8") if n in text else row[n] for n in schema.names)
+    return tuple(str(row[n]).encode("utf-8") if text else row[n]
+                 for n, text in schema.text_flags)
 
 
 def row_dict(schema: PackedSchema, arr: np.void | np.ndarray) -> dict[str, Any]:

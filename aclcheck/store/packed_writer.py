@@ -14,6 +14,7 @@ import hashlib
 import pickle
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -170,6 +171,80 @@ def _id_hash(cid: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(cid, digest_size=8).digest(), "little")
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """Cases made ready for a packed file wherever their tensors were made (a worker
+    sends this, not the tensors): each case's /index row in column order, its arrays'
+    starts counted from the start of this batch's array of their dtype, and the batch's
+    arrays concatenated, one flat array per pool dtype (a few large buffers cross a
+    process boundary far more cheaply than many small arrays). The writer appends each
+    case's slices to the pools and puts where they landed into its row."""
+
+    cases: list[Case]
+    rows: list[tuple[Any, ...]]
+    #: per case: (start column, pool dtype, elements) of each non-empty stored array
+    moves: list[tuple[tuple[int, str, int], ...]]
+    pools: dict[str, np.ndarray]
+    nbytes: list[int]  # per case: bytes of array data
+    has_golden: list[bool]
+
+
+def prepare(items: Iterable[tuple[Case, CaseData]]) -> Prepared:
+    """Everything of `add` that needs no file, for a batch of cases (pure)."""
+    cases: list[Case] = []
+    rows: list[tuple[Any, ...]] = []
+    moves: list[tuple[tuple[int, str, int], ...]] = []
+    parts: dict[str, list[np.ndarray]] = {}
+    sizes: dict[str, int] = {}
+    nbytes: list[int] = []
+    goldens: list[bool] = []
+    for case, tensors in items:
+        check_id(case.id)
+        schema = packed_schema(type(case))
+        f = facts(case)
+        slots: dict[str, Slot] = {}
+        moved: list[tuple[int, str, int]] = []
+        stored = [(name, f.dtypes[name], tensors.inputs.get(name)) for name in schema.inputs]
+        stored.append((GOLDEN, GOLDEN_DTYPE, tensors.golden))
+        for name, dtype, t in stored:
+            flat = _flat(name, dtype, t)
+            if flat is None:
+                slots[name] = Slot(dtype, -1, 0)
+                continue
+            start = 0
+            if flat.size:
+                start = sizes.get(dtype, 0)
+                parts.setdefault(dtype, []).append(flat)
+                sizes[dtype] = start + flat.size
+                moved.append((schema.start_columns[name], dtype, flat.size))
+            slots[name] = Slot(dtype, start, flat.size)
+        row = case_row(case, slots, f)
+        cases.append(case)
+        rows.append(row_values(schema, row))
+        moves.append(tuple(moved))
+        nbytes.append(row["nbytes"])
+        goldens.append(tensors.golden is not None)
+    pools = {dtype: arrs[0] if len(arrs) == 1 else np.concatenate(arrs)
+             for dtype, arrs in parts.items()}
+    return Prepared(cases, rows, moves, pools, nbytes, goldens)
+
+
+def _flat(name: str, dtype: str, t: Any) -> np.ndarray | None:
+    """One array as its pool stores it, 1-D (a StridedTensor's storage, a golden), or
+    None (not stored)."""
+    if t is None:
+        return None
+    if name == GOLDEN:
+        return np.ascontiguousarray(t, dtype=np.float64).reshape(-1)
+    flat = t.storage.reshape(-1)
+    want = storage_dtype(dtype)
+    if flat.dtype != want:  # bfloat16 as its uint16 bits, bool as uint8
+        flat = encode_array(flat)[0]
+    if flat.dtype != want:
+        raise UsageError(f"{name}: storage of dtype {flat.dtype}, the record says {dtype}")
+    return flat
+
+
 class PackedWriter:
     """Streams cases into a packed golden file (schema 3); the file appears under its
     name only on commit. A context manager: a normal exit commits, an exception deletes
@@ -213,35 +288,33 @@ class PackedWriter:
 
     def add(self, case: Case, tensors: CaseData) -> int:
         """Append one case; returns the bytes of array data stored."""
-        check_id(case.id)
-        rows = self._rows_for(case)
-        f = facts(case)
-        slots: dict[str, Slot] = {}
-        nbytes = 0
-        with self._out.writing():
-            for name in rows.schema.inputs:
-                nbytes += self._append(slots, name, f.dtypes[name], tensors.inputs.get(name))
-            nbytes += self._append(slots, GOLDEN, GOLDEN_DTYPE, tensors.golden)
-            rows.add(row_values(rows.schema, case_row(case, slots, f)))
-        self.array_bytes += nbytes
-        self._out.wrote(nbytes)
-        return nbytes
+        return self.add_prepared(prepare([(case, tensors)]))[0]
 
-    def _append(self, slots: dict[str, Slot], name: str, dtype: str, t: Any) -> int:
-        """Append one array (a StridedTensor's storage, a golden, or None) to its pool."""
-        if t is None:
-            slots[name] = Slot(dtype, -1, 0)
-            return 0
-        if name == GOLDEN:
-            flat = np.ascontiguousarray(t, dtype=np.float64).reshape(-1)
-        else:
-            flat = encode_array(t.storage)[0].reshape(-1)
-            if flat.dtype != storage_dtype(dtype):
-                raise UsageError(f"{name}: storage of dtype {flat.dtype}, the record says "
-                                 f"{dtype}")
-        start = self._pool(dtype).append(flat) if flat.size else 0
-        slots[name] = Slot(dtype, start, flat.size)
-        return flat.nbytes
+    def add_prepared(self, batch: Prepared) -> list[int]:
+        """Append cases that `prepare` made ready (here or in a worker): each array goes
+        to its pool and its start into its row. Array by array, in the order of one case
+        at a time: the pools' chunks then reach the file in the same order however the
+        cases were batched, and so do the file's bytes. Returns each case's bytes of
+        array data."""
+        if not batch.cases:
+            return []
+        rows = self._rows_for(batch.cases[0])
+        for case in batch.cases[1:]:
+            self._rows_for(case)  # one operator's cases only
+        with self._out.writing():
+            for row, moved in zip(batch.rows, batch.moves, strict=True):
+                if moved:
+                    values = list(row)
+                    for column, dtype, count in moved:
+                        at = values[column]
+                        flat = batch.pools[dtype][at:at + count]
+                        values[column] = self._pool(dtype).append(flat)
+                    row = tuple(values)
+                rows.add(row)
+        total = sum(batch.nbytes)
+        self.array_bytes += total
+        self._out.wrote(total)
+        return batch.nbytes
 
     def _write_index(self, f: h5py.File) -> int:
         """/index from the spilled rows, batch by batch (aligned to its chunks); refuses a

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,22 @@ from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import normalize_format
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import SuiteError
-from aclcheck.executors import ProcessPool
+from aclcheck.executors import ProcessPool, available_cores
 from aclcheck.ops import DEFAULT, operator, operator_of
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
 from aclcheck.store.codec import check_id
 from aclcheck.store.h5read import memory_bytes
+from aclcheck.store.packed_writer import Prepared, prepare
 from aclcheck.suite.casefile import load_case_file
-from aclcheck.suite.selection import Selection, check_unique, iter_suite
+from aclcheck.suite.selection import (
+    Selection,
+    SuiteSlot,
+    check_unique,
+    iter_slots,
+    iter_suite,
+    slot_cases,
+)
 from aclcheck.suite.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 
 #: progress(done, total, case): called after each case is written (total None: a
@@ -38,6 +47,13 @@ ProgressFn = Callable[[int, int | None, Case], None]
 #: A worker batch holds up to this many cases or this many elements, whichever first.
 BATCH_CASES = 32
 BATCH_ELEMENTS = 1 << 22
+#: `--jobs auto`: a suite of fewer places (or cases) than this is made in this process;
+#: a larger one by up to this many workers, one per core.
+PARALLEL_MIN_CASES = 256
+MAX_AUTO_JOBS = 8
+#: A worker batch of a whole suite: this many places (a place is one case, or one
+#: product's invalid calls), cut short past BATCH_ELEMENTS.
+BATCH_PLACES = 48
 
 
 class CaseStream:
@@ -56,9 +72,18 @@ class CaseStream:
         k, n = self.shard or (1, 1)
         for i, case in enumerate(iter_suite(self.selection)):
             if i % n == k - 1:
-                check_id(case.id, SuiteError)
-                check_case_sizes((case,), self.max_case_bytes)
+                self.check(case)
                 yield case
+
+    @property
+    def parts(self) -> int:
+        """N of a K/N shard (1: the whole suite)."""
+        return self.shard[1] if self.shard else 1
+
+    def check(self, case: Case) -> None:
+        """SuiteError for an unsafe id or arrays over the size limit."""
+        check_id(case.id, SuiteError)
+        check_case_sizes((case,), self.max_case_bytes)
 
 
 @dataclass(frozen=True)
@@ -151,6 +176,22 @@ def default_max_case_bytes() -> int:
     return max(1 << 30, memory_bytes() // 4)
 
 
+def auto_jobs(cases: Iterable[Case], cores: int | None = None) -> int:
+    """How many worker processes `--jobs auto` starts: one per core (at most
+    MAX_AUTO_JOBS) for a suite of PARALLEL_MIN_CASES places or more, none (this process
+    alone) for a smaller one or on one core: starting workers costs more than they save
+    on a few cases."""
+    cores = available_cores() if cores is None else cores
+    if cores < 2:
+        return 1
+    if isinstance(cases, CaseStream):
+        places = islice(iter_slots(cases.selection), PARALLEL_MIN_CASES * cases.parts)
+        size = sum(1 for _ in places) // cases.parts
+    else:
+        size = len(cases) if isinstance(cases, Sized) else PARALLEL_MIN_CASES
+    return min(cores, MAX_AUTO_JOBS) if size >= PARALLEL_MIN_CASES else 1
+
+
 def check_case_sizes(cases: Sequence[Case], limit: int) -> None:
     """SuiteError naming the first case whose arrays need more than `limit` bytes."""
     for case in cases:
@@ -164,9 +205,27 @@ def check_case_sizes(cases: Sequence[Case], limit: int) -> None:
 # -- materialising ------------------------------------------------------------------------
 
 
-def _batch_tensors(cases: list[Case]) -> list[CaseData]:
-    """Worker entry point (top level, so it pickles)."""
-    return [make_tensors(c) for c in cases]
+def _prepare_batch(cases: list[Case]) -> Prepared:
+    """Worker entry point (top level, so it pickles): the cases' tensors, made ready
+    for the writer (the worker sends rows and one flat array per dtype, not tensors)."""
+    return prepare((c, make_tensors(c)) for c in cases)
+
+
+def _plan_batch(stream: CaseStream, slots: list[SuiteSlot]) -> tuple[int, Prepared]:
+    """Worker entry point: the cases of consecutive suite places, built, checked (as
+    CaseStream does) and made ready for the writer. Stops after the place where the
+    batch passed BATCH_ELEMENTS and says how many places it took: the caller sends the
+    rest again, so a batch of large cases never holds more than about that much."""
+    made: list[tuple[Case, CaseData]] = []
+    elements = 0
+    for taken, slot in enumerate(slots):
+        if made and elements >= BATCH_ELEMENTS:
+            return taken, prepare(made)
+        for case in slot_cases(stream.selection, slot):
+            stream.check(case)
+            made.append((case, make_tensors(case)))
+            elements += max(1, case.numel)
+    return len(slots), prepare(made)
 
 
 def batches(cases: Iterable[Case]) -> Iterator[list[Case]]:
@@ -184,21 +243,22 @@ def batches(cases: Iterable[Case]) -> Iterator[list[Case]]:
         yield batch
 
 
-def iter_tensors(cases: Iterable[Case], jobs: int = 1, executor: Any | None = None
-                 ) -> Iterator[tuple[Case, CaseData]]:
-    """(case, tensors) in suite order. With an executor (anything with
-    concurrent.futures' submit: a Dask client's, aclcheck.executors.open_executor's) or
-    jobs > 1 (a local process pool), batches of case records go to the workers, which
-    make the tensors from each case's seed and send them back; at most twice the
-    workers' batches are in flight."""
+def iter_prepared(cases: Iterable[Case], jobs: int = 1, executor: Any | None = None
+                  ) -> Iterator[Prepared]:
+    """The cases made ready for the writer, in suite order. With an executor (anything
+    with concurrent.futures' submit: a Dask client's, aclcheck.executors.open_executor's)
+    or jobs > 1 (a local process pool), the workers make them: from consecutive places
+    of a suite (they plan the cases too: only the places cross the wire), or from
+    batches of case records (a case file, a shard); at most twice the workers' batches
+    are in flight."""
     if executor is not None:
         yield from _fan_out(cases, executor, 2 * max(1, jobs, _workers(executor)))
         return
     if jobs <= 1:
-        buffers = ResultBuffers()  # golden memory reused from case to case
+        buffers = ResultBuffers()  # golden memory reused: the writer copies it at once
         for case in cases:
             interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
-            yield case, make_tensors(case, buffers=buffers)
+            yield prepare([(case, make_tensors(case, buffers=buffers))])
         return
     with ProcessPool(jobs) as pool:
         try:
@@ -220,27 +280,53 @@ def _workers(executor: Any) -> int:
         return 1
 
 
-def _fan_out(cases: Iterable[Case], executor: Any, window: int
-             ) -> Iterator[tuple[Case, CaseData]]:
-    pending: deque[tuple[list[Case], Future[list[CaseData]]]] = deque()
+Pending = deque[tuple[list[Any], "Future[Any]"]]
+
+
+def _fan_out(cases: Iterable[Case], executor: Any, window: int) -> Iterator[Prepared]:
+    if isinstance(cases, CaseStream) and cases.shard is None:
+        yield from _fan_out_places(cases, executor, window)
+        return
+    pending: Pending = deque()
     try:
         for batch in batches(cases):
-            pending.append((batch, executor.submit(_batch_tensors, batch)))
+            pending.append((batch, executor.submit(_prepare_batch, batch)))
             if len(pending) >= window:
-                yield from _drain_one(pending)
+                interrupts.check()  # before blocking: a Ctrl-C swallowed on the way
+                yield pending.popleft()[1].result()
         while pending:
-            yield from _drain_one(pending)
+            interrupts.check()
+            yield pending.popleft()[1].result()
     finally:
         for _, fut in pending:
             fut.cancel()
 
 
-def _drain_one(
-    pending: deque[tuple[list[Case], Future[list[CaseData]]]],
-) -> Iterator[tuple[Case, CaseData]]:
-    interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
-    batch, fut = pending.popleft()
-    yield from zip(batch, fut.result(), strict=True)
+def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[Prepared]:
+    """_fan_out for a whole suite: batches of places; a batch a worker cut short (its
+    cases were large) is sent again from where it stopped, ahead of the later ones."""
+    pending: Pending = deque()
+
+    def drain_one() -> Iterator[Prepared]:
+        interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
+        slots, fut = pending.popleft()
+        taken, batch = fut.result()
+        if taken < len(slots):
+            rest = slots[taken:]
+            pending.appendleft((rest, executor.submit(_plan_batch, stream, rest)))
+        yield batch
+
+    try:
+        places = iter_slots(stream.selection)
+        while batch := list(islice(places, BATCH_PLACES)):
+            pending.append((batch, executor.submit(_plan_batch, stream, batch)))
+            if len(pending) >= window:
+                yield from drain_one()
+        while pending:
+            yield from drain_one()
+    finally:
+        for _, fut in pending:
+            fut.cancel()
 
 
 # -- the whole run ------------------------------------------------------------------------
@@ -286,21 +372,24 @@ def generate(
     start = time.perf_counter()
     stats = GenerateStats(Path(path))
     total = len(cases) if isinstance(cases, Sized) else None
-    source = iter_tensors(cases, jobs, executor)
+    source = iter_prepared(cases, jobs, executor)
     done = 0
     writer: GoldenWriter | None = None
     try:
-        for done, (case, tensors) in enumerate(source, 1):
+        for batch in source:
             if writer is None:  # opened after the pool has forked its workers
                 writer = GoldenWriter(path, meta, force=force, compress=compress)
-            nbytes = writer.add(case, tensors)
-            combo = stats.combos.setdefault((case.product, case.dtype, case.format),
-                                            ComboStats())
-            combo.cases += 1
-            combo.valid += tensors.golden is not None
-            combo.array_bytes += nbytes
-            if progress is not None:
-                progress(done, total, case)
+            sizes = writer.add_prepared(batch)
+            for case, nbytes, valid in zip(batch.cases, sizes, batch.has_golden,
+                                           strict=True):
+                done += 1
+                combo = stats.combos.setdefault((case.product, case.dtype, case.format),
+                                                ComboStats())
+                combo.cases += 1
+                combo.valid += valid
+                combo.array_bytes += nbytes
+                if progress is not None:
+                    progress(done, total, case)
         if writer is None:
             writer = GoldenWriter(path, meta, force=force, compress=compress)
         stats.file_bytes = writer.commit()

@@ -62,9 +62,21 @@ def build_suite(sel: Selection) -> list[Case]:
     return cases
 
 
+#: One place in a suite's order: (product, family, dtype, format, index); dtype and
+#: format are None for the invalid-call family, whose place is one index of a product.
+SuiteSlot = tuple[str, str, str | None, str | None, int]
+
+
 def iter_suite(sel: Selection) -> Iterator[Case]:
     """build_suite's cases one at a time, in the same order (a suite of any size in
     constant memory; ids are unique by construction, build_suite checks it)."""
+    for slot in iter_slots(sel):
+        yield from slot_cases(sel, slot)
+
+
+def iter_slots(sel: Selection) -> Iterator[SuiteSlot]:
+    """The places of a selection's suite, in order: cheap to list (no case is built),
+    so workers can build the cases of consecutive places and keep the suite's order."""
     op = operator(sel.op)
     for prod_id in sel.products:
         prod = op.products[prod_id]
@@ -73,18 +85,27 @@ def iter_suite(sel: Selection) -> Iterator[Case]:
         for family in sel.families:
             if family == "invalid":
                 for index in range(sel.count):
-                    # unrestricted: the product's own dtypes plus the compute dtypes it lacks
-                    rules_dtypes = sel.dtypes if sel.dtypes is not None else tuple(
-                        dict.fromkeys(prod.dtypes + op.dtypes))
-                    yield from op.invalid_cases(prod_id, tuple(rules_dtypes), sel.formats,
-                                                index, sel.seed)
+                    yield prod_id, family, None, None, index
                 continue
             for dtype in positive:
                 for fmt in sel.formats:
                     for index in range(sel.count):
-                        case = op.shape_case(family, prod_id, dtype, fmt, index, sel.seed)
-                        if case is not None:
-                            yield case
+                        yield prod_id, family, dtype, fmt, index
+
+
+def slot_cases(sel: Selection, slot: SuiteSlot) -> list[Case]:
+    """The cases of one place of the suite (none where a family does not apply; the
+    invalid-call family's are built from the contract's rules, one per rule)."""
+    op = operator(sel.op)
+    prod_id, family, dtype, fmt, index = slot
+    if dtype is None or fmt is None:
+        # unrestricted: the product's own dtypes plus the compute dtypes it lacks
+        rules_dtypes = sel.dtypes if sel.dtypes is not None else tuple(
+            dict.fromkeys(op.products[prod_id].dtypes + op.dtypes))
+        return list(op.invalid_cases(prod_id, tuple(rules_dtypes), sel.formats, index,
+                                     sel.seed))
+    case = op.shape_case(family, prod_id, dtype, fmt, index, sel.seed)
+    return [] if case is None else [case]
 
 
 def check_unique(cases: Iterable[Case], where: str) -> None:

@@ -1,0 +1,144 @@
+"""generate's workers: they plan a suite's cases from its places and send rows and flat
+arrays, not tensors; the file is the same byte for byte; `--jobs auto` picks the
+workers by the suite's size and the cores."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from aclcheck.cli import cli
+from aclcheck.errors import SuiteError
+from aclcheck.store import GoldenWriter
+from aclcheck.suite import generate as gen
+from aclcheck.suite.selection import Selection, build_suite, iter_slots
+
+#: a few hundred cases over every family kind (the invalid calls' places hold many)
+SUITE = {"products": ["atlas-a2"], "count": 2}
+
+
+class InlineExecutor:
+    """concurrent.futures' submit, run at once in this process; records what it ran."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
+        self.calls.append((fn.__name__, len(args[-1])))
+        fut: Future[Any] = Future()
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, as a pool does
+            fut.set_exception(exc)
+        return fut
+
+
+def _write(path: Path, executor: Any = None, jobs: int = 1, **plan: Any) -> bytes:
+    suite = gen.plan_suite(**{**SUITE, **plan})
+    gen.generate(path, suite.cases, {"created": "fixed"}, jobs=jobs, executor=executor)
+    return path.read_bytes()
+
+
+def test_workers_plan_the_places_and_the_bytes_do_not_change(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole suite crosses to the workers as places; a batch a worker cuts short (its
+    cases passed the element budget) is sent again from where it stopped, ahead of the
+    later ones, so the order and the bytes are those of a serial run."""
+    serial = _write(tmp_path / "serial.h5")
+    monkeypatch.setattr(gen, "BATCH_PLACES", 7)
+    monkeypatch.setattr(gen, "BATCH_ELEMENTS", 4000)
+    inline = InlineExecutor()
+    assert _write(tmp_path / "inline.h5", executor=inline) == serial
+    assert {name for name, _ in inline.calls} == {"_plan_batch"}
+    places = sum(1 for _ in iter_slots(gen.plan_suite(**SUITE).cases.selection))
+    first_tries = -(-places // 7)
+    assert len(inline.calls) > first_tries  # some batches were cut short and sent again
+    assert sum(n for _, n in inline.calls) > places
+
+
+def test_a_shard_or_a_case_list_goes_out_as_case_records(tmp_path: Path) -> None:
+    inline = InlineExecutor()
+    suite = gen.plan_suite(**SUITE, shard_spec="2/3")
+    gen.generate(tmp_path / "s.h5", suite.cases, {"created": "fixed"}, executor=inline)
+    assert {name for name, _ in inline.calls} == {"_prepare_batch"}
+    serial = tmp_path / "serial.h5"
+    gen.generate(serial, suite.cases, {"created": "fixed"})
+    assert (tmp_path / "s.h5").read_bytes() == serial.read_bytes()
+
+
+def test_local_workers_write_the_serial_bytes(tmp_path: Path) -> None:
+    assert _write(tmp_path / "a.h5", jobs=2) == _write(tmp_path / "b.h5")
+
+
+def test_a_refusal_in_a_worker_reaches_the_user_and_nothing_is_written(
+        tmp_path: Path) -> None:
+    """A case over --max-case-mb, found by the worker that plans it, stops the run with
+    the same one-line error as a serial run; the output never appears."""
+    with pytest.raises(SuiteError, match="over the limit"):
+        _write(tmp_path / "x.h5", executor=InlineExecutor(), max_case_bytes=100)
+    out = tmp_path / "cli.h5"
+    res = CliRunner().invoke(cli, ["generate", "-o", str(out), "--product", "atlas-a2",
+                                   "--count", "2", "--jobs", "2", "--max-case-mb", "0.0001"])
+    assert res.exit_code == 2, res.output
+    assert "over the limit of 0 MB (--max-case-mb)" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_auto_jobs_by_size_and_cores() -> None:
+    default = gen.plan_suite().cases
+    assert gen.auto_jobs(default, cores=1) == 1
+    assert gen.auto_jobs(default, cores=2) == 2
+    assert gen.auto_jobs(default, cores=64) == gen.MAX_AUTO_JOBS
+    small = gen.plan_suite(products=["atlas-a2"], families=["special"]).cases
+    assert sum(1 for _ in iter_slots(small.selection)) < gen.PARALLEL_MIN_CASES
+    assert gen.auto_jobs(small, cores=2) == 1
+    # a shard counts its part of the suite
+    big = gen.plan_suite(count=2).cases
+    part = gen.plan_suite(count=2, shard_spec="1/8").cases
+    assert gen.auto_jobs(big, cores=2) == 2 and gen.auto_jobs(part, cores=2) == 1
+    cases = build_suite(Selection(products=("atlas-a2",), count=2))
+    assert gen.auto_jobs(cases[:gen.PARALLEL_MIN_CASES], cores=4) == 4
+    assert gen.auto_jobs(cases[:10], cores=4) == 1
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_jobs_refuses_what_is_not_a_count_or_auto(tmp_path: Path, value: str) -> None:
+    res = CliRunner().invoke(cli, ["generate", "-o", str(tmp_path / "x.h5"), "--jobs", value])
+    assert res.exit_code == 2 and "neither a positive number of workers nor 'auto'" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_case_pickles_its_record_only() -> None:
+    """What a case computes from its fields (role descriptions, the contract's answer)
+    stays behind when it crosses to a worker: the record is all the worker needs."""
+    case = build_suite(Selection(products=("atlas-a2",), families=("layout",)))[0]
+    assert case.positive and case.tensor_desc("out").shape == case.self_shape
+    state = case.__getstate__()
+    assert set(state) == {f for f in vars(case) if not f.startswith("_")} - {"expectation"}
+    back = pickle.loads(pickle.dumps(case))
+    assert back == case and "_descs" not in vars(back)
+    assert back.tensor_desc("out") == case.tensor_desc("out")
+
+
+def test_a_batch_appends_as_its_cases_one_by_one(tmp_path: Path) -> None:
+    """prepare() of many cases and of one case at a time land the same bytes."""
+    from aclcheck.ops.materialize import make_tensors
+    from aclcheck.store.packed_writer import prepare
+
+    cases = build_suite(Selection(products=("atlas-a2",), families=("layout", "invalid")))
+    made = [(c, make_tensors(c)) for c in cases]
+    one, many = tmp_path / "one.h5", tmp_path / "many.h5"
+    with GoldenWriter(one, {"created": "fixed"}) as w:
+        for case, data in made:
+            w.add(case, data)
+    with GoldenWriter(many, {"created": "fixed"}) as w:
+        sizes = w.add_prepared(prepare(made[:5])) + w.add_prepared(prepare(made[5:]))
+    assert one.read_bytes() == many.read_bytes()
+    assert len(sizes) == len(cases) and sum(sizes) == w.array_bytes
