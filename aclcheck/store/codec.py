@@ -64,7 +64,7 @@ EXPECT_ATTRS = ("expected_status", "expected_rule", "expected_reason", "out_writ
 
 def shape_text(shape: Iterable[int]) -> str:
     """(2, 3, 17, 9) -> '2x3x17x9' (the index's shape columns)."""
-    return "x".join(str(int(d)) for d in shape)
+    return "x".join(map(str, map(int, shape)))
 
 
 def parse_shape_text(text: str) -> tuple[int, ...]:

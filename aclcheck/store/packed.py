@@ -200,8 +200,8 @@ def case_row(case: Case, slots: Mapping[str, Slot], f: Facts | None = None
 
 def row_values(schema: PackedSchema, row: Mapping[str, Any]) -> tuple[Any, ...]:
     """A row as a tuple in column order, text as UTF-8 bytes (what the table stores)."""
-    return tuple(str(row[n]).encode("utf-8") if text else row[n]
-                 for n, text in schema.text_flags)
+    return tuple([str(row[n]).encode("utf-8") if text else row[n]
+                  for n, text in schema.text_flags])
 
 
 def row_dict(schema: PackedSchema, arr: np.void | np.ndarray) -> dict[str, Any]:
