@@ -1,8 +1,11 @@
-"""The generate pipeline: cases -> tensors (optionally in worker processes) -> golden file.
+"""The generate pipeline: places -> cases -> tensors -> rows and flat arrays -> golden file.
 
-Workers only compute (make_tensors); the parent alone writes, in suite order, so the
-file is the same whatever --jobs is. A bounded window of in-flight batches keeps memory
-flat on large suites.
+Workers (a local pool, by default one per core on a large suite, or a Dask cluster) plan
+a suite's cases from batches of its places (a case file's or a shard's cases go out as
+records), make their tensors and the packed rows, and send those back; the parent alone
+writes, a case at a time in suite order, so the file is the same byte for byte whoever
+made it. A bounded window of in-flight batches, each cut short past BATCH_ELEMENTS,
+keeps memory flat on large suites.
 """
 
 from __future__ import annotations
