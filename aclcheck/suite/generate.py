@@ -11,10 +11,9 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aclcheck import interrupts
 from aclcheck.arrays import ResultBuffers
@@ -22,7 +21,6 @@ from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import normalize_format
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import SuiteError
-from aclcheck.executors import ProcessPool
 from aclcheck.ops import DEFAULT, operator, operator_of
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
@@ -31,6 +29,9 @@ from aclcheck.store.h5read import memory_bytes
 from aclcheck.suite.casefile import load_case_file
 from aclcheck.suite.selection import Selection, check_unique, iter_suite
 from aclcheck.suite.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 #: progress(done, total, case): called after each case is written (total None: a
 #: streamed suite, whose size is known at its end).
@@ -200,6 +201,8 @@ def iter_tensors(cases: Iterable[Case], jobs: int = 1, executor: Any | None = No
             interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
             yield case, make_tensors(case, buffers=buffers)
         return
+    from aclcheck.executors import ProcessPool
+
     with ProcessPool(jobs) as pool:
         try:
             yield from _fan_out(cases, pool, 2 * jobs)
