@@ -26,7 +26,6 @@ from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
 from aclcheck.store.codec import check_id
 from aclcheck.store.h5read import memory_bytes
-from aclcheck.suite.casefile import load_case_file
 from aclcheck.suite.selection import Selection, check_unique, iter_suite
 from aclcheck.suite.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
 
@@ -127,6 +126,8 @@ def plan_suite(
                          "replace the families)")
     if count is not None:
         raise SuiteError("--count does not apply with --cases-file")
+    from aclcheck.suite.casefile import load_case_file  # (and configfile, tomllib)
+
     cf = load_case_file(cases_file, seed, op)
     for p in products:
         operator(op).product(p)
