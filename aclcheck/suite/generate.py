@@ -126,7 +126,7 @@ def plan_suite(
                          "replace the families)")
     if count is not None:
         raise SuiteError("--count does not apply with --cases-file")
-    from aclcheck.suite.casefile import load_case_file  # (and configfile, tomllib)
+    from aclcheck.suite.casefile import load_case_file
 
     cf = load_case_file(cases_file, seed, op)
     for p in products:
