@@ -121,6 +121,7 @@ def hooks(value: object) -> list[Hook]:
 
 @pytest.mark.parametrize("name", ops.NAMES)
 def test_every_lazy_hook_resolves_to_a_function_and_pickles(name: str) -> None:
+    assert ops.OPERATORS[name].name == name  # the folder is named as its operator
     found = hooks(ops.OPERATORS[name])
     assert found, name  # numerics at least is lazy
     for hook in found:
@@ -132,3 +133,13 @@ def test_every_lazy_hook_resolves_to_a_function_and_pickles(name: str) -> None:
 def test_a_hook_calls_its_function() -> None:
     op = ops.default_operator()
     assert op.display.axis_names(4) == ("n", "c", "h", "w")
+
+
+def test_the_store_exports_every_name_it_lists() -> None:
+    from aclcheck import store
+
+    assert sorted(store._EXPORTS) == sorted(store.__all__)
+    for name in store.__all__:
+        assert getattr(store, name) is not None, name
+    with pytest.raises(AttributeError):
+        store.nosuch  # noqa: B018
