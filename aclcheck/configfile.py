@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +60,12 @@ def read_document(path: str | Path, what: str, *, syntax: str | None = None,
         raise error.at(source, f"cannot read {what}: {exc.strerror or exc}") from None
     try:
         text = raw.decode("utf-8")
-        data = json.loads(text) if kind == "json" else tomllib.loads(text)
+        if kind == "json":
+            data = json.loads(text)
+        else:
+            import tomllib  # a JSON file's reader never needs it
+
+            data = tomllib.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         detail = " ".join(str(exc).split())
         raise error.at(source, f"not valid {kind.upper()}: {detail}") from None

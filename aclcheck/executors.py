@@ -8,7 +8,6 @@ many tasks it runs at once (how many to keep in flight)."""
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import socket
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -18,14 +17,6 @@ from typing import Any
 
 from aclcheck import interrupts
 from aclcheck.errors import UsageError
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 class ProcessPool(ProcessPoolExecutor):

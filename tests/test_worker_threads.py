@@ -1,4 +1,4 @@
-"""Workers that compute at once share the cores (aclcheck/running/cores.py): the case
+"""Workers that compute at once share the cores (aclcheck/cores.py): the case
 worker and the recall worker of an isolated run with the stale-state check each get
 their share of the kernels' threads, unless the user set OMP_NUM_THREADS."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from aclcheck.cores import available_cores, worker_threads
 from aclcheck.impls import create
-from aclcheck.running.cores import available_cores, worker_threads
 from aclcheck.running.runner import CaseRunner, RunOptions
 
 

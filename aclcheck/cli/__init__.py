@@ -47,9 +47,9 @@ def main() -> None:
     try:
         cli.main(prog_name="aclcheck")
     except SystemExit as exc:
-        from aclcheck.running import integrity
-
-        if not integrity.compromised:
+        # never imported: no kernel ran in this process (generate, inspect, ...)
+        integrity = sys.modules.get("aclcheck.running.integrity")
+        if integrity is None or not integrity.compromised:
             raise
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         for stream in (sys.stdout, sys.stderr):

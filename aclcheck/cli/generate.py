@@ -6,23 +6,23 @@ import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from aclcheck.cases.acl import ALL_FORMATS
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import click_option
 from aclcheck.errors import EXIT_CODES_HELP
-from aclcheck.executors import open_executor
 from aclcheck.options import DEFAULT_OPERATOR, EXECUTOR, OP
 from aclcheck.store import COMPRESSIONS, check_output_path, run_meta
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite.generate import GenerateStats, ProgressFn, auto_jobs, plan_suite
 from aclcheck.suite.generate import generate as run_generate
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 def command_line(params: dict[str, Any]) -> str:
@@ -45,6 +45,8 @@ def command_line(params: dict[str, Any]) -> str:
 
 def summary_table(stats: GenerateStats) -> Table:
     """Cases per product/dtype (a column per format), goldens and bytes, totals below."""
+    from rich.table import Table
+
     formats = sorted({fmt for _, _, fmt in stats.combos},
                      key=lambda f: (ALL_FORMATS + (f,)).index(f))
     rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -94,6 +96,14 @@ def progress_reporter(console: Console, total: int | None, path: Path) -> Iterat
         console.print(f"aclcheck: generating {what} -> {path}")
         yield lambda done, total_, case: None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     columns = (TextColumn("generating"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("{task.description}"))
     with Progress(*columns, console=console, transient=True) as bar:
@@ -168,8 +178,11 @@ def generate(**params: Any) -> None:
     total = len(suite.cases) if isinstance(suite.cases, list) else None
     jobs = auto_jobs(suite.cases) if params["jobs"] == "auto" else params["jobs"]
     # --jobs alone: generate's own pool, forked before the output file is opened
-    remote = open_executor(jobs, params["executor"]) if params["executor"] \
-        else nullcontext(None)
+    remote: Any = nullcontext(None)
+    if params["executor"]:
+        from aclcheck.executors import open_executor
+
+        remote = open_executor(jobs, params["executor"])
     with remote as executor, progress_reporter(err, total, params["output"]) as progress:
         stats = run_generate(params["output"], suite.cases, meta, force=params["force"],
                              compress=params["compress"], jobs=jobs,

@@ -3,23 +3,49 @@ in its folder under aclcheck/ops/ (docs/adding-an-operator.md says what each fie
 in the order a newcomer writes them). Generic code reaches an operator through
 aclcheck.ops.operator(name) or aclcheck.ops.operator_of(case); judging never does (it
 reads the operator's CaseModel).
+
+Hooks that only some commands call (the numeric model, diagnosis, coverage) are given as
+`Hook("module", "name")`: the module is imported on the first call, so a command that
+never calls them (generate) does not import them, nor what they import (judging).
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from aclcheck.cases.acl import PRODUCTS
-from aclcheck.cases.coverage import Coverage
 from aclcheck.cases.record import Call, Case, CaseData, Expectation, Role
 from aclcheck.errors import SuiteError
-from aclcheck.judging.model import CaseModel, NumericPath
-from aclcheck.judging.reproduce import CaseEvidence
-from aclcheck.judging.signature import CaseFacts
+
+if TYPE_CHECKING:
+    from aclcheck.cases.coverage import Coverage
+    from aclcheck.judging.model import CaseModel, NumericPath
+    from aclcheck.judging.reproduce import CaseEvidence
+    from aclcheck.judging.signature import CaseFacts
+
+
+@dataclass(frozen=True)
+class Hook:
+    """A function of an operator's folder imported on its first call: `module`'s `name`
+    (a dotted module path). Stateless and picklable (it is its two names); once imported,
+    a call costs a dictionary look-up more than the function itself."""
+
+    module: str
+    name: str
+
+    def target(self) -> Callable[..., Any]:
+        """The function itself (its module imported now, if not yet)."""
+        module = sys.modules.get(self.module) or importlib.import_module(self.module)
+        return getattr(module, self.name)  # type: ignore[no-any-return]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.target()(*args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ class IsolatedRunner:
     the adapter's own supports() first and may answer "declined" (a SKIP). clock: the
     wall-clock allowances (its CPU counterpart is made here); cpu_time reads a worker's
     CPU seconds (tests inject one); threads: the most threads the adapter's kernels may
-    use (aclcheck.running.cores; None: its default).
+    use (aclcheck.cores; None: its default).
     """
 
     def __init__(self, spec: str, timeout: float, deterministic: bool | None = None,

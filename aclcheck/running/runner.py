@@ -17,6 +17,7 @@ from aclcheck import interrupts
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import SUCCESS
 from aclcheck.cases.call import Capabilities, Outcome
+from aclcheck.cores import worker_threads
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
 from aclcheck.errors import UsageError
 from aclcheck.impls.base import CallInputs, Implementation, guarded_run
@@ -29,7 +30,6 @@ from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import TIMEOUT_S
 from aclcheck.running import recall
-from aclcheck.running.cores import worker_threads
 from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.running.integrity import IntegrityGuard
 from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote

@@ -30,7 +30,7 @@ def _worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | Non
                  memory_limit: int | None, check_supports: bool,
                  threads: int | None = None) -> None:
     """Build the adapter from its spec (its kernels on at most `threads` threads where
-    given: aclcheck.running.cores), then serve calls until told to stop."""
+    given: aclcheck.cores), then serve calls until told to stop."""
     from aclcheck.impls.registry import create
 
     faulthandler.disable()  # a crash is reported by the parent, not dumped on stderr

@@ -24,50 +24,94 @@ the file (and the case).
     exchange    the .bin folder exchange with C/C++ harnesses (docs/bin-exchange.md)
     file_guard  a command's outputs never replace its inputs
 
-Merging shard files lives in aclcheck.suite.merge.
+Merging shard files lives in aclcheck.suite.merge. The names below are imported from
+their modules on first access, so a writer does not import the readers and checks.
 """
 
-from aclcheck.dtypes import decode_array, dtype_name, encode_array, storage_dtype
-from aclcheck.errors import OutputFileError
-from aclcheck.store.atomic import check_output_path
-from aclcheck.store.check import (
-    CheckReport,
-    check_file,
-    check_golden,
-    check_results,
-    is_golden,
-    peek_format,
-)
-from aclcheck.store.codec import (
-    CASE_ID_RE,
-    CHUNK_BYTES,
-    COMPRESSIONS,
-    EXPECT_ATTRS,
-    FORMAT_GOLDEN,
-    FORMAT_RESULTS,
-    REQUIRED_ROOT_ATTRS,
-    SCHEMA_VERSION,
-    VOLATILE_ROOT_ATTRS,
-    check_ids,
-    chunk_shape,
-    parse_shape_text,
-    run_meta,
-    shape_text,
-    text_attr,
-)
-from aclcheck.store.index import IndexEntry, index_columns, index_entry
-from aclcheck.store.packed_writer import PackedWriter as GoldenWriter
-from aclcheck.store.packed_writer import write_packed as write_golden
-from aclcheck.store.reader import GoldenFile, golden_schema, open_golden
-from aclcheck.store.records import record_attrs, record_from_attrs
-from aclcheck.store.results import (
-    RESULT_INDEX_COLUMNS,
-    ResultRow,
-    iter_results,
-    read_results,
-    results_meta,
-    write_results,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aclcheck.dtypes import decode_array, dtype_name, encode_array, storage_dtype
+    from aclcheck.errors import OutputFileError
+    from aclcheck.store.atomic import check_output_path
+    from aclcheck.store.check import (
+        CheckReport,
+        check_file,
+        check_golden,
+        check_results,
+        is_golden,
+        peek_format,
+    )
+    from aclcheck.store.codec import (
+        CASE_ID_RE,
+        CHUNK_BYTES,
+        COMPRESSIONS,
+        EXPECT_ATTRS,
+        FORMAT_GOLDEN,
+        FORMAT_RESULTS,
+        REQUIRED_ROOT_ATTRS,
+        SCHEMA_VERSION,
+        VOLATILE_ROOT_ATTRS,
+        check_ids,
+        chunk_shape,
+        parse_shape_text,
+        run_meta,
+        shape_text,
+        text_attr,
+    )
+    from aclcheck.store.index import IndexEntry, index_columns, index_entry
+    from aclcheck.store.packed_writer import PackedWriter as GoldenWriter
+    from aclcheck.store.packed_writer import write_packed as write_golden
+    from aclcheck.store.reader import GoldenFile, golden_schema, open_golden
+    from aclcheck.store.records import record_attrs, record_from_attrs
+    from aclcheck.store.results import (
+        RESULT_INDEX_COLUMNS,
+        ResultRow,
+        iter_results,
+        read_results,
+        results_meta,
+        write_results,
+    )
+
+#: name -> (module, its name there): what `from aclcheck.store import X` gives, imported
+#: on first access (a writer need not import the readers and checks, nor they the writer)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    **{name: ("aclcheck.dtypes", name)
+       for name in ("decode_array", "dtype_name", "encode_array", "storage_dtype")},
+    "OutputFileError": ("aclcheck.errors", "OutputFileError"),
+    "check_output_path": ("aclcheck.store.atomic", "check_output_path"),
+    **{name: ("aclcheck.store.check", name)
+       for name in ("CheckReport", "check_file", "check_golden", "check_results",
+                    "is_golden", "peek_format")},
+    **{name: ("aclcheck.store.codec", name)
+       for name in ("CASE_ID_RE", "CHUNK_BYTES", "COMPRESSIONS", "EXPECT_ATTRS",
+                    "FORMAT_GOLDEN", "FORMAT_RESULTS", "REQUIRED_ROOT_ATTRS",
+                    "SCHEMA_VERSION", "VOLATILE_ROOT_ATTRS", "check_ids", "chunk_shape",
+                    "parse_shape_text", "run_meta", "shape_text", "text_attr")},
+    **{name: ("aclcheck.store.index", name)
+       for name in ("IndexEntry", "index_columns", "index_entry")},
+    "GoldenWriter": ("aclcheck.store.packed_writer", "PackedWriter"),
+    "write_golden": ("aclcheck.store.packed_writer", "write_packed"),
+    **{name: ("aclcheck.store.reader", name)
+       for name in ("GoldenFile", "golden_schema", "open_golden")},
+    **{name: ("aclcheck.store.records", name)
+       for name in ("record_attrs", "record_from_attrs")},
+    **{name: ("aclcheck.store.results", name)
+       for name in ("RESULT_INDEX_COLUMNS", "ResultRow", "iter_results", "read_results",
+                    "results_meta", "write_results")},
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    return getattr(importlib.import_module(module), attr)
+
 
 __all__ = [
     "CASE_ID_RE", "CHUNK_BYTES", "COMPRESSIONS", "EXPECT_ATTRS", "FORMAT_GOLDEN",

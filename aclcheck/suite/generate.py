@@ -14,26 +14,24 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aclcheck import interrupts
 from aclcheck.arrays import ResultBuffers
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import normalize_format
+from aclcheck.cores import available_cores
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import SuiteError
-from aclcheck.executors import ProcessPool, available_cores
 from aclcheck.ops import DEFAULT, operator, operator_of
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
 from aclcheck.store.codec import check_id
 from aclcheck.store.h5read import memory_bytes
 from aclcheck.store.packed_writer import Prepared, prepare
-from aclcheck.suite.casefile import load_case_file
 from aclcheck.suite.selection import (
     Selection,
     SuiteSlot,
@@ -43,6 +41,9 @@ from aclcheck.suite.selection import (
     slot_cases,
 )
 from aclcheck.suite.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 #: progress(done, total, case): called after each case is written (total None: a
 #: streamed suite, whose size is known at its end).
@@ -154,6 +155,9 @@ def plan_suite(
                          "replace the families)")
     if count is not None:
         raise SuiteError("--count does not apply with --cases-file")
+
+    from aclcheck.suite.casefile import load_case_file  # only --cases-file reads one
+
     cf = load_case_file(cases_file, seed, op)
     for p in products:
         operator(op).product(p)
@@ -263,6 +267,8 @@ def iter_prepared(cases: Iterable[Case], jobs: int = 1, executor: Any | None = N
             interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
             yield prepare([(case, make_tensors(case, buffers=buffers))])
         return
+    from aclcheck.executors import ProcessPool
+
     with ProcessPool(jobs) as pool:
         try:
             yield from _fan_out(cases, pool, 2 * jobs)

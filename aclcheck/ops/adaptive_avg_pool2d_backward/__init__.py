@@ -15,19 +15,18 @@
 
 from __future__ import annotations
 
-from aclcheck.ops.adaptive_avg_pool2d_backward import (
-    contract,
-    diagnose,
-    families,
-    numerics,
-    reference,
-)
-from aclcheck.ops.adaptive_avg_pool2d_backward.coverage import case_coverage
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract, families, reference
 from aclcheck.ops.adaptive_avg_pool2d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.space import SPACE
 from aclcheck.ops.adaptive_avg_pool2d_backward.values import tensor_values
-from aclcheck.ops.operator import Diagnosis, Display, Operator
+from aclcheck.ops.operator import Diagnosis, Display, Hook, Operator
+
+
+def late(module: str, name: str) -> Hook:
+    """`name` of this folder's `module`, imported on first call (numerics, diagnose and
+    coverage import judging: generate never calls them)."""
+    return Hook(f"{__name__}.{module}", name)
 
 
 def shapes_text(case: Case) -> str:
@@ -54,18 +53,18 @@ OPERATOR = Operator(
     values=tensor_values,
     space=SPACE,
     golden=reference.golden,
-    model=numerics.model,
-    paths=numerics.paths,
+    model=late("numerics", "model"),
+    paths=late("numerics", "paths"),
     case_bytes=reference.case_bytes,
     glue=GLUE,
     display=Display(
-        axis_names=numerics.axis_names, map_axes=("H", "W"), shapes_text=shapes_text,
+        axis_names=late("numerics", "axis_names"), map_axes=("H", "W"), shapes_text=shapes_text,
         magnitude_source="|gradOutput|",
         products_note="All three tensors share dtype and format. Null pointer: 161001; other "
                       "invalid calls: 161002 (order: null, rank, N/C, dtype, format). NHWC, "
                       "another out dtype or out H/W: undocumented (reported, not judged)."),
     family_notes=families.NOTES,
-    coverage=case_coverage,
-    diagnosis=Diagnosis(facts=diagnose.facts, evidence=diagnose.evidence,
-                        windows=diagnose.windows, family=diagnose.family),
+    coverage=late("coverage", "case_coverage"),
+    diagnosis=Diagnosis(facts=late("diagnose", "facts"), evidence=late("diagnose", "evidence"),
+                        windows=late("diagnose", "windows"), family=late("diagnose", "family")),
 )

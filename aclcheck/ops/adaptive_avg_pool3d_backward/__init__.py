@@ -15,12 +15,18 @@
 from __future__ import annotations
 
 from aclcheck.cases import Case as CaseBase
-from aclcheck.ops.adaptive_avg_pool3d_backward import contract, families, numerics, reference
+from aclcheck.ops.adaptive_avg_pool3d_backward import contract, families, reference
 from aclcheck.ops.adaptive_avg_pool3d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.space import SPACE
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import tensor_values
-from aclcheck.ops.operator import Display, Operator
+from aclcheck.ops.operator import Display, Hook, Operator
+
+
+def late(module: str, name: str) -> Hook:
+    """`name` of this folder's `module`, imported on first call (numerics imports
+    judging: generate never calls it)."""
+    return Hook(f"{__name__}.{module}", name)
 
 
 def shapes_text(case: CaseBase) -> str:
@@ -48,13 +54,13 @@ OPERATOR = Operator(
     values=tensor_values,
     space=SPACE,
     golden=reference.golden,
-    model=numerics.model,
-    paths=numerics.paths,
+    model=late("numerics", "model"),
+    paths=late("numerics", "paths"),
     case_bytes=reference.case_bytes,
     glue=GLUE,
     family_notes=families.NOTES,
     display=Display(
-        axis_names=numerics.axis_names, map_axes=("H", "W"), shapes_text=shapes_text,
+        axis_names=late("numerics", "axis_names"), map_axes=("H", "W"), shapes_text=shapes_text,
         magnitude_source="|gradOutput|",
         products_note="All three tensors share dtype, format and (out, self) shape. Null "
                       "pointer: 161001; other invalid calls, an empty tensor included: "

@@ -1,4 +1,5 @@
-"""How many threads a worker's kernels may use when several workers compute at once.
+"""The cores this process may use: how many workers generate starts (`--jobs auto`) and
+how many threads a worker's kernels may use when several workers compute at once.
 
 An isolated run with the stale-state check keeps two workers busy together (the case
 worker and the recall worker, aclcheck.running.recall). A framework whose CPU kernels
@@ -15,12 +16,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from aclcheck.executors import available_cores
-
-__all__ = ["THREADS_ENV", "available_cores", "worker_threads"]
-
 #: the environment variable that, when set, leaves the kernels' threads alone
 THREADS_ENV = "OMP_NUM_THREADS"
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def worker_threads(concurrent: int, cores: int | None = None,
