@@ -2,7 +2,9 @@
 
 Every figure is two whole commands (interpreter start and imports included) run in turns
 in one process tree, on the same cases; each part keeps the median of `--rounds` and
-reports wall time, the children's CPU time and their peak RSS:
+reports wall time, the children's CPU time and their peak RSS. aclcheck is byte-compiled
+first, as an installed package is (PYTHONDONTWRITEBYTECODE would otherwise make every
+start compile it):
 
   gen-small     `aclcheck generate --count N` (default suite x N, mostly small cases) vs
                 a bare loop: numpy values + torch float64 backward + one h5py group per
@@ -391,6 +393,20 @@ def profile(tmp: Path, folder: Path, count: int) -> None:
         print(f"  profile of aclcheck {' '.join(args)} -> {out}")
 
 
+def compile_bytecode() -> None:
+    """Byte-compile aclcheck as an install does: an editable checkout run with
+    PYTHONDONTWRITEBYTECODE set (as some shells and CI images do) would otherwise compile
+    every module at every start, which the bare loops (one small script each; numpy, h5py
+    and torch compiled when pip installed them) never pay."""
+    import compileall
+
+    import aclcheck
+
+    folder = Path(aclcheck.__file__).parent
+    compileall.compile_dir(str(folder), quiet=1)
+    print(f"aclcheck byte-compiled in {folder} (as installed)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", action="append", choices=PARTS,
@@ -407,6 +423,8 @@ def main() -> None:
     parts = args.part or list(DEFAULT_PARTS)
     import h5py
     import numpy as np
+
+    compile_bytecode()
 
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, h5py "
           f"{h5py.version.version}, HDF5 {h5py.version.hdf5_version}, {os.cpu_count()} CPUs, "
