@@ -28,6 +28,18 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def idle_cores(cores: int | None = None, load: float | None = None) -> float:
+    """Cores nothing else is using: the available cores less the 1-minute load average
+    (all of them where the OS gives no load average)."""
+    cores = available_cores() if cores is None else cores
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = 0.0
+    return max(0.0, cores - load)
+
+
 def worker_threads(concurrent: int, cores: int | None = None,
                    env: Mapping[str, str] = os.environ) -> int | None:
     """Threads per worker for `concurrent` workers computing at once: the cores split

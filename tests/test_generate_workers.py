@@ -1,6 +1,6 @@
 """generate's workers: they plan a suite's cases from its places and send rows and flat
 arrays, not tensors; the file is the same byte for byte; `--jobs auto` picks the
-workers by the suite's size and the cores."""
+workers by the suite's size and the idle cores."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
+from aclcheck.cores import available_cores, idle_cores
 from aclcheck.errors import SuiteError
 from aclcheck.store import GoldenWriter
 from aclcheck.suite import generate as gen
@@ -91,21 +92,29 @@ def test_a_refusal_in_a_worker_reaches_the_user_and_nothing_is_written(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_auto_jobs_by_size_and_cores() -> None:
+def test_auto_jobs_by_size_and_idle_cores() -> None:
     default = gen.plan_suite().cases
-    assert gen.auto_jobs(default, cores=1) == 1
-    assert gen.auto_jobs(default, cores=2) == 2
-    assert gen.auto_jobs(default, cores=64) == gen.MAX_AUTO_JOBS
+    assert gen.auto_jobs(default, idle=1.0) == 1  # one core idle: this process alone
+    assert gen.auto_jobs(default, idle=1.4) == 1
+    assert gen.auto_jobs(default, idle=1.6) == 2
+    assert gen.auto_jobs(default, idle=2.0) == 2
+    assert gen.auto_jobs(default, idle=64.0) == gen.MAX_AUTO_JOBS
     small = gen.plan_suite(products=["atlas-a2"], families=["special"]).cases
     assert sum(1 for _ in iter_slots(small.selection)) < gen.PARALLEL_MIN_CASES
-    assert gen.auto_jobs(small, cores=2) == 1
+    assert gen.auto_jobs(small, idle=2.0) == 1
     # a shard counts its part of the suite
     big = gen.plan_suite(count=2).cases
     part = gen.plan_suite(count=2, shard_spec="1/8").cases
-    assert gen.auto_jobs(big, cores=2) == 2 and gen.auto_jobs(part, cores=2) == 1
+    assert gen.auto_jobs(big, idle=2.0) == 2 and gen.auto_jobs(part, idle=2.0) == 1
     cases = build_suite(Selection(products=("atlas-a2",), count=2))
-    assert gen.auto_jobs(cases[:gen.PARALLEL_MIN_CASES], cores=4) == 4
-    assert gen.auto_jobs(cases[:10], cores=4) == 1
+    assert gen.auto_jobs(cases[:gen.PARALLEL_MIN_CASES], idle=4.0) == 4
+    assert gen.auto_jobs(cases[:10], idle=4.0) == 1
+
+
+def test_idle_cores_are_the_cores_less_the_load() -> None:
+    assert idle_cores(cores=2, load=0.3) == pytest.approx(1.7)
+    assert idle_cores(cores=2, load=5.0) == 0.0
+    assert 0.0 <= idle_cores() <= available_cores()
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])

@@ -134,7 +134,8 @@ def progress_reporter(console: Console, total: int | None, path: Path) -> Iterat
 @click.option("--shard", default=None, metavar="K/N", help="Write only the K-th of N slices.")
 @click.option("--jobs", type=JobsType(), default="auto", show_default=True,
               help="Worker processes making the cases (only this process writes): a "
-              "number, or auto (one per core for a suite of 256 cases or more).")
+              "number, or auto (one per idle core for a suite of 256 cases or more; this "
+              "process alone with fewer than two cores idle).")
 @click_option(EXECUTOR)
 @click.option("--compress", type=click.Choice(COMPRESSIONS), default="none", show_default=True,
               help="gzip for archives (slower to write and read).")
@@ -149,7 +150,8 @@ def generate(**params: Any) -> None:
 
     With no selection, writes the default suite: every product, dtype and format and all
     main families, one case each. The file appears only when complete. Worker processes
-    (--jobs: by default one per core for a suite of 256 cases or more; or --executor)
+    (--jobs: by default one per idle core for a suite of 256 cases or more; or
+    --executor)
     build the cases and their tensors from the seeds and this process writes: the file
     is the same byte for byte whoever made it.
 

@@ -23,7 +23,7 @@ from aclcheck import interrupts
 from aclcheck.arrays import ResultBuffers
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import normalize_format
-from aclcheck.cores import available_cores
+from aclcheck.cores import idle_cores
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import SuiteError
 from aclcheck.ops import DEFAULT, operator, operator_of
@@ -52,7 +52,7 @@ ProgressFn = Callable[[int, int | None, Case], None]
 BATCH_CASES = 32
 BATCH_ELEMENTS = 1 << 22
 #: `--jobs auto`: a suite of fewer places (or cases) than this is made in this process;
-#: a larger one by up to this many workers, one per core.
+#: a larger one by up to this many workers, one per idle core.
 PARALLEL_MIN_CASES = 256
 MAX_AUTO_JOBS = 8
 #: A worker batch of a whole suite: this many places (a place is one case, or one
@@ -183,20 +183,22 @@ def default_max_case_bytes() -> int:
     return max(1 << 30, memory_bytes() // 4)
 
 
-def auto_jobs(cases: Iterable[Case], cores: int | None = None) -> int:
-    """How many worker processes `--jobs auto` starts: one per core (at most
-    MAX_AUTO_JOBS) for a suite of PARALLEL_MIN_CASES places or more, none (this process
-    alone) for a smaller one or on one core: starting workers costs more than they save
-    on a few cases."""
-    cores = available_cores() if cores is None else cores
-    if cores < 2:
+def auto_jobs(cases: Iterable[Case], idle: float | None = None) -> int:
+    """How many worker processes `--jobs auto` starts: one per idle core (`idle`:
+    aclcheck.cores.idle_cores(), the cores less the 1-minute load average; at most
+    MAX_AUTO_JOBS) for a suite of PARALLEL_MIN_CASES places or more; none (this process
+    alone) for a smaller suite or with fewer than two cores idle. Workers that must share
+    a busy core with the parent cost more in hand-offs than they save, and so does
+    starting them for a few cases."""
+    workers = min(MAX_AUTO_JOBS, round(idle_cores() if idle is None else idle))
+    if workers < 2:
         return 1
     if isinstance(cases, CaseStream):
         places = islice(iter_slots(cases.selection), PARALLEL_MIN_CASES * cases.parts)
         size = sum(1 for _ in places) // cases.parts
     else:
         size = len(cases) if isinstance(cases, Sized) else PARALLEL_MIN_CASES
-    return min(cores, MAX_AUTO_JOBS) if size >= PARALLEL_MIN_CASES else 1
+    return workers if size >= PARALLEL_MIN_CASES else 1
 
 
 def check_case_sizes(cases: Sequence[Case], limit: int) -> None:
