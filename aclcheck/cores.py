@@ -14,7 +14,8 @@ that is the word and nothing is changed.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 #: the environment variable that, when set, leaves the kernels' threads alone
 THREADS_ENV = "OMP_NUM_THREADS"
@@ -28,16 +29,33 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def idle_cores(cores: int | None = None, load: float | None = None) -> float:
-    """Cores nothing else is using: the available cores less the 1-minute load average
-    (all of them where the OS gives no load average)."""
+def idle_cores(cores: int | None = None, running: Callable[[], int | None] | None = None,
+               samples: int = 5, gap_s: float = 0.002) -> int:
+    """Cores nothing else is using now: the available cores less the processes running
+    elsewhere, the fewest over a few samples of the runnable-task count (this process is
+    one of them; a task that runs for a moment is not counted). All the cores where the
+    OS gives no such count. Not the load average: it counts what this program itself ran
+    a moment ago, so commands run back to back would see their own work as load."""
     cores = available_cores() if cores is None else cores
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except (AttributeError, OSError):
-            load = 0.0
-    return max(0.0, cores - load)
+    read = running or runnable_tasks
+    counts = []
+    for i in range(samples):
+        if i:
+            time.sleep(gap_s)
+        count = read()
+        if count is None:
+            return cores
+        counts.append(count)
+    return max(0, cores - max(0, min(counts) - 1))
+
+
+def runnable_tasks() -> int | None:
+    """Tasks runnable right now on the whole machine (Linux's /proc/loadavg), or None."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return int(f.read().split()[3].partition("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def worker_threads(concurrent: int, cores: int | None = None,

@@ -94,27 +94,33 @@ def test_a_refusal_in_a_worker_reaches_the_user_and_nothing_is_written(
 
 def test_auto_jobs_by_size_and_idle_cores() -> None:
     default = gen.plan_suite().cases
-    assert gen.auto_jobs(default, idle=1.0) == 1  # one core idle: this process alone
-    assert gen.auto_jobs(default, idle=1.4) == 1
-    assert gen.auto_jobs(default, idle=1.6) == 2
-    assert gen.auto_jobs(default, idle=2.0) == 2
-    assert gen.auto_jobs(default, idle=64.0) == gen.MAX_AUTO_JOBS
+    assert gen.auto_jobs(default, idle=1) == 1  # one core idle: this process alone
+    assert gen.auto_jobs(default, idle=2) == 2
+    assert gen.auto_jobs(default, idle=64) == gen.MAX_AUTO_JOBS
     small = gen.plan_suite(products=["atlas-a2"], families=["special"]).cases
     assert sum(1 for _ in iter_slots(small.selection)) < gen.PARALLEL_MIN_CASES
-    assert gen.auto_jobs(small, idle=2.0) == 1
+    assert gen.auto_jobs(small, idle=2) == 1
     # a shard counts its part of the suite
     big = gen.plan_suite(count=2).cases
     part = gen.plan_suite(count=2, shard_spec="1/8").cases
-    assert gen.auto_jobs(big, idle=2.0) == 2 and gen.auto_jobs(part, idle=2.0) == 1
+    assert gen.auto_jobs(big, idle=2) == 2 and gen.auto_jobs(part, idle=2) == 1
     cases = build_suite(Selection(products=("atlas-a2",), count=2))
-    assert gen.auto_jobs(cases[:gen.PARALLEL_MIN_CASES], idle=4.0) == 4
-    assert gen.auto_jobs(cases[:10], idle=4.0) == 1
+    assert gen.auto_jobs(cases[:gen.PARALLEL_MIN_CASES], idle=4) == 4
+    assert gen.auto_jobs(cases[:10], idle=4) == 1
 
 
-def test_idle_cores_are_the_cores_less_the_load() -> None:
-    assert idle_cores(cores=2, load=0.3) == pytest.approx(1.7)
-    assert idle_cores(cores=2, load=5.0) == 0.0
-    assert 0.0 <= idle_cores() <= available_cores()
+def test_idle_cores_count_what_runs_elsewhere_now() -> None:
+    """The fewest runnable tasks over the samples, less this process: a task that runs
+    for a moment is not a busy core; no count from the OS: every core is idle."""
+    def reads(*counts: int | None) -> Callable[[], int | None]:
+        it = iter(counts)
+        return lambda: next(it)
+
+    assert idle_cores(cores=2, running=reads(1, 3, 1), samples=3, gap_s=0) == 2
+    assert idle_cores(cores=2, running=reads(2, 3, 2), samples=3, gap_s=0) == 1
+    assert idle_cores(cores=2, running=reads(5, 4, 6), samples=3, gap_s=0) == 0
+    assert idle_cores(cores=4, running=reads(None), samples=3, gap_s=0) == 4
+    assert 0 <= idle_cores() <= available_cores()
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])

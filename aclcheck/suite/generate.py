@@ -183,22 +183,21 @@ def default_max_case_bytes() -> int:
     return max(1 << 30, memory_bytes() // 4)
 
 
-def auto_jobs(cases: Iterable[Case], idle: float | None = None) -> int:
+def auto_jobs(cases: Iterable[Case], idle: int | None = None) -> int:
     """How many worker processes `--jobs auto` starts: one per idle core (`idle`:
-    aclcheck.cores.idle_cores(), the cores less the 1-minute load average; at most
-    MAX_AUTO_JOBS) for a suite of PARALLEL_MIN_CASES places or more; none (this process
-    alone) for a smaller suite or with fewer than two cores idle. Workers that must share
-    a busy core with the parent cost more in hand-offs than they save, and so does
-    starting them for a few cases."""
-    workers = min(MAX_AUTO_JOBS, round(idle_cores() if idle is None else idle))
-    if workers < 2:
-        return 1
+    aclcheck.cores.idle_cores(); at most MAX_AUTO_JOBS) for a suite of
+    PARALLEL_MIN_CASES places or more; none (this process alone) for a smaller suite or
+    with fewer than two cores idle. Workers that must share a busy core with the parent
+    cost more in hand-offs than they save, and so does starting them for a few cases."""
     if isinstance(cases, CaseStream):
         places = islice(iter_slots(cases.selection), PARALLEL_MIN_CASES * cases.parts)
         size = sum(1 for _ in places) // cases.parts
     else:
         size = len(cases) if isinstance(cases, Sized) else PARALLEL_MIN_CASES
-    return workers if size >= PARALLEL_MIN_CASES else 1
+    if size < PARALLEL_MIN_CASES:
+        return 1
+    workers = min(MAX_AUTO_JOBS, idle_cores() if idle is None else idle)
+    return workers if workers >= 2 else 1
 
 
 def check_case_sizes(cases: Sequence[Case], limit: int) -> None:
