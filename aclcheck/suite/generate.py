@@ -1,6 +1,6 @@
 """The generate pipeline: places -> cases -> tensors -> rows and flat arrays -> golden file.
 
-Workers (a local pool, by default one per core on a large suite, or a Dask cluster) plan
+Workers (a local pool, by default one per idle core on a large suite, or Dask) plan
 a suite's cases from batches of its places (a case file's or a shard's cases go out as
 records), make their tensors and the packed rows, and send those back; the parent alone
 writes, a case at a time in suite order, so the file is the same byte for byte whoever
