@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -42,10 +42,10 @@ from aclcheck.running.parallel import iter_verdicts_parallel
 from aclcheck.running.readahead import read_ahead
 from aclcheck.running.remote import OpenedImpl, StartingImpl
 from aclcheck.running.runner import CaseSource, ProgressFn, RunOptions, iter_verdicts
-from aclcheck.store import GoldenFile, open_golden
+from aclcheck.store import GoldenFile, IndexEntry, open_golden
 from aclcheck.store.file_guard import Snapshot
 from aclcheck.suite import sharding
-from aclcheck.suite.filters import select
+from aclcheck.suite.filters import row_filter
 
 #: say(text): a line for the user while the run goes on (a warning, an interruption)
 Say = Callable[[str], None]
@@ -75,19 +75,24 @@ def case_records(gf: GoldenFile, rows: Iterable[tuple[str, int]],
         yield case
 
 
-def index_positions(index: Sequence[Any], rows: Sequence[Any]) -> Sequence[int]:
-    """Each row's position in the index, 8 bytes a row (rows: entries of the index in
-    its order, as the selection and the shards keep them)."""
-    positions, walk = array("q"), iter(enumerate(index))
-    for row in rows:
-        for i, entry in walk:
-            if entry is row:
-                positions.append(i)
-                break
-        else:  # not a subsequence: look each up
-            where = {e.id: i for i, e in enumerate(index)}
-            return [where[r.id] for r in rows]
-    return positions
+class Selection:
+    """The cases a run judges, as (id, position in the index) in index order, read from
+    the index (block by block) each time it is iterated: a run holds no row per case,
+    so its memory does not grow with the case count. `shard`: the ids of this shard
+    (--shard; None: every selected case)."""
+
+    def __init__(self, index: Sequence[IndexEntry], keep: Callable[[IndexEntry], bool],
+                 shard: AbstractSet[str] | None = None) -> None:
+        self.index, self.keep, self.shard = index, keep, shard
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        for position, entry in enumerate(self.index):
+            if self.keep(entry) and (self.shard is None or entry.id in self.shard):
+                yield entry.id, position
+
+    def count(self) -> int:
+        """How many cases (a pass over the index)."""
+        return sum(1 for _ in self)
 
 
 def start_adapter(impl: str, results: str | None, isolate: bool | None) -> StartingImpl:
@@ -169,25 +174,25 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
     shard = sharding.parse_shard(config.shard) if config.shard else None
     done = state.verdicts
     with open_golden(config.golden) as gf:
-        rows = select(gf.index, **config.selection())
-        state.selected = len(rows)
-        if shard is not None:
-            keep = sharding.select([(r.id, r.nbytes) for r in rows], *shard)
-            rows = [r for r in rows if r.id in keep]
-        if not rows:
+        keep = row_filter(gf.index, **config.selection())
+        chosen = Selection(gf.index, keep)
+        state.selected = state.planned = chosen.count()
+        if shard is not None and state.selected:  # sizes of every selected case, once
+            mine = sharding.select([(e.id, e.nbytes) for e in gf.index if keep(e)], *shard)
+            chosen = Selection(gf.index, keep, mine)
+            state.planned = len(mine)
+        if not state.planned:
             raise UsageError(f"{config.golden}: no case matches the selection"
                              + (f" (shard {config.shard} is empty)" if state.selected else ""))
-        state.planned = len(rows)
         seen: dict[str, tuple[Case, int]] = {}
-        cases: Iterable[Case] = case_records(
-            gf, zip((r.id for r in rows), index_positions(gf.index, rows), strict=True), seen)
+        cases: Iterable[Case] = case_records(gf, chosen, seen)
         source: CaseSource = GoldenSource(gf)
         cases, source = read_ahead(cases, source, starting.loaded)  # while it imports
         opened = starting.open()
         adapter, zygote = opened.impl, opened.zygote
         if on_open is not None:
             on_open(adapter)
-        with progress(len(rows)) as step, open_executor(config.jobs, config.executor) as pool:
+        with progress(state.planned) as step, open_executor(config.jobs, config.executor) as pool:
             if pool is None:
                 stream = iter_verdicts(adapter, cases, source, opts, step,
                                        heartbeat=heartbeat, zygote=zygote)
@@ -329,5 +334,5 @@ def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: 
     return write_all(writers)
 
 
-__all__ = ["GoldenSource", "ProgressFn", "RunState", "VerifyRun", "start_adapter",
+__all__ = ["GoldenSource", "ProgressFn", "RunState", "Selection", "VerifyRun", "start_adapter",
            "run_selection", "run_verify", "write_reports"]
