@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
@@ -28,7 +30,7 @@ from aclcheck.impls.base import Implementation
 from aclcheck.judging import xfail
 from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
 from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
-from aclcheck.judging.signature import CaseFacts
+from aclcheck.judging.signature import CaseFacts, Tally
 from aclcheck.judging.spool import VerdictSpool
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops import operator_of
@@ -111,27 +113,69 @@ def start_adapter(impl: str, results: str | None, isolate: bool | None) -> Start
 Verdicts = list[CaseVerdict] | VerdictSpool
 
 
+class FactsLog:
+    """The signature facts of each judged case, in the verdicts' order, at 4 bytes a case:
+    each distinct facts (case id and verdict left out, its texts and axes shared) is kept
+    once and a case keeps its number. Distinct facts are few (family, layout, rank,
+    product, dtype, window kinds: a bounded product), so memory does not grow with the
+    case count as a list of facts would."""
+
+    def __init__(self) -> None:
+        self._table: list[CaseFacts] = []
+        self._numbers: dict[CaseFacts, int] = {}
+        self._parts: dict[object, object] = {}  # equal texts and axes: one object
+        self._cases = array("I")  # 0: no facts, k: self._table[k - 1]
+
+    def append(self, found: CaseFacts | None) -> None:
+        if found is None:
+            self._cases.append(0)
+            return
+        k = self._numbers.get(found)
+        if k is None:
+            share = self._parts.setdefault
+            found = replace(found, family=share(found.family, found.family),
+                            layout=share(found.layout, found.layout),
+                            product=share(found.product, found.product),
+                            dtype=share(found.dtype, found.dtype),
+                            axes=share(found.axes, found.axes))
+            self._table.append(found)
+            k = self._numbers[found] = len(self._table)
+        self._cases.append(k)
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+    def tally(self, verdicts: Iterable[CaseVerdict]) -> Tally:
+        """Each distinct facts with the verdict of its cases (`verdicts`: the judged
+        cases' in order, known failures applied; an interrupted run may have one fact
+        more), counted; in the order each first appears."""
+        counts: Counter[tuple[int, str]] = Counter()
+        for v, k in zip(verdicts, self._cases, strict=False):
+            if k:
+                counts[(k, v.verdict.value)] += 1
+        return {replace(self._table[k - 1], verdict=verdict): n
+                for (k, verdict), n in counts.items()}
+
+
 @dataclass
 class RunState:
     """What a run has done so far (kept when it is interrupted): verdicts in order, the
     size of the selection (before --shard), how many cases this run was to judge, and
     the signature facts of each judged case, in the verdicts' order (the diagnosis; the
-    records are not kept; equal facts are kept once, so a case costs a reference)."""
+    records are not kept)."""
 
     verdicts: Verdicts = field(default_factory=list)
     selected: int = 0
     planned: int = 0
-    facts: list[CaseFacts | None] = field(default_factory=list)
-    _interned: dict[CaseFacts, CaseFacts] = field(default_factory=dict, repr=False)
+    facts: FactsLog = field(default_factory=FactsLog)
 
     def judged(self, case: Case, verdict: CaseVerdict) -> None:
         """Note a verdict's case (its facts, without its id: the signature groups by the
-        others; the verdict's value is set at the end)."""
+        others; nor its verdict: known failures may change it, the end sets it)."""
         hooks = operator_of(case).diagnosis
         found = None
         if hooks is not None:
-            found = replace(hooks.facts(case, verdict.verdict.value), case_id="")
-            found = self._interned.setdefault(found, found)
+            found = replace(hooks.facts(case, ""), case_id="")
         self.facts.append(found)
 
 
@@ -285,18 +329,11 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
                      diagnosis)
 
 
-def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: Sequence[CaseFacts | None]
-                  ) -> RunDiagnosis:
+def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: FactsLog) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (known failures applied) and the
-    signature facts of the cases they judged, in the same order (None: no facts).
-    Equal facts stay one object, so the list costs a reference a case."""
-    interned: dict[CaseFacts, CaseFacts] = {}
-    found = []
-    for v, f in zip(verdicts, facts, strict=False):  # one more fact: interrupted between
-        if f is not None:
-            f = replace(f, verdict=v.verdict.value)
-            found.append(interned.setdefault(f, f))
-    return diagnose(verdicts, found)
+    signature facts of the cases they judged, in the same order: counted, so it costs
+    the distinct facts, not a record a case."""
+    return diagnose(verdicts, facts.tally(verdicts))
 
 
 def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,
@@ -334,5 +371,5 @@ def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: 
     return write_all(writers)
 
 
-__all__ = ["GoldenSource", "ProgressFn", "RunState", "Selection", "VerifyRun", "start_adapter",
-           "run_selection", "run_verify", "write_reports"]
+__all__ = ["FactsLog", "GoldenSource", "ProgressFn", "RunState", "Selection", "VerifyRun",
+           "start_adapter", "run_selection", "run_verify", "write_reports"]
