@@ -6,12 +6,21 @@ and bytes, never time."""
 
 from __future__ import annotations
 
+import gc
 import weakref
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import overload
 
-from aclcheck.running.session import Selection
+import pytest
+
+from aclcheck.judging import spool as spool_module
+from aclcheck.judging.diagnosis import diagnose
+from aclcheck.judging.signature import AxisKind, CaseFacts, rules, signature, tally
+from aclcheck.judging.spool import VerdictSpool
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.running.session import FactsLog, Selection
 from aclcheck.store import IndexEntry, open_golden
 from aclcheck.suite import sharding
 from aclcheck.suite.filters import row_filter, select
@@ -91,3 +100,83 @@ def test_golden_files_are_read_without_an_hdf5_chunk_cache(a2_fp32_golden: Path)
         assert f.id.get_access_plist().get_cache()[2] == 0
         first = next(iter(gf.index)).id
         assert gf.data(first).case.id == first  # reads work as before
+
+
+# -- the diagnosis' facts: counted, not a record a case ------------------------------------
+
+def _facts(i: int, verdict: str = "") -> CaseFacts:
+    """Facts of case i: a few distinct kinds, each made anew (as a run's records make them)."""
+    kinds = (AxisKind.DIVISIBLE, AxisKind.NONDIVISIBLE, AxisKind.UPSAMPLING)
+    return CaseFacts(f"c{i}", verdict, "".join(("fam", str(i % 3))), "contiguous",
+                     3 + i % 2, "atlas-a2", ("float16", "float32")[i % 2],
+                     i % 5 != 0, (("H", kinds[i % 3]), ("W", kinds[i % 2])), i % 4 == 0,
+                     "float32")
+
+
+def _verdict(i: int) -> CaseVerdict:
+    return CaseVerdict(case_id=f"c{i}", verdict=Verdict.FAIL if i % 7 == 0 else Verdict.PASS,
+                       message="", product="atlas-a2", dtype="float16", format="ND",
+                       family="x")
+
+
+def test_facts_log_keeps_each_distinct_facts_once() -> None:
+    log = FactsLog()
+    for i in range(30_000):
+        log.append(replace(_facts(i), case_id=""))
+        if i % 1000 == 999:
+            log.append(None)  # a case without facts
+    assert len(log) == 30_030
+    distinct = len({replace(_facts(i), case_id="") for i in range(30_000)})
+    # the log holds the distinct facts (and 4 bytes a case), not a record a case
+    held = [o for o in gc.get_objects() if isinstance(o, CaseFacts)]
+    assert len(held) <= distinct + 2
+    assert len(log._table) == distinct < 100  # noqa: SLF001
+    assert log._cases.itemsize == 4  # noqa: SLF001
+
+
+def test_counted_facts_diagnose_as_the_list_did() -> None:
+    """The diagnosis of a run from its FactsLog equals the diagnosis from a list of every
+    case's facts (what a run kept before): signature tables, rules, entries."""
+    verdicts = [_verdict(i) for i in range(3_000)]
+    log = FactsLog()
+    for i in range(3_000):
+        log.append(replace(_facts(i), case_id=""))
+    listed = [replace(_facts(i), verdict=v.verdict.value) for i, v in enumerate(verdicts)]
+    counted = log.tally(verdicts)
+    assert sum(counted.values()) == len(listed)
+    assert signature(counted) == signature(listed)
+    assert rules(counted) == rules(listed)
+    assert diagnose(verdicts, counted) == diagnose(verdicts, listed)
+    # rules that hold read the same counts counted as listed
+    layout_only = [replace(f, verdict="FAIL" if f.rank == 3 else "PASS") for f in listed]
+    assert rules(layout_only) == rules(tally(layout_only)) != ()
+
+
+# -- the verdict spool: a file offset per STRIDE verdicts, not one a verdict ---------------
+
+def test_spool_keeps_an_offset_per_stride(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spool_module, "STRIDE", 7)
+    monkeypatch.setattr(spool_module, "_CHUNK", 100)  # records span the read blocks
+    written = [_verdict(i) for i in range(500)]
+    written = [replace(v, detail="d" * (i * 53 % 400)) for i, v in enumerate(written)]
+    with VerdictSpool() as spool:
+        for v in written:
+            spool.append(v)
+        assert len(spool._marks) == -(-500 // 7)  # noqa: SLF001
+        assert list(spool) == written
+        for i in (0, 6, 7, 8, 13, 14, 250, 497, 499, -1, -7):
+            assert spool[i] == written[i]
+        assert spool[3:17] == written[3:17]
+
+
+def test_packed_reader_holds_12_bytes_a_case_for_lookups(a2_fp32_golden: Path) -> None:
+    """Not the id column (its width a case, 62 bytes in a default suite): a hash and a
+    row number; each lookup is confirmed by the row's own id."""
+    with open_golden(a2_fp32_golden) as gf:
+        held = gf._hashes.nbytes + gf._order.nbytes  # noqa: SLF001
+        assert held == 12 * gf.case_count
+        ids = list(gf.row_ids())
+        for i in (0, len(ids) // 2, len(ids) - 1):
+            assert gf.entry(ids[i]).id == ids[i] and ids[i] in gf
+            assert gf.case(ids[i]).id == ids[i]
+        assert "no-such-case" not in gf and ids[0] + "x" not in gf
