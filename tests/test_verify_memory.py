@@ -128,7 +128,7 @@ def test_facts_log_keeps_each_distinct_facts_once() -> None:
     assert len(log) == 30_030
     distinct = len({replace(_facts(i), case_id="") for i in range(30_000)})
     # the log holds the distinct facts (and 4 bytes a case), not a record a case
-    held = [o for o in gc.get_objects() if isinstance(o, CaseFacts)]
+    held = [o for o in gc.get_objects() if type(o) is CaseFacts]
     assert len(held) <= distinct + 2
     assert len(log._table) == distinct < 100  # noqa: SLF001
     assert log._cases.itemsize == 4  # noqa: SLF001

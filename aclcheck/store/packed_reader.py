@@ -204,20 +204,15 @@ class PackedFile:
         order = np.argsort(hashes, kind="stable")
         self._order = order.astype(np.uint32) if self.case_count < 1 << 32 else order
         self._hashes = hashes[order]
-        del hashes, order
+        # equal hashes: equal ids, or (rarely) two ids that hash alike
         same = np.flatnonzero(self._hashes[1:] == self._hashes[:-1])
-        if same.size:  # equal hashes: equal ids, or (rarely) two ids that hash alike
-            twice = sorted({cid for i in same for cid in self._equal_ids(int(i))})
-            if twice:
-                raise InputFileError.at(p, f"/index: case {twice[0]} is listed twice")
+        pairs = ([self._row_id(int(self._order[k])) for k in (i, i + 1)] for i in same)
+        twice = sorted(a for a, b in pairs if a == b)
+        if twice:
+            raise InputFileError.at(p, f"/index: case {twice[0]} is listed twice")
 
     def _row_id(self, i: int) -> str:
         return self._rows(i // BLOCK_ROWS)[i % BLOCK_ROWS]["id"].decode("utf-8")
-
-    def _equal_ids(self, at: int) -> list[str]:
-        """The ids of sorted places `at` and `at + 1` (equal hashes) if they are equal."""
-        first, second = (self._row_id(int(self._order[k])) for k in (at, at + 1))
-        return [first] if first == second else []
 
     def _load_pools(self) -> None:
         """/data: one 1-D dataset per known dtype, of its storage type, chunked with a
