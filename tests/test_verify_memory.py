@@ -7,6 +7,7 @@ and bytes, never time."""
 from __future__ import annotations
 
 import gc
+import io
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -14,12 +15,16 @@ from pathlib import Path
 from typing import overload
 
 import pytest
+from rich.console import Console
+from rich.table import Table
 
 from aclcheck.judging import spool as spool_module
 from aclcheck.judging.diagnosis import diagnose
 from aclcheck.judging.signature import AxisKind, CaseFacts, rules, signature, tally
 from aclcheck.judging.spool import VerdictSpool
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.report.console import print_in_pieces
+from aclcheck.report.safe_text import data_text
 from aclcheck.running.session import FactsLog, Selection
 from aclcheck.store import IndexEntry, open_golden
 from aclcheck.suite import sharding
@@ -180,3 +185,39 @@ def test_packed_reader_holds_12_bytes_a_case_for_lookups(a2_fp32_golden: Path) -
             assert gf.entry(ids[i]).id == ids[i] and ids[i] in gf
             assert gf.case(ids[i]).id == ids[i]
         assert "no-such-case" not in gf and ids[0] + "x" not in gf
+
+
+# -- the console: a long table written a piece at a time -----------------------------------
+
+class Writes(io.StringIO):
+    """A console's file that notes the size of each write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def write(self, s: str) -> int:
+        self.sizes.append(len(s))
+        return super().write(s)
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_long_table_prints_the_same_bytes_in_pieces(terminal: bool) -> None:
+    def table() -> Table:
+        t = Table(title="documentation divergences (reported, not judged)")
+        t.add_column("case", overflow="fold")
+        t.add_column("what the implementation did", overflow="fold")
+        for i in range(3_000):
+            t.add_row(data_text(f"case-{i:05d}" + "-x" * (i % 40)),
+                      data_text("accepted " + "[b]word[/b] " * (i % 13)))
+        return t
+
+    files = []
+    for show in (lambda c: c.print(table()), lambda c: print_in_pieces(c, table())):
+        out = Writes()
+        show(Console(file=out, width=90, force_terminal=terminal, color_system="standard"))
+        files.append(out)
+    whole, pieces = files
+    assert pieces.getvalue() == whole.getvalue()
+    assert len(whole.sizes) == 1  # rich held the whole table's lines until then
+    assert max(pieces.sizes) < len(whole.getvalue()) / 10  # at most 256 lines at a time
