@@ -21,8 +21,9 @@ start compile it):
                 cases/s), beside a bare loop reading every dataset of the bare file
   rss           generate, verify --impl reference and inspect --check of suites of
                 `--rss-cases` cases: peak RSS (target: independent of the case count)
-  rss-verify    the same for verify --impl reference alone (the files are generated
-                first, outside the measurement)
+  rss-verify    the same for verify --impl reference alone, with the default options and
+                with --json --junit --html (the files are generated first, outside
+                the measurement)
   rss-store     the same for generate and inspect --check only (the store's part)
 
     python benchmarks/bench_scale.py                        # every part but rss, ~5 min
@@ -363,18 +364,25 @@ def part_rss(tmp: Path, sizes: Sequence[int], verify: bool = True) -> None:
 
 def part_rss_verify(tmp: Path, sizes: Sequence[int]) -> None:
     """Peak RSS (and time) of verify --impl reference alone at each size (suites of `n`
-    cases as default suite x ceil(n / 548), generated first if missing, not timed)."""
+    cases as default suite x ceil(n / 608), generated first if missing, not timed), with
+    the default options and with the JSON, JUnit and HTML reports."""
+    import h5py
+
     print("\n== rss-verify: peak RSS of verify --impl reference by suite size")
-    print(f"  {'cases':>8} {'wall s':>8} {'cpu s':>8} {'cases/s':>8} {'peak MiB':>9}")
+    print(f"  {'cases':>8} {'options':<24} {'wall s':>8} {'cpu s':>8} {'cases/s':>8} "
+          f"{'peak MiB':>9}")
+    reports = ("--json", "r.json", "--junit", "r.xml", "--html", "r.html")
     for n in sizes:
         count = max(1, math.ceil(n / DEFAULT_SUITE_CASES))
         name = f"rss{count}.h5"
         if not (tmp / name).exists():
             run_quiet(aclcheck_cmd("generate", "-o", name, "--count", str(count)), tmp)
-        r = measure(aclcheck_cmd("verify", name, "--impl", "reference"), tmp)
-        cases = count * DEFAULT_SUITE_CASES
-        print(f"  {cases:>8} {r.wall:8.1f} {r.cpu:8.1f} {cases / r.wall:8.0f} "
-              f"{r.rss_mib:9.0f}", flush=True)
+        with h5py.File(tmp / name, "r") as f:
+            cases = int(f.attrs["case_count"])
+        for label, more in (("default", ()), ("--json --junit --html", reports)):
+            r = measure(aclcheck_cmd("verify", name, "--impl", "reference", *more), tmp)
+            print(f"  {cases:>8} {label:<24} {r.wall:8.1f} {r.cpu:8.1f} "
+                  f"{cases / r.wall:8.0f} {r.rss_mib:9.1f}", flush=True)
 
 
 def profile(tmp: Path, folder: Path, count: int) -> None:

@@ -29,7 +29,16 @@ from aclcheck.judging.codes import DiagnosisCode, Kind
 from aclcheck.judging.magnitude import ClassSummary, Magnitude, MagnitudeClass
 from aclcheck.judging.magnitude import summarize as summarize_magnitudes
 from aclcheck.judging.reproduce import CaseEvidence, ModelResult
-from aclcheck.judging.signature import CaseFacts, GroupRow, Signature, differing, rules, signature
+from aclcheck.judging.signature import (
+    CaseFacts,
+    GroupRow,
+    Signature,
+    Tally,
+    differing,
+    rules,
+    signature,
+    tally,
+)
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
 #: Entries that account for fewer of the failing cases are not reported.
@@ -262,16 +271,19 @@ def magnitude_json(magnitudes: Iterable[Magnitude]) -> list[dict[str, Any]]:
     return _classes_json(summarize_magnitudes(magnitudes))
 
 
-def diagnose(verdicts: Sequence[CaseVerdict], facts: Sequence[CaseFacts]) -> RunDiagnosis:
+def diagnose(verdicts: Sequence[CaseVerdict], facts: Iterable[CaseFacts] | Tally
+             ) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (FAILs carry their evidence) and the
-    signature facts of its cases (any order; cases without facts are not grouped)."""
+    signature facts of its cases (any order, or counted: a Tally; cases without facts
+    are not grouped)."""
     magnitude = summarize_magnitudes(v.magnitude for v in verdicts
                                      if v.verdict is Verdict.FAIL and v.magnitude is not None)
-    sig = signature(facts)
+    counted = tally(facts)
+    sig = signature(counted)
     failing = sum(v.failing for v in verdicts)
     evidence = [v.clues if v.clues is not None else CaseEvidence(v.case_id, judged=False)
                 for v in verdicts if v.verdict is Verdict.FAIL]
-    found = [RuleEvidence(r.code, r.message, r.failing) for r in rules(facts)]
+    found = [RuleEvidence(r.code, r.message, r.failing) for r in rules(counted)]
     entries = rank(evidence, found, failing=failing) if failing else ()
     return RunDiagnosis(magnitude, sig, differing(sig), entries)
 

@@ -11,7 +11,7 @@ is pure over CaseFacts records, which the operator makes from its case records.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -83,18 +83,32 @@ class CaseFacts:
 
 
 Counts = dict[str, int]
+#: Facts with how many judged cases have them: what signatures and rules read. A run
+#: keeps each distinct facts once (memory independent of the case count); a plain
+#: sequence of facts (a case each) reads as facts counted once each.
+Tally = Mapping[CaseFacts, int]
 
 
-def _counts(items: Iterable[CaseFacts]) -> Counts:
-    c = Counter(COUNT_KEYS.get(f.verdict, f.verdict.lower()) for f in items)
-    return {"cases": sum(c.values()), **dict(sorted(c.items()))}
+def tally(facts: Iterable[CaseFacts] | Tally) -> Tally:
+    """Facts counted (a Tally as it is), in the order each first appears."""
+    return facts if isinstance(facts, Mapping) else Counter(facts)
 
 
-def _group(facts: Sequence[CaseFacts], key) -> dict[str, Counts]:  # noqa: ANN001
-    groups: dict[str, list[CaseFacts]] = {}
-    for f in facts:
-        groups.setdefault(str(key(f)), []).append(f)
-    return {name: _counts(items) for name, items in sorted(groups.items())}
+def _where(facts: Tally, keep: Callable[[CaseFacts], bool]) -> Tally:
+    return {f: n for f, n in facts.items() if keep(f)}
+
+
+def _total(facts: Tally) -> int:
+    return sum(facts.values())
+
+
+def _group(facts: Tally, key) -> dict[str, Counts]:  # noqa: ANN001
+    groups: dict[str, Counter[str]] = {}
+    for f, n in facts.items():
+        groups.setdefault(str(key(f)), Counter())[
+            COUNT_KEYS.get(f.verdict, f.verdict.lower())] += n
+    return {name: {"cases": sum(c.values()), **dict(sorted(c.items()))}
+            for name, c in sorted(groups.items())}
 
 
 @dataclass(frozen=True)
@@ -121,19 +135,20 @@ class Signature:
         return out
 
 
-def signature(facts: Sequence[CaseFacts]) -> Signature:
+def signature(facts: Iterable[CaseFacts] | Tally) -> Signature:
     """The grouped counts of a run: by family every case; the other groupings count the
     valid calls (invalid calls are judged on their status, in their own family)."""
-    valid = [f for f in facts if f.valid]
+    counted = tally(facts)
+    valid = _where(counted, lambda f: f.valid)
     axes: dict[str, dict[str, Counts]] = {}
     names = list(dict.fromkeys(name for f in valid for name, _ in f.axes))
     for i, name in enumerate(names):
-        axes[name] = _group([f for f in valid if len(f.axes) > i],
+        axes[name] = _group(_where(valid, lambda f, i=i: len(f.axes) > i),
                             lambda f, i=i: f.axes[i][1].value)
     if valid:
         axes["square"] = _group(valid, lambda f: "square" if f.square else "non-square")
     return Signature(
-        by_family=_group(facts, lambda f: f.family),
+        by_family=_group(counted, lambda f: f.family),
         by_layout=_group(valid, lambda f: f.layout),
         by_rank=_group(valid, lambda f: f.rank),
         by_product_dtype=_group(valid, lambda f: f"{f.product} x {f.dtype}"),
@@ -188,9 +203,9 @@ class RuleFinding:
     failing: int  # failing valid cases it accounts for (all of them: rules are all-or-none)
 
 
-def _share(items: Sequence[CaseFacts]) -> str:
-    fails = sum(f.failing for f in items)
-    return f"{fails} of {len(items)} fail"
+def _share(items: Tally) -> str:
+    fails = sum(n for f, n in items.items() if f.failing)
+    return f"{fails} of {_total(items)} fail"
 
 
 #: A rule "only the cases in G fail" holds when, were failures spread over the judged
@@ -199,28 +214,29 @@ def _share(items: Sequence[CaseFacts]) -> str:
 CHANCE = 1e-3
 
 
-def _only(failing: Sequence[CaseFacts], passing: Sequence[CaseFacts], inside,  # noqa: ANN001
+def _only(failing: Tally, passing: Tally, inside,  # noqa: ANN001
           ) -> bool:
     """Every failing case is inside the predicate, and the passing cases outside it are
     too many to pass by chance (CHANCE)."""
     if not all(inside(f) for f in failing):
         return False
-    n_in = len(failing) + sum(1 for f in passing if inside(f))
-    n_out = sum(1 for f in passing if not inside(f))
+    n_fail = _total(failing)
+    n_in = n_fail + sum(n for f, n in passing.items() if inside(f))
+    n_out = sum(n for f, n in passing.items() if not inside(f))
     if not n_out or not n_in:
         return False
-    rate = len(failing) / n_in
+    rate = n_fail / n_in
     return rate >= 1.0 or (1.0 - rate) ** n_out < CHANCE
 
 
-def rules(facts: Sequence[CaseFacts]) -> tuple[RuleFinding, ...]:
+def rules(facts: Iterable[CaseFacts] | Tally) -> tuple[RuleFinding, ...]:
     """The signature rules that hold for a run (none when nothing or everything fails)."""
-    valid = [f for f in facts if f.valid]
-    failing = [f for f in valid if f.failing]
-    passing = [f for f in valid if f.passing]
+    valid = _where(tally(facts), lambda f: f.valid)
+    failing = _where(valid, lambda f: f.failing)
+    passing = _where(valid, lambda f: f.passing)
     if not failing:
         return ()
-    n = len(failing)
+    n = _total(failing)
     if not passing:
         return (RuleFinding(DiagnosisCode.EVERY_CASE, f"every judged valid call fails "
                             f"({n} cases): the computation itself, not one path", n),)
@@ -231,22 +247,22 @@ def rules(facts: Sequence[CaseFacts]) -> tuple[RuleFinding, ...]:
 
     if _only(failing, passing, noncontiguous):
         layouts = sorted({f.layout for f in failing})
-        contiguous = [f for f in valid if not noncontiguous(f)]
+        contiguous = _where(valid, lambda f: not noncontiguous(f))
         out.append(RuleFinding(DiagnosisCode.LAYOUT_STRIDE, (
             f"only non-contiguous cases fail ({', '.join(layouts)}: "
-            f"{_share([f for f in valid if f.layout in layouts])}) while contiguous ones "
+            f"{_share(_where(valid, lambda f: f.layout in layouts))}) while contiguous ones "
             f"pass ({_share(contiguous)}): strides or layout handling"), n))
     ranks = sorted({f.rank for f in failing})
     if len(ranks) == 1 and _only(failing, passing, lambda f: f.rank == ranks[0]):
         r = ranks[0]
         out.append(RuleFinding(DiagnosisCode.RANK_PATH, (
-            f"only rank-{r} cases fail ({_share([f for f in valid if f.rank == r])}; other "
-            f"ranks: {_share([f for f in valid if f.rank != r])}): the rank-{r} path"), n))
+            f"only rank-{r} cases fail ({_share(_where(valid, lambda f: f.rank == r))}; other "
+            f"ranks: {_share(_where(valid, lambda f: f.rank != r))}): the rank-{r} path"), n))
     if _only(failing, passing, lambda f: not f.square):
         out.append(RuleFinding(DiagnosisCode.AXIS_MIXUP, (
             f"only cases with H != W or Ho != Wo fail ("
-            f"{_share([f for f in valid if not f.square])}; square: "
-            f"{_share([f for f in valid if f.square])}): H and W mixed up"), n))
+            f"{_share(_where(valid, lambda f: not f.square))}; square: "
+            f"{_share(_where(valid, lambda f: f.square))}): H and W mixed up"), n))
 
     def upsampling(f: CaseFacts) -> bool:
         return any(k is AxisKind.UPSAMPLING for _, k in f.axes)
@@ -257,15 +273,15 @@ def rules(facts: Sequence[CaseFacts]) -> tuple[RuleFinding, ...]:
     if _only(failing, passing, upsampling):
         out.append(RuleFinding(DiagnosisCode.UPSAMPLING_WINDOWS, (
             f"only cases with an upsampling axis (O > I) fail "
-            f"({_share([f for f in valid if upsampling(f)])}; others: "
-            f"{_share([f for f in valid if not upsampling(f)])}): windows of upsampling "
+            f"({_share(_where(valid, upsampling))}; others: "
+            f"{_share(_where(valid, lambda f: not upsampling(f)))}): windows of upsampling "
             "axes"), n))
     elif _only(failing, passing, irregular):
-        plain = [f for f in valid if not irregular(f)]
+        plain = _where(valid, lambda f: not irregular(f))
         out.append(RuleFinding(DiagnosisCode.WINDOW_BOUNDS_OR_DIVISOR, (
             f"divisible, global and identity windows pass ({_share(plain)}); only "
             f"nondivisible or upsampling axes fail "
-            f"({_share([f for f in valid if irregular(f)])}): window bounds or divisor"), n))
+            f"({_share(_where(valid, irregular))}): window bounds or divisor"), n))
 
     def low_with_fp32(f: CaseFacts) -> bool:
         return f.dtype in ("float16", "bfloat16") and f.accumulation == "float32"
@@ -283,6 +299,6 @@ def rules(facts: Sequence[CaseFacts]) -> tuple[RuleFinding, ...]:
         out.append(RuleFinding(DiagnosisCode.FAMILY_ONLY, (
             f"only the {', '.join(families)} famil{'y' if len(families) == 1 else 'ies'} "
             f"fail{'s' if len(families) == 1 else ''} "
-            f"({_share([f for f in valid if f.family in families])}); the other families "
+            f"({_share(_where(valid, lambda f: f.family in families))}); the other families "
             "pass: what those cases have in common (values, sizes)"), n))
     return tuple(out)

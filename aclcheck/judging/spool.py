@@ -2,17 +2,20 @@
 
 A verify run of 100 000 cases must not hold 100 000 verdicts (each a few KB with its
 metrics, detail and evidence) in memory: `VerdictSpool` appends each one, pickled, to an
-unlinked temporary file and keeps only its end offset (8 bytes a case). It is a
-read-only `Sequence[CaseVerdict]`, so the consumers (known failures, the gate, the
-diagnosis, the reports) iterate it as they would a list; each pass reads the file
-through once. The caller owns it (`with VerdictSpool() as spool:`); closing it frees the
-file. `Mapped` is a lazy per-item view of a sequence (known failures applied on the fly).
+unlinked temporary file (its length, then the pickle) and keeps the file offset of
+every STRIDE-th record only (8 bytes per 256 cases: random access skips the records
+between by their lengths). It is a read-only `Sequence[CaseVerdict]`, so the consumers
+(known failures, the gate, the diagnosis, the reports) iterate it as they would a list;
+each pass reads the file through once. The caller owns it (`with VerdictSpool() as
+spool:`); closing it frees the file. `Mapped` is a lazy per-item view of a sequence
+(known failures applied on the fly).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import struct
 import tempfile
 from array import array
 from collections.abc import Callable, Iterator, Sequence
@@ -25,6 +28,9 @@ U = TypeVar("U")
 
 #: bytes read from the spool at a time when iterating it
 _CHUNK = 1 << 20
+#: the file offset of every STRIDE-th record is kept (random access skips the rest)
+STRIDE = 256
+_HEAD = struct.Struct("<Q")  # each record: its length, then the pickle
 
 
 class VerdictSpool(Sequence[CaseVerdict]):
@@ -33,18 +39,21 @@ class VerdictSpool(Sequence[CaseVerdict]):
 
     def __init__(self, folder: str | None = None) -> None:
         self._file = tempfile.TemporaryFile(dir=folder)  # unlinked: nothing left behind
-        self._ends = array("Q")  # end offset of each record
+        self._marks = array("Q")  # file offset of records 0, STRIDE, 2 * STRIDE, ...
+        self._count = 0
+        self._end = 0
 
     def append(self, verdict: CaseVerdict) -> None:
         data = pickle.dumps(verdict, protocol=pickle.HIGHEST_PROTOCOL)
+        if self._count % STRIDE == 0:
+            self._marks.append(self._end)
+        self._file.write(_HEAD.pack(len(data)))
         self._file.write(data)
-        self._ends.append((self._ends[-1] if self._ends else 0) + len(data))
+        self._end += _HEAD.size + len(data)
+        self._count += 1
 
     def __len__(self) -> int:
-        return len(self._ends)
-
-    def _span(self, i: int) -> tuple[int, int]:
-        return (self._ends[i - 1] if i else 0), self._ends[i]
+        return self._count
 
     @overload
     def __getitem__(self, i: int) -> CaseVerdict: ...
@@ -60,24 +69,37 @@ class VerdictSpool(Sequence[CaseVerdict]):
         if not 0 <= i < len(self):
             raise IndexError("verdict index out of range")
         self._file.flush()
-        start, end = self._span(i)
-        return pickle.loads(os.pread(self._file.fileno(), end - start, start))
+        fd, at = self._file.fileno(), self._marks[i // STRIDE]
+        for _ in range(i % STRIDE):  # skip to record i by the lengths
+            at += _HEAD.size + _HEAD.unpack(os.pread(fd, _HEAD.size, at))[0]
+        (size,) = _HEAD.unpack(os.pread(fd, _HEAD.size, at))
+        return pickle.loads(os.pread(fd, size, at + _HEAD.size))
 
     def __iter__(self) -> Iterator[CaseVerdict]:
         """Each verdict, reading the file in large blocks (appends after the iteration
         started are not seen)."""
         self._file.flush()
-        fd, count = self._file.fileno(), len(self)
-        buffer, base, i = b"", 0, 0  # buffer holds the file's bytes from offset `base`
-        while i < count:
-            start, end = self._span(i)
-            if end - base > len(buffer):  # keep the record's head, read on from there
-                read_from = base + len(buffer)
-                buffer = buffer[start - base:] + os.pread(
-                    fd, max(_CHUNK, end - read_from), read_from)
-                base = start
-            yield pickle.loads(buffer[start - base:end - base])
-            i += 1
+        fd, count, end = self._file.fileno(), self._count, self._end
+        buffer, base, at = b"", 0, 0  # buffer holds the file's bytes from offset `base`
+        for _ in range(count):
+            if at + _HEAD.size - base > len(buffer):
+                buffer, base = self._refill(fd, buffer, base, at, _HEAD.size, end)
+            (size,) = _HEAD.unpack_from(buffer, at - base)
+            start, stop = at + _HEAD.size, at + _HEAD.size + size
+            if stop - base > len(buffer):
+                buffer, base = self._refill(fd, buffer, base, at, stop - at, end)
+            yield pickle.loads(buffer[start - base:stop - base])
+            at = stop
+
+    @staticmethod
+    def _refill(fd: int, buffer: bytes, base: int, at: int, need: int, end: int
+                ) -> tuple[bytes, int]:
+        """The buffer from offset `at` on, holding at least `need` bytes (keeps what it
+        has from `at`, reads on in blocks of _CHUNK or more, never past `end`)."""
+        kept = buffer[at - base:]
+        read_from = at + len(kept)
+        more = min(max(_CHUNK, need - len(kept)), end - read_from)
+        return kept + os.pread(fd, more, read_from), at
 
     def close(self) -> None:
         self._file.close()

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
@@ -206,7 +207,7 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
     if diagnosis is not None:
         diagnosis_block(console, diagnosis)
     if verbose:
-        console.print(case_table(verdicts, f"{implementation}: all cases"))
+        print_in_pieces(console, case_table(verdicts, f"{implementation}: all cases"))
         for v in filter(shown, verdicts):
             failure_block(console, v)
         for v in verdicts:  # known failures too: what they look like today
@@ -226,14 +227,14 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
         console.print(data_text(f"... {hidden} more nonconforming cases "
                                 f"({where}-v shows every one, --id selects one)"))
     console.print(matrix_table(verdicts))
-    divergences = [(v.case_id, v.divergence) for v in verdicts if v.divergence]
-    if divergences:
-        table = Table(title="documentation divergences (reported, not judged)")
-        table.add_column("case", overflow="fold")
-        table.add_column("what the implementation did", overflow="fold")
-        for cid, note in divergences:
-            table.add_row(data_text(cid), data_text(note))
-        console.print(table)
+    table = Table(title="documentation divergences (reported, not judged)")
+    table.add_column("case", overflow="fold")
+    table.add_column("what the implementation did", overflow="fold")
+    for v in verdicts:
+        if v.divergence:
+            table.add_row(data_text(v.case_id), data_text(v.divergence))
+    if table.row_count:
+        print_in_pieces(console, table)  # a row a divergence: thousands in a large run
     if verbose:
         path_notes = [(v.case_id, n) for v in verdicts for n in v.notes
                       if v.divergence is None or n != divergence_note(v.divergence)]
@@ -242,6 +243,23 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
     line = summary_line(summarize(verdicts))
     style = "bold red" if failing else "bold green"
     console.print(Text(line, style=style), soft_wrap=True)
+
+
+def print_in_pieces(console: Console, renderable: RenderableType, lines: int = 256) -> None:
+    """`console.print(renderable)`, the same bytes, written `lines` lines at a time: rich
+    holds all of one print's output until it is written, and a table of a row a case
+    held every line of it (its cells stay: rich lays the table out from all of them)."""
+    options = console.options.update(justify=None, overflow=None, height=None,
+                                     no_wrap=None, markup=None, highlight=None)
+    piece: list[Segment] = []
+    for n, line in enumerate(Segment.split_and_crop_lines(
+            console.render(renderable, options), console.width, pad=False), 1):
+        piece += line
+        if n % lines == 0:
+            console.print(Segments(piece))
+            piece = []
+    if piece:
+        console.print(Segments(piece))
 
 
 def render_diff(console: Console, d: Diff, old_name: str) -> None:

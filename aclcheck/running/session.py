@@ -14,7 +14,9 @@ import os
 import shlex
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -28,7 +30,7 @@ from aclcheck.impls.base import Implementation
 from aclcheck.judging import xfail
 from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
 from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
-from aclcheck.judging.signature import CaseFacts
+from aclcheck.judging.signature import CaseFacts, Tally
 from aclcheck.judging.spool import VerdictSpool
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops import operator_of
@@ -42,10 +44,10 @@ from aclcheck.running.parallel import iter_verdicts_parallel
 from aclcheck.running.readahead import read_ahead
 from aclcheck.running.remote import OpenedImpl, StartingImpl
 from aclcheck.running.runner import CaseSource, ProgressFn, RunOptions, iter_verdicts
-from aclcheck.store import GoldenFile, open_golden
+from aclcheck.store import GoldenFile, IndexEntry, open_golden
 from aclcheck.store.file_guard import Snapshot
 from aclcheck.suite import sharding
-from aclcheck.suite.filters import select
+from aclcheck.suite.filters import row_filter
 
 #: say(text): a line for the user while the run goes on (a warning, an interruption)
 Say = Callable[[str], None]
@@ -75,19 +77,24 @@ def case_records(gf: GoldenFile, rows: Iterable[tuple[str, int]],
         yield case
 
 
-def index_positions(index: Sequence[Any], rows: Sequence[Any]) -> Sequence[int]:
-    """Each row's position in the index, 8 bytes a row (rows: entries of the index in
-    its order, as the selection and the shards keep them)."""
-    positions, walk = array("q"), iter(enumerate(index))
-    for row in rows:
-        for i, entry in walk:
-            if entry is row:
-                positions.append(i)
-                break
-        else:  # not a subsequence: look each up
-            where = {e.id: i for i, e in enumerate(index)}
-            return [where[r.id] for r in rows]
-    return positions
+class Selection:
+    """The cases a run judges, as (id, position in the index) in index order, read from
+    the index (block by block) each time it is iterated: a run holds no row per case,
+    so its memory does not grow with the case count. `shard`: the ids of this shard
+    (--shard; None: every selected case)."""
+
+    def __init__(self, index: Sequence[IndexEntry], keep: Callable[[IndexEntry], bool],
+                 shard: AbstractSet[str] | None = None) -> None:
+        self.index, self.keep, self.shard = index, keep, shard
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        for position, entry in enumerate(self.index):
+            if self.keep(entry) and (self.shard is None or entry.id in self.shard):
+                yield entry.id, position
+
+    def count(self) -> int:
+        """How many cases (a pass over the index)."""
+        return sum(1 for _ in self)
 
 
 def start_adapter(impl: str, results: str | None, isolate: bool | None) -> StartingImpl:
@@ -106,27 +113,69 @@ def start_adapter(impl: str, results: str | None, isolate: bool | None) -> Start
 Verdicts = list[CaseVerdict] | VerdictSpool
 
 
+class FactsLog:
+    """The signature facts of each judged case, in the verdicts' order, at 4 bytes a case:
+    each distinct facts (case id and verdict left out, its texts and axes shared) is kept
+    once and a case keeps its number. Distinct facts are few (family, layout, rank,
+    product, dtype, window kinds: a bounded product), so memory does not grow with the
+    case count as a list of facts would."""
+
+    def __init__(self) -> None:
+        self._table: list[CaseFacts] = []
+        self._numbers: dict[CaseFacts, int] = {}
+        self._parts: dict[object, object] = {}  # equal texts and axes: one object
+        self._cases = array("I")  # 0: no facts, k: self._table[k - 1]
+
+    def append(self, found: CaseFacts | None) -> None:
+        if found is None:
+            self._cases.append(0)
+            return
+        k = self._numbers.get(found)
+        if k is None:
+            share = self._parts.setdefault
+            found = replace(found, family=share(found.family, found.family),
+                            layout=share(found.layout, found.layout),
+                            product=share(found.product, found.product),
+                            dtype=share(found.dtype, found.dtype),
+                            axes=share(found.axes, found.axes))
+            self._table.append(found)
+            k = self._numbers[found] = len(self._table)
+        self._cases.append(k)
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+    def tally(self, verdicts: Iterable[CaseVerdict]) -> Tally:
+        """Each distinct facts with the verdict of its cases (`verdicts`: the judged
+        cases' in order, known failures applied; an interrupted run may have one fact
+        more), counted; in the order each first appears."""
+        counts: Counter[tuple[int, str]] = Counter()
+        for v, k in zip(verdicts, self._cases, strict=False):
+            if k:
+                counts[(k, v.verdict.value)] += 1
+        return {replace(self._table[k - 1], verdict=verdict): n
+                for (k, verdict), n in counts.items()}
+
+
 @dataclass
 class RunState:
     """What a run has done so far (kept when it is interrupted): verdicts in order, the
     size of the selection (before --shard), how many cases this run was to judge, and
     the signature facts of each judged case, in the verdicts' order (the diagnosis; the
-    records are not kept; equal facts are kept once, so a case costs a reference)."""
+    records are not kept)."""
 
     verdicts: Verdicts = field(default_factory=list)
     selected: int = 0
     planned: int = 0
-    facts: list[CaseFacts | None] = field(default_factory=list)
-    _interned: dict[CaseFacts, CaseFacts] = field(default_factory=dict, repr=False)
+    facts: FactsLog = field(default_factory=FactsLog)
 
     def judged(self, case: Case, verdict: CaseVerdict) -> None:
         """Note a verdict's case (its facts, without its id: the signature groups by the
-        others; the verdict's value is set at the end)."""
+        others; nor its verdict: known failures may change it, the end sets it)."""
         hooks = operator_of(case).diagnosis
         found = None
         if hooks is not None:
-            found = replace(hooks.facts(case, verdict.verdict.value), case_id="")
-            found = self._interned.setdefault(found, found)
+            found = replace(hooks.facts(case, ""), case_id="")
         self.facts.append(found)
 
 
@@ -169,25 +218,25 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
     shard = sharding.parse_shard(config.shard) if config.shard else None
     done = state.verdicts
     with open_golden(config.golden) as gf:
-        rows = select(gf.index, **config.selection())
-        state.selected = len(rows)
-        if shard is not None:
-            keep = sharding.select([(r.id, r.nbytes) for r in rows], *shard)
-            rows = [r for r in rows if r.id in keep]
-        if not rows:
+        keep = row_filter(gf.index, **config.selection())
+        chosen = Selection(gf.index, keep)
+        state.selected = state.planned = chosen.count()
+        if shard is not None and state.selected:  # sizes of every selected case, once
+            mine = sharding.select([(e.id, e.nbytes) for e in gf.index if keep(e)], *shard)
+            chosen = Selection(gf.index, keep, mine)
+            state.planned = len(mine)
+        if not state.planned:
             raise UsageError(f"{config.golden}: no case matches the selection"
                              + (f" (shard {config.shard} is empty)" if state.selected else ""))
-        state.planned = len(rows)
         seen: dict[str, tuple[Case, int]] = {}
-        cases: Iterable[Case] = case_records(
-            gf, zip((r.id for r in rows), index_positions(gf.index, rows), strict=True), seen)
+        cases: Iterable[Case] = case_records(gf, chosen, seen)
         source: CaseSource = GoldenSource(gf)
         cases, source = read_ahead(cases, source, starting.loaded)  # while it imports
         opened = starting.open()
         adapter, zygote = opened.impl, opened.zygote
         if on_open is not None:
             on_open(adapter)
-        with progress(len(rows)) as step, open_executor(config.jobs, config.executor) as pool:
+        with progress(state.planned) as step, open_executor(config.jobs, config.executor) as pool:
             if pool is None:
                 stream = iter_verdicts(adapter, cases, source, opts, step,
                                        heartbeat=heartbeat, zygote=zygote)
@@ -280,18 +329,11 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
                      diagnosis)
 
 
-def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: Sequence[CaseFacts | None]
-                  ) -> RunDiagnosis:
+def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: FactsLog) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (known failures applied) and the
-    signature facts of the cases they judged, in the same order (None: no facts).
-    Equal facts stay one object, so the list costs a reference a case."""
-    interned: dict[CaseFacts, CaseFacts] = {}
-    found = []
-    for v, f in zip(verdicts, facts, strict=False):  # one more fact: interrupted between
-        if f is not None:
-            f = replace(f, verdict=v.verdict.value)
-            found.append(interned.setdefault(f, f))
-    return diagnose(verdicts, found)
+    signature facts of the cases they judged, in the same order: counted, so it costs
+    the distinct facts, not a record a case."""
+    return diagnose(verdicts, facts.tally(verdicts))
 
 
 def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,
@@ -329,5 +371,5 @@ def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: 
     return write_all(writers)
 
 
-__all__ = ["GoldenSource", "ProgressFn", "RunState", "VerifyRun", "start_adapter",
-           "run_selection", "run_verify", "write_reports"]
+__all__ = ["FactsLog", "GoldenSource", "ProgressFn", "RunState", "Selection", "VerifyRun",
+           "start_adapter", "run_selection", "run_verify", "write_reports"]

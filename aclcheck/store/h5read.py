@@ -77,7 +77,7 @@ def open_h5(path: str | Path, expected_format: str, *, newest: int | None = None
     if not is_hdf5:
         raise InputFileError.at(p, "not an HDF5 file")
     try:
-        f = h5py.File(p, "r")
+        f = h5py.File(p, "r", rdcc_nbytes=0)
     except H5_ERRORS as exc:
         msg = str(exc)
         if "truncated" in msg:

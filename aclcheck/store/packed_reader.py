@@ -2,13 +2,15 @@
 GoldenFile, with the same promise: nothing is read that the case's record does not
 account for, and every problem is one InputFileError line naming the file and the case.
 
-Memory stays flat whatever the case count: only the id column is held (sorted, for random
-access by id); rows are read in blocks as cases are asked for, and arrays as slices of
-their pool (HDF5 verifies the fletcher32 checksum of each chunk it reads).
+Memory stays flat whatever the case count: only an 8-byte hash of each id and its row
+are held (sorted, for random access by id: 12 bytes a case); rows are read in blocks as
+cases are asked for, and arrays as slices of their pool (HDF5 verifies the fletcher32
+checksum of each chunk it reads; its own chunk cache is off).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -52,6 +54,14 @@ from aclcheck.store.records import record_problem
 
 #: Rows read from /index at a time (and kept: one block).
 BLOCK_ROWS = 1024
+#: Ids read at a time when the file is opened (checked, hashed, not kept).
+ID_BLOCK_ROWS = 1 << 13
+
+
+def id_hash(raw: bytes) -> int:
+    """An id's 8-byte hash: the reader keeps these (sorted) instead of the id column, so
+    a lookup by id costs 12 bytes a case, not the id column's width."""
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little")
 
 
 class _Pool:
@@ -129,6 +139,7 @@ class PackedFile:
         self.path = Path(path)
         self.read_limit = default_read_limit() if read_limit is None else read_limit
         self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN, newest=PACKED_SCHEMA_VERSION)
+        self._block: tuple[int, np.ndarray] | None = None
         try:
             self._check_version()
             with damage(self.path, "/index"):
@@ -139,7 +150,6 @@ class PackedFile:
             self._f.close()
             raise
         self.index: Sequence[IndexEntry] = _Index(self)
-        self._block: tuple[int, np.ndarray] | None = None
         self._block_entries: tuple[int, list[IndexEntry]] | None = None
         self._memo: tuple[str, Case, dict[str, Any], dict[str, Slot], Facts] | None = None
 
@@ -173,27 +183,36 @@ class PackedFile:
                                  f"case_count says {self.meta['case_count']}")
         self._index_ds = ds
         self.case_count = int(ds.shape[0])
-        try:
-            ids = ds.fields("id")[()] if self.case_count else np.zeros(0, "S1")
-        except H5_ERRORS as exc:
-            msg = h5_reason(str(exc))
-            kind = "checksum mismatch (fletcher32)" if "filter" in msg or "checksum" in msg \
-                else f"cannot read ({msg})"
-            raise InputFileError.at(p, f"/index: {kind}") from None
-        for raw in ids.tolist():
+        hashes = np.empty(self.case_count, np.uint64)
+        for start in range(0, self.case_count, ID_BLOCK_ROWS):
             try:
-                cid = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                cid = repr(raw)
-            if not is_safe_id(cid):
-                raise InputFileError.at(p, f"/index: case id {cid!r} is not a plain name "
-                                     "(letters, digits, '_', '.', '-')")
-        self._order = np.argsort(ids, kind="stable")
-        self._sorted = ids[self._order]
-        twice = np.flatnonzero(self._sorted[1:] == self._sorted[:-1])
-        if twice.size:
-            raise InputFileError.at(p, f"/index: case {self._sorted[twice[0]].decode()} is "
-                                 "listed twice")
+                ids = ds.fields("id")[start:start + ID_BLOCK_ROWS]
+            except H5_ERRORS as exc:
+                msg = h5_reason(str(exc))
+                kind = "checksum mismatch (fletcher32)" if "filter" in msg or "checksum" in msg \
+                    else f"cannot read ({msg})"
+                raise InputFileError.at(p, f"/index: {kind}") from None
+            for at, raw in enumerate(ids.tolist(), start):
+                try:
+                    cid = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    cid = repr(raw)
+                if not is_safe_id(cid):
+                    raise InputFileError.at(p, f"/index: case id {cid!r} is not a plain name "
+                                         "(letters, digits, '_', '.', '-')")
+                hashes[at] = id_hash(raw)
+        order = np.argsort(hashes, kind="stable")
+        self._order = order.astype(np.uint32) if self.case_count < 1 << 32 else order
+        self._hashes = hashes[order]
+        # equal hashes: equal ids, or (rarely) two ids that hash alike
+        same = np.flatnonzero(self._hashes[1:] == self._hashes[:-1])
+        pairs = ([self._row_id(int(self._order[k])) for k in (i, i + 1)] for i in same)
+        twice = sorted(a for a, b in pairs if a == b)
+        if twice:
+            raise InputFileError.at(p, f"/index: case {twice[0]} is listed twice")
+
+    def _row_id(self, i: int) -> str:
+        return self._rows(i // BLOCK_ROWS)[i % BLOCK_ROWS]["id"].decode("utf-8")
 
     def _load_pools(self) -> None:
         """/data: one 1-D dataset per known dtype, of its storage type, chunked with a
@@ -251,11 +270,16 @@ class PackedFile:
         return self._block_entries[1]
 
     def _position(self, case_id: str) -> int:
-        key = case_id.encode("utf-8")
-        at = int(np.searchsorted(self._sorted, key))
-        if at == len(self._sorted) or self._sorted[at] != key:
-            raise UsageError(f"{self.path}: no case {case_id!r}")
-        return int(self._order[at])
+        """The row of `case_id`: its hash's places in the sorted hashes, each confirmed by
+        the row's own id (the row is read next anyway)."""
+        key = np.uint64(id_hash(case_id.encode("utf-8")))
+        at = int(np.searchsorted(self._hashes, key))
+        while at < len(self._hashes) and self._hashes[at] == key:
+            i = int(self._order[at])
+            if self._row_id(i) == case_id:
+                return i
+            at += 1
+        raise UsageError(f"{self.path}: no case {case_id!r}")
 
     def _row(self, i: int, case_id: str) -> dict[str, Any]:
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from aclcheck.cases.acl import PRODUCTS, normalize_format
 from aclcheck.dtypes import normalize_dtype
@@ -21,6 +21,18 @@ def select(entries: Sequence[IndexEntry], *, products: Sequence[str] = (),
     exclusions keep every other family. `id_pattern` is one glob or several (any).
     Unknown names (a family no row of `entries` has) are a SuiteError.
     """
+    keep = row_filter(entries, products=products, dtypes=dtypes, formats=formats,
+                      families=families, id_pattern=id_pattern)
+    return [e for e in entries if keep(e)]
+
+
+def row_filter(entries: Iterable[IndexEntry], *, products: Sequence[str] = (),
+               dtypes: Sequence[str] = (), formats: Sequence[str] = (),
+               families: Sequence[str] = (), id_pattern: str | Sequence[str] | None = None
+               ) -> Callable[[IndexEntry], bool]:
+    """`select`'s test of one row, after checking the filters' names against `entries`
+    (read through once, nothing kept): for callers that stream the selected rows
+    instead of holding them (verify: memory independent of the case count)."""
     for p in products:
         if p not in PRODUCTS:
             raise SuiteError(f"unknown product {p!r}; valid: {', '.join(PRODUCTS)}")
@@ -28,17 +40,21 @@ def select(entries: Sequence[IndexEntry], *, products: Sequence[str] = (),
     fmts = {normalize_format(f) for f in formats}
     wanted = {f for f in families if not f.startswith("!")}
     excluded = {f[1:] for f in families if f.startswith("!")}
-    known = sorted({e.family for e in entries})
-    for name in sorted(wanted | excluded):
-        if name not in known:  # a typo must not read as "no case matches"
-            raise SuiteError(f"unknown family {name!r} (known in this file: "
-                             f"{', '.join(known) or 'none'})")
-    return [e for e in entries
-            if (not products or e.product in products)
-            and (not dts or e.dtype in dts)
-            and (not fmts or e.format in fmts)
-            and (not wanted or e.family in wanted) and e.family not in excluded
-            and id_matches(e.id, id_pattern)]
+    if wanted or excluded:
+        known = sorted({e.family for e in entries})
+        for name in sorted(wanted | excluded):
+            if name not in known:  # a typo must not read as "no case matches"
+                raise SuiteError(f"unknown family {name!r} (known in this file: "
+                                 f"{', '.join(known) or 'none'})")
+
+    def keep(e: IndexEntry) -> bool:
+        return ((not products or e.product in products)
+                and (not dts or e.dtype in dts)
+                and (not fmts or e.format in fmts)
+                and (not wanted or e.family in wanted) and e.family not in excluded
+                and id_matches(e.id, id_pattern))
+
+    return keep
 
 
 def id_matches(case_id: str, patterns: str | Sequence[str] | None) -> bool:
