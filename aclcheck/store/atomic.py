@@ -22,7 +22,6 @@ from aclcheck.store.codec import (
     LIBVER,
     RESULTS_SCHEMA_VERSION,
     SCHEMA_VERSION,
-    WRITEBACK_BYTES,
     attr_value,
     chunk_shape,
     created_time,
@@ -76,25 +75,6 @@ class AtomicH5:
             self.tmp.unlink(missing_ok=True)
             raise OutputFileError(f"{self.path}: cannot create HDF5 file: {exc}") from None
         self.done = False
-        self._unflushed = 0
-        self._fd: int | None = None
-        if hasattr(os, "posix_fadvise"):
-            try:
-                self._fd = os.open(self.tmp, os.O_RDONLY)
-            except OSError:
-                self._fd = None
-
-    def wrote(self, nbytes: int) -> None:
-        """Account written bytes; every WRITEBACK_BYTES start the kernel's writeback
-        (POSIX_FADV_DONTNEED), so the data reaches the disk while we keep computing and
-        the final fsync has little left to wait for."""
-        self._unflushed += nbytes
-        if self._fd is not None and self._unflushed >= WRITEBACK_BYTES:
-            self._unflushed = 0
-            try:
-                os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            except OSError:
-                pass
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -106,14 +86,8 @@ class AtomicH5:
             self.abort()
             raise OutputFileError(f"{self.path}: cannot write: {write_reason(exc)}") from None
 
-    def _close_fd(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
     def commit(self) -> int:
         """Close, flush to disk and move into place; returns the file size in bytes."""
-        self._close_fd()
         self.file.close()
         if self.path.exists() and not self.force:
             self.abort()
@@ -142,7 +116,6 @@ class AtomicH5:
         if self.done:
             return
         self.done = True
-        self._close_fd()
         try:
             self.file.close()
         except Exception:  # noqa: BLE001 - already failing; the unlink matters more

@@ -43,8 +43,6 @@ COMPRESSIONS = ("none", "gzip")
 #: HDF5 1.10 object formats (single-chunk / fixed-array chunk indexes, compact groups):
 #: a third of the per-case overhead of the 1.6 formats; readable by HDF5 >= 1.10.
 LIBVER = ("v110", "v110")
-#: Start the kernel's writeback after this many bytes (see AtomicH5.wrote).
-WRITEBACK_BYTES = 32 << 20
 CASE_ID_RE = re.compile(r"[A-Za-z0-9_.-]+")
 MAX_ID_LENGTH = 200
 #: Root attributes every file carries (both formats).

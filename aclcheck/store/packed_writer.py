@@ -313,7 +313,6 @@ class PackedWriter:
                 rows.add(row)
         total = sum(batch.nbytes)
         self.array_bytes += total
-        self._out.wrote(total)
         return batch.nbytes
 
     def _write_index(self, f: h5py.File) -> int:

@@ -85,7 +85,6 @@ def write_results(path: str | Path, implementation: str, rows: Iterable[ResultRo
                     stored, dname = encode_array(out_arr)
                     shape = shape_text(out_arr.shape)
                     write_dataset(group, "output", stored, compress, {"dtype": text_attr(dname)})
-                    out.wrote(stored.nbytes)
                 index.append({"case_id": row.case_id, "status": row.status, "time_s": row.time_s,
                               "has_output": row.output is not None, "dtype": dname,
                               "shape": shape})

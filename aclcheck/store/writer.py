@@ -96,7 +96,6 @@ class GroupWriter:
         self._entries.append(index_entry(case, has_golden, nbytes))
         self.case_type = type(case)
         self.array_bytes += nbytes
-        self._out.wrote(nbytes)
         return nbytes
 
     def commit(self) -> int:
