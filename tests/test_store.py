@@ -467,12 +467,3 @@ def test_random_bit_flips_never_escape_as_other_errors(
         except InputFileError:
             outcomes.add("error")
     assert outcomes & {"problems", "error"}
-
-
-def test_early_writeback_path_keeps_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         small_suite: tuple[Path, list[Case]]) -> None:
-    monkeypatch.setattr(store.atomic, "WRITEBACK_BYTES", 1)  # start writeback after every case
-    path, cases = small_suite
-    _write(tmp_path / "w.h5", cases)
-    assert diff_golden(path, tmp_path / "w.h5") == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.h5"]
