@@ -160,8 +160,8 @@ def round_to(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """
     arr = np.asarray(values)
     if arr.dtype != np.float32:
-        arr = arr.astype(np.float32)
-    return arr.astype(fmt.np_dtype)
+        return arr.astype(np.float32).astype(fmt.np_dtype, copy=False)
+    return arr.astype(fmt.np_dtype)  # a copy: the caller's float32 array stays its own
 
 
 def round_to_odd_f32(values: np.ndarray) -> np.ndarray:

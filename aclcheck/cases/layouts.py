@@ -122,12 +122,18 @@ def gap_fill(dtype: np.dtype) -> object:
     return np.nan
 
 
-def place(values: np.ndarray, layout: str, spatial_rank: int = 2) -> StridedTensor:
-    """Lay out logical `values` in a fresh storage buffer according to `layout`."""
+def place(values: np.ndarray, layout: str, spatial_rank: int = 2, *,
+          owned: bool = False) -> StridedTensor:
+    """Lay out logical `values` in a fresh storage buffer according to `layout`.
+
+    owned: `values` is a fresh array nobody else holds (a case's values as they are
+    drawn); a contiguous layout then takes its memory instead of a copy."""
     shape = tuple(values.shape)
     strides, offset, size = layout_geometry(shape, layout, spatial_rank)
     if strides == contiguous_strides(shape) and offset == 0:
-        storage = np.ascontiguousarray(values).reshape(-1).copy()
+        storage = np.ascontiguousarray(values).reshape(-1)
+        if not owned or storage.base is not None and storage.base is not values:
+            storage = storage.copy()
         return StridedTensor(storage, shape, strides, 0)
     storage = np.full(size, gap_fill(values.dtype), dtype=values.dtype)
     tensor = StridedTensor(storage, shape, strides, offset)

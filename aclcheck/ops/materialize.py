@@ -17,8 +17,8 @@ def make_inputs(case: Case) -> tuple[StridedTensor | None, ...]:
     """The input tensors in role order, laid out per the case's layout (None where passed
     as null)."""
     op = operator_of(case)
-    return tuple(None if r.name in case.null
-                 else place(op.values(case, r.name), case.layout, op.spatial_rank)
+    return tuple(None if r.name in case.null  # values are drawn fresh: the layout owns them
+                 else place(op.values(case, r.name), case.layout, op.spatial_rank, owned=True)
                  for r in case.inputs())
 
 

@@ -57,7 +57,7 @@ PARALLEL_MIN_CASES = 256
 MAX_AUTO_JOBS = 8
 #: A worker batch of a whole suite: this many places (a place is one case, or one
 #: product's invalid calls), cut short past BATCH_ELEMENTS.
-BATCH_PLACES = 48
+BATCH_PLACES = 128
 
 
 class CaseStream:
