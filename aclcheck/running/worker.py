@@ -110,7 +110,10 @@ def _preload(spec: str) -> dict[str, Any]:
     """In the zygote: import what the adapter needs by building it once (never run); its
     capabilities as plain data."""
     from aclcheck.impls.registry import create
+    from aclcheck.ops import OPERATORS
 
+    for _ in OPERATORS.values():  # every operator's folder, once here, not in each fork
+        pass
     with exit_refused():
         impl = create(spec)
     try:
