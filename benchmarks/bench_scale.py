@@ -197,7 +197,10 @@ class Run:
 
 def measure(cmd: Sequence[str], cwd: Path) -> Run:
     """Run `cmd` in a fresh measuring process (so RUSAGE_CHILDREN covers only its tree:
-    the command, its zygote and workers)."""
+    the command, its zygote and workers). Dirty pages are written out first (untimed):
+    on ext4 an fsync commits the journal with every file's pending data, so aclcheck's
+    fsync would otherwise pay for the bare loop's unsynced file written just before."""
+    os.sync()
     out = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True,
                          text=True, cwd=cwd, check=True)
     data = json.loads(out.stdout)

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[int, int | None, Case], None]
 #: A worker batch holds up to this many cases or this many elements, whichever first.
 BATCH_CASES = 32
-BATCH_ELEMENTS = 1 << 22
+BATCH_ELEMENTS = 1 << 21
 #: `--jobs auto`: a suite of fewer places (or cases) than this is made in this process;
 #: a larger one by up to this many workers, one per idle core.
 PARALLEL_MIN_CASES = 256
