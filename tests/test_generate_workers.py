@@ -157,3 +157,32 @@ def test_a_batch_appends_as_its_cases_one_by_one(tmp_path: Path) -> None:
         sizes = w.add_prepared(prepare(made[:5])) + w.add_prepared(prepare(made[5:]))
     assert one.read_bytes() == many.read_bytes()
     assert len(sizes) == len(cases) and sum(sizes) == w.array_bytes
+
+
+def test_with_workers_the_parent_gives_large_blocks_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With workers, generate's parent has the allocator give large freed blocks back
+    (glibc's rising threshold made its peak grow with the case count); one process
+    alone leaves the allocator as it is."""
+    import sys
+
+    from aclcheck.cli import generate as cli_generate
+
+    calls: list[bool] = []
+    monkeypatch.setattr(cli_generate, "return_large_blocks", lambda: calls.append(True))
+    args = ["generate", "--product", "atlas-a2", "--family", "special"]
+    assert CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a.h5"), "--jobs", "1"]
+                              ).exit_code == 0
+    assert calls == []
+    assert CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "b.h5"), "--jobs", "2"]
+                              ).exit_code == 0
+    assert calls == [True]
+    import platform
+
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        import subprocess
+        out = subprocess.run(
+            [sys.executable, "-c",
+             "from aclcheck.arrays import return_large_blocks; print(return_large_blocks())"],
+            capture_output=True, text=True, check=True).stdout.strip()
+        assert out == "True"

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from aclcheck.arrays import return_large_blocks
 from aclcheck.cases.acl import ALL_FORMATS
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import click_option
@@ -179,6 +180,8 @@ def generate(**params: Any) -> None:
     err = stderr_console()
     total = len(suite.cases) if isinstance(suite.cases, list) else None
     jobs = auto_jobs(suite.cases) if params["jobs"] == "auto" else params["jobs"]
+    if jobs > 1 or params["executor"]:
+        return_large_blocks()  # the workers' batches arrive here: memory flat at any size
     # --jobs alone: generate's own pool, forked before the output file is opened
     remote: Any = nullcontext(None)
     if params["executor"]:
