@@ -269,8 +269,14 @@ class _Run:
         self.worst = WorstTally()
         self.magnitude = MagnitudeTally()
         self.lead = tuple(int(s) for s in self.shape[:-2])
-        self.hints = Hints(self.model, numbers.plane_axes, self.lead)
-        self.evidence = EvidenceBuilder(self.shape, names[0])
+        #: made on the first failure: most comparisons pass, and never ask for hints
+        self.hints: Hints | None = None
+        #: made where it may be asked for (a second chunk, a failure); until then the
+        #: first chunk's (score, start) waits in `_first`: a one-chunk comparison that
+        #: passes builds no map
+        self.evidence: EvidenceBuilder | None = None
+        self._first: tuple[np.ndarray, int] | None = None
+        self.standard = names[0]
         self.track_path = self.model.path.scale_note is not None
         self.exact = numbers.exact
         self.planes_alike = numbers.terms.plane_factors(self.lead) is None
@@ -372,13 +378,27 @@ class _Run:
         if failed:  # a failure the allowed error does not show (an exact-rounding one)
             score = np.where(gate_fail, np.maximum(score, 1.0), score)
         self.worst.offer(score, start, ch.raw_g, ch.raw_a, gate_allowed)
-        self.evidence.add(score, gate_fail if failed else None, start)
+        if self.evidence is None and self._first is None and not failed:
+            self._first = (score, start)
+        else:
+            self.evidence_builder().add(score, gate_fail if failed else None, start)
         self.magnitude.add_elements(ch.raw_g.size)
         if gate_fail.any():
             self.magnitude.add_wrong(ch.raw_g[gate_fail], ch.raw_a[gate_fail],
                                      budget[gate_fail], self.fmt)
         if failed:
+            if self.hints is None:
+                self.hints = Hints(self.model, self.numbers.plane_axes, self.lead)
             self.hints.update(gate_fail, start)
+
+    def evidence_builder(self) -> EvidenceBuilder:
+        """The evidence map's builder, with the first chunk folded in."""
+        if self.evidence is None:
+            self.evidence = EvidenceBuilder(self.shape, self.standard)
+            if self._first is not None:
+                self.evidence.add(self._first[0], None, self._first[1])
+                self._first = None
+        return self.evidence
 
     def outcome(self) -> Comparison:
         n = math.prod(self.shape)
@@ -390,7 +410,8 @@ class _Run:
                                    self.fmt, self.model, self.numbers.overflow,
                                    self.totals.saturated, self.totals.unjudged))
         hints = results[0].hints
-        if self.gate.explained < self.gate.fails:  # some failures the gate cannot explain
+        if self.gate.explained < self.gate.fails and self.hints is not None:
+            # some failures the gate cannot explain
             hints += self.hints.hints(float(metrics["error_balance"]), float(metrics["mere"]))
         return Comparison(
             passed=results[0].passed,
@@ -399,7 +420,7 @@ class _Run:
             worst=self.worst.records(self.shape),
             notes=tuple(notes),
             hints=hints,
-            evidence=None if results[0].passed else self.evidence.result(),
+            evidence=None if results[0].passed else self.evidence_builder().result(),
             index_names=self.numbers.index_names,
             magnitude=self.magnitude.result(),
         )

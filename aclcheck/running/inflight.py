@@ -65,8 +65,10 @@ class _Live:
         fd = self.log.fileno()
         try:
             size = os.fstat(fd).st_size
+            if not size:
+                return ""
             start = max(0, size - 4 * LOG_TAIL_CHARS)
-            data = os.pread(fd, size - start, start) if size else b""
+            data = os.pread(fd, size - start, start)
             os.ftruncate(fd, 0)
         except OSError:
             return ""

@@ -19,7 +19,9 @@ from aclcheck.running.runner import (
     Prepared,
     call_again,
     conclude,
+    judge_first,
     prepare,
+    send_again,
 )
 
 #: most calls set aside at once (each keeps its worker process)
@@ -57,9 +59,14 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
         return first, got, None if apart else call_again(runner, first, got)
 
     def finish(first: Prepared, outcome: Outcome, again: Outcome | None) -> CaseVerdict:
-        if apart:  # in the recall worker, while the worker computes the next case
-            again = call_again(runner, first, outcome)
-        return conclude(runner, first, outcome, caps, again)
+        if not apart:
+            return conclude(runner, first, outcome, caps, again)
+        # the check's calls go to the recall worker, while the worker computes the next
+        # case and this process judges the first answer
+        sent = send_again(runner, first, outcome)
+        judged = judge_first(runner, first, outcome, caps)
+        again = runner.recall_answer() if sent else call_again(runner, first, outcome)
+        return conclude(runner, first, outcome, caps, again, judged)
 
     def ready(block: bool = False) -> Iterator[CaseVerdict]:
         """The verdicts at the front of the order that are settled (all, with `block`)."""

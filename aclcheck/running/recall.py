@@ -20,6 +20,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from aclcheck.cases import Case
 from aclcheck.cases.call import CallInputs, Outcome
 from aclcheck.cases.layouts import StridedTensor, place
 from aclcheck.dtypes import FLOAT_FORMATS
@@ -47,10 +48,15 @@ def wanted(call: CallInputs, first: Outcome) -> bool:
             and isinstance(first.output, np.ndarray) and first.output.size > 0)
 
 
+def twin_layout(call: CallInputs) -> str:
+    """The layout the twin of `call` takes."""
+    return "contiguous" if call.case.layout == TWIN_LAYOUT else TWIN_LAYOUT
+
+
 def twin(call: CallInputs, spatial_rank: int) -> CallInputs:
     """The call made in between: every float input times TWIN_SCALE, in the other
     layout."""
-    layout = "contiguous" if call.case.layout == TWIN_LAYOUT else TWIN_LAYOUT
+    layout = twin_layout(call)
     inputs: dict[str, StridedTensor | None] = {}
     for role, tensor in call.inputs.items():
         if tensor is None:
@@ -62,6 +68,38 @@ def twin(call: CallInputs, spatial_rank: int) -> CallInputs:
                 values = values * values.dtype.type(TWIN_SCALE)
         inputs[role] = place(np.ascontiguousarray(values), layout, spatial_rank)
     return CallInputs(call.case.replace(layout=layout), inputs)
+
+
+class TwinOf:
+    """The twin of `call`, built where it runs (`build`): an isolated worker gets the
+    case's call once, for both calls of the check, and spends its own time on the twin,
+    not the parent's. Stands for the twin where only its case and sizes matter (the
+    parent's hang clock, the answer's expected shape)."""
+
+    __slots__ = ("call", "spatial_rank", "_case")
+
+    def __init__(self, call: CallInputs, spatial_rank: int) -> None:
+        self.call = call
+        self.spatial_rank = spatial_rank
+        self._case: Case | None = None
+
+    @property
+    def case(self) -> Case:
+        """The twin's case: the call's, in the twin's layout."""
+        if self._case is None:
+            self._case = self.call.case.replace(layout=twin_layout(self.call))
+        return self._case
+
+    @property
+    def inputs(self) -> dict[str, StridedTensor | None]:
+        """The call's inputs: the twin's have the same sizes."""
+        return self.call.inputs
+
+    def build(self) -> CallInputs:
+        return twin(self.call, self.spatial_rank)
+
+    def __reduce__(self) -> tuple[type[TwinOf], tuple[CallInputs, int]]:
+        return TwinOf, (self.call, self.spatial_rank)
 
 
 def same_answer(a: object, b: object) -> bool:

@@ -156,18 +156,34 @@ class CaseRunner:
         runs of a fork-safe adapter (a second fork of the zygote, once per run)."""
         return self.isolate and self.impl.fork_safe
 
-    def recall_calls(self, twin: CallInputs, call: CallInputs) -> Outcome:
+    def recall_calls(self, twin: CallInputs | recall.TwinOf, call: CallInputs) -> Outcome:
         """The stale-state check's calls (aclcheck.running.recall): `twin`, then `call`
-        again; the second outcome. In the recall worker, a long-lived second worker that
-        never sees a case's first call, where there is one (both calls in one message,
-        each watched as if sent alone: IsolatedRunner.run_after); else where the case's
-        first call ran."""
-        if not self.separate_recall or not self._needs_isolation(call.case):
-            self.call(twin)  # its answer is not the case's
-            return self.call(call)
+        again; the second outcome. In the recall worker where there is one (see
+        send_recall), else where the case's first call ran."""
+        if self.recall_apart(call):
+            self.send_recall(twin, call)
+            return self.recall_answer()
+        self.call(twin.build() if isinstance(twin, recall.TwinOf) else twin)  # not judged
+        return self.call(call)
+
+    def recall_apart(self, call: CallInputs) -> bool:
+        """Whether the check's calls of `call` go to the recall worker."""
+        return self.separate_recall and self._needs_isolation(call.case)
+
+    def send_recall(self, twin: CallInputs | recall.TwinOf, call: CallInputs) -> None:
+        """Send the check's two calls to the recall worker, a long-lived second worker
+        that never sees a case's first call (both in one message, each watched as if sent
+        alone: IsolatedRunner.submit); recall_answer() gives the second outcome, and the
+        caller may judge meanwhile."""
         if self._recall is None:
             self._recall = self._new_isolated()
-        return self._recall.run_after(twin, call)[1]
+        self._recall.submit(twin, then=call)
+
+    def recall_answer(self) -> Outcome:
+        """The second outcome of the calls send_recall() sent (the twin's is dropped)."""
+        assert self._recall is not None
+        self._recall.collect()
+        return self._recall.collect()  # type: ignore[return-value]
 
     def after_isolated(self, call: CallInputs, outcome: Outcome) -> None:
         """A worker that accepted an invalid call may have corrupted its memory (out-of-
@@ -252,25 +268,47 @@ def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
     return Prepared(model, loaded, CallInputs(case, loaded.inputs))
 
 
+def _twin(prepared: Prepared) -> recall.TwinOf:
+    return recall.TwinOf(prepared.call, operator_of(prepared.call.case).spatial_rank)
+
+
 def call_again(runner: CaseRunner, prepared: Prepared, first: Outcome) -> Outcome | None:
     """The stale-state check's calls (aclcheck.running.recall): the case's twin, then the
-    case again, one after the other in the recall worker (CaseRunner.recall_calls); the
-    second outcome (None: not checked; the twin's answer is not the case's)."""
+    case again, one after the other (CaseRunner.recall_calls); the second outcome (None:
+    not checked; the twin's answer is not the case's)."""
     if not runner.opts.recall or not recall.wanted(prepared.call, first):
         return None
-    spatial = operator_of(prepared.call.case).spatial_rank
-    return runner.recall_calls(recall.twin(prepared.call, spatial), prepared.call)
+    return runner.recall_calls(_twin(prepared), prepared.call)
+
+
+def send_again(runner: CaseRunner, prepared: Prepared, first: Outcome) -> bool:
+    """call_again's calls sent to the recall worker, not awaited (the caller judges the
+    first answer meanwhile and then asks CaseRunner.recall_answer); False where no call
+    is due or the calls do not go to the recall worker (call_again makes them)."""
+    if not runner.opts.recall or not recall.wanted(prepared.call, first) \
+            or not runner.recall_apart(prepared.call):
+        return False
+    runner.send_recall(_twin(prepared), prepared.call)
+    return True
+
+
+def judge_first(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
+                caps: Capabilities) -> CaseVerdict:
+    """The verdict of the case's first answer alone (conclude adds the rest)."""
+    if outcome.unusable is not None:  # the same for every case: one usage error
+        raise UsageError(outcome.unusable)
+    return judge(prepared.model, prepared.data, outcome, caps, runner.opts.judge)
 
 
 def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
-             caps: Capabilities, again: Outcome | None = None) -> CaseVerdict:
+             caps: Capabilities, again: Outcome | None = None,
+             judged: CaseVerdict | None = None) -> CaseVerdict:
     """Judge what came back (and the second answer of the stale-state check, repeating
     the call if asked), with notes (the caller adds the repro line:
-    aclcheck.running.config.VerifyConfig.repro)."""
+    aclcheck.running.config.VerifyConfig.repro). `judged`: the first answer's verdict
+    where judge_first already gave it."""
     opts = runner.opts
-    if outcome.unusable is not None:  # the same for every case: one usage error
-        raise UsageError(outcome.unusable)
-    verdict = judge(prepared.model, prepared.data, outcome, caps, opts.judge)
+    verdict = judged if judged is not None else judge_first(runner, prepared, outcome, caps)
     failing = outcome  # the answer whose numbers the verdict reports
     if again is not None and not recall.same_answer(outcome.output, again.output):
         first_passed = verdict.verdict is Verdict.PASS

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import select
 import socket
 import struct
 import time
@@ -57,6 +58,8 @@ MAX_TEXT = 16384
 MAX_NOTES = 32
 #: most dimensions of a described output
 MAX_DIMS = 32
+#: a frame whose data is at most this many bytes goes in one write (copied once)
+SMALL_FRAME = 1 << 16
 
 
 class ProtocolError(Exception):
@@ -91,6 +94,10 @@ class Channel:
     def __init__(self, sock: socket.socket, clock: Clock = time.monotonic) -> None:
         self.sock = sock
         self.clock = clock
+        # non-blocking for good: a read or write that would block waits in poll() with
+        # the deadline's remaining time (one system call per read where data is there,
+        # against three for a socket timeout set before each read)
+        sock.setblocking(False)
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -106,14 +113,20 @@ class Channel:
         raw = json.dumps(meta or {}, allow_nan=False, separators=(",", ":")).encode()
         view = memoryview(data).cast("B") if len(data) else memoryview(b"")
         head = _HEAD.pack(MAGIC, kind, seq & 0xFFFFFFFF, len(raw), view.nbytes)
-        self._timeout(deadline, partial=False)
-        try:
-            self.sock.sendall(head + raw)
-            if view.nbytes:
-                self._timeout(deadline, partial=True)
-                self.sock.sendall(view)
-        except TimeoutError:
-            raise FrameTimeout(partial=True) from None
+        if view.nbytes <= SMALL_FRAME:  # one write: the peer wakes once
+            self._send_all(memoryview(b"".join((head, raw, view))), deadline)
+            return
+        self._send_all(memoryview(head + raw), deadline)
+        self._send_all(view, deadline, sent_before=True)
+
+    def _send_all(self, view: memoryview, deadline: float | None,
+                  sent_before: bool = False) -> None:
+        sent = 0
+        while sent < view.nbytes:
+            try:
+                sent += self.sock.send(view[sent:])
+            except BlockingIOError:
+                self._await(select.POLLOUT, deadline, partial=sent_before or sent > 0)
 
     def send_call(self, seq: int, call: object, deadline: float | None) -> None:
         # protocol 4: arrays arrive owning their memory, so the worker makes them read-only
@@ -151,24 +164,31 @@ class Channel:
         self._read_exact(memoryview(buf), deadline)
         return buf
 
-    def _timeout(self, deadline: float | None, partial: bool) -> None:
-        if deadline is None:
-            self.sock.settimeout(None)
-            return
-        remaining = deadline - self.clock()
-        if remaining <= 0:
-            raise FrameTimeout(partial)
-        self.sock.settimeout(remaining)
+    def _await(self, event: int, deadline: float | None, partial: bool) -> None:
+        """Wait until the socket is ready for `event` (FrameTimeout once the deadline
+        passes; an error or hang-up is left to the next read or write to report)."""
+        poller = select.poll()
+        poller.register(self.sock.fileno(), event)
+        while True:
+            if deadline is None:
+                timeout_ms = -1
+            else:
+                remaining = deadline - self.clock()
+                if remaining <= 0:
+                    raise FrameTimeout(partial)
+                timeout_ms = max(1, math.ceil(remaining * 1000))
+            if poller.poll(timeout_ms):
+                return
 
     def _read_exact(self, view: memoryview, deadline: float | None, first: bool = False
                     ) -> None:
         got = 0
         while got < view.nbytes:
-            self._timeout(deadline, partial=not (first and got == 0))
             try:
                 n = self.sock.recv_into(view[got:])
-            except TimeoutError:
-                raise FrameTimeout(partial=not (first and got == 0)) from None
+            except BlockingIOError:
+                self._await(select.POLLIN, deadline, partial=not (first and got == 0))
+                continue
             if n == 0:
                 raise EOFError("the worker closed its connection")
             got += n

@@ -17,6 +17,7 @@ from typing import Any
 from aclcheck.cases.call import Outcome
 from aclcheck.impls.base import CallInputs, describe_exception, exit_refused, guarded_run
 from aclcheck.running import wire
+from aclcheck.running.recall import TwinOf
 from aclcheck.running.wire import AdapterInfo, Channel, ProtocolError
 from aclcheck.running.zygote import Zygote
 
@@ -71,9 +72,18 @@ def _worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | Non
                 break  # the kernel raised KeyboardInterrupt: the run stops here
 
 
-def _serve_call(channel: Channel, impl: Any, call: CallInputs, seq: int,
+def _serve_call(channel: Channel, impl: Any, call: CallInputs | TwinOf, seq: int,
                 check_supports: bool) -> bool:
-    """Answer one call; False once the kernel raised KeyboardInterrupt (the run stops)."""
+    """Answer one call (a TwinOf built here first); False once the kernel raised
+    KeyboardInterrupt (the run stops)."""
+    if isinstance(call, TwinOf):
+        try:
+            call = call.build()
+        except Exception as exc:  # noqa: BLE001 - e.g. MemoryError under --memory-limit
+            failed = Outcome(raised=f"the twin call cannot be built: {describe_exception(exc)}")
+            meta, data = wire.encode_outcome(failed, call.case, 0.0)
+            channel.send(wire.OUTCOME, seq, meta, data)
+            return True
     if check_supports:
         try:
             reason = impl.supports(call.case)
