@@ -4,6 +4,7 @@
     judge       the rules of conformance: (case model, data, outcome) -> CaseVerdict
     expressible why an adapter cannot express a call (SKIP before it runs)
     compare     the chunked comparison of one output under several standards
+    metrics     the error metrics, summed chunk by chunk
     pieces      one chunk of a comparison: the quantities every standard reads
     budget      the per-element error budget of aclcheck's own standard
     exactness   which elements a product's path computes exactly; the RNE check there
