@@ -1,7 +1,9 @@
 """An isolated run with one call in flight: the parent loads the next case and judges
 the previous one while the worker computes, and a call that looks blocked is set aside
-with its worker (aclcheck.running.parked) while the next cases run in a fresh one. Same
-verdicts, same order as one call after the other."""
+with its worker (aclcheck.running.parked) while the next cases run in a fresh one. The
+stale-state check's calls of a case run in the recall worker while this process judges
+the case's first answer and goes on to the next case; their answer is collected when
+the next case's check is due. Same verdicts, same order as one call after the other."""
 
 from __future__ import annotations
 
@@ -36,6 +38,19 @@ class _Waiting:
     parked: Parked
 
 
+@dataclass
+class _Rechecking:
+    """A case whose first answer is judged while the stale-state check's calls run in the
+    recall worker: its verdict comes once their answer is collected, which waits until
+    the next case needs that worker (the worker computes while this process works on
+    the next case)."""
+
+    prepared: Prepared
+    outcome: Outcome
+    judged: CaseVerdict
+    verdict: CaseVerdict | None = None
+
+
 def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
               caps: Capabilities) -> Iterator[CaseVerdict]:
     """Verdicts in case order (see the module docstring). Calls are set aside only where
@@ -43,7 +58,8 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
     worker = runner.isolated()
     apart = runner.separate_recall  # the check's calls overlap with the next case's
     pending: Prepared | None = None
-    order: deque[CaseVerdict | _Waiting] = deque()
+    order: deque[CaseVerdict | _Waiting | _Rechecking] = deque()
+    checking: _Rechecking | None = None  # the case whose check is in the recall worker
 
     def collect() -> tuple[Prepared, Outcome, Outcome | None] | None:
         """The pending call's outcome (and its second one where the check shares the
@@ -58,15 +74,29 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
         runner.after_isolated(first.call, got)
         return first, got, None if apart else call_again(runner, first, got)
 
-    def finish(first: Prepared, outcome: Outcome, again: Outcome | None) -> CaseVerdict:
+    def settle_check() -> None:
+        """The checked case's verdict, from the recall worker's answer (the worker is
+        then free for the next case's check)."""
+        nonlocal checking
+        if checking is not None:
+            done, checking = checking, None
+            done.verdict = conclude(runner, done.prepared, done.outcome, caps,
+                                    runner.recall_answer(), done.judged)
+
+    def finish(first: Prepared, outcome: Outcome, again: Outcome | None
+               ) -> CaseVerdict | _Rechecking:
+        nonlocal checking
         if not apart:
             return conclude(runner, first, outcome, caps, again)
         # the check's calls go to the recall worker, while the worker computes the next
-        # case and this process judges the first answer
+        # case and this process judges the first answer (and goes on to the next case)
+        settle_check()
         sent = send_again(runner, first, outcome)
         judged = judge_first(runner, first, outcome, caps)
-        again = runner.recall_answer() if sent else call_again(runner, first, outcome)
-        return conclude(runner, first, outcome, caps, again, judged)
+        if not sent:  # no check due
+            return conclude(runner, first, outcome, caps, None, judged)
+        checking = _Rechecking(first, outcome, judged)
+        return checking
 
     def ready(block: bool = False) -> Iterator[CaseVerdict]:
         """The verdicts at the front of the order that are settled (all, with `block`)."""
@@ -79,26 +109,44 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
                 outcome = head.parked.wait() if block else head.parked.poll()
                 if outcome is None:
                     return
-                order[0] = finish(head.prepared, outcome, None)
+                order[0] = head = finish(head.prepared, outcome, None)
+            if isinstance(head, _Rechecking):
+                if head.verdict is None:
+                    if not block:
+                        return
+                    settle_check()
+                assert head.verdict is not None
+                order[0] = head.verdict
             yield order.popleft()  # type: ignore[misc]
 
-    for case in cases:
-        loaded = source.load(case)  # overlaps with the worker computing `pending`
-        prepared = prepare(runner, loaded, caps)
-        if isinstance(prepared, CaseVerdict):
-            if pending is not None and (done := collect()) is not None:
-                order.append(finish(*done))
-            order.append(prepared)
-        elif pending is None:
-            worker.submit(prepared.call)
-            pending = prepared
+    try:
+        for case in cases:
+            loaded = source.load(case)  # overlaps with the worker computing `pending`
+            prepared = prepare(runner, loaded, caps)
+            if isinstance(prepared, CaseVerdict):
+                if pending is not None and (done := collect()) is not None:
+                    order.append(finish(*done))
+                order.append(prepared)
+            elif pending is None:
+                worker.submit(prepared.call)
+                pending = prepared
+            else:
+                done = collect()
+                worker.submit(prepared.call)  # the worker starts on this one...
+                pending = prepared
+                if done is not None:  # ...while we judge (and check) the previous one
+                    order.append(finish(*done))
+            yield from ready()
+        if pending is not None and (done := collect()) is not None:
+            order.append(finish(*done))
+        yield from ready(block=True)
+    except KeyboardInterrupt:
+        # an interrupted run keeps what was judged: the checked case's check has
+        # answered by now (or does within its allowance)
+        try:
+            settle_check()
+        except KeyboardInterrupt:  # the check's own call raised it
+            pass
         else:
-            done = collect()
-            worker.submit(prepared.call)  # the worker starts on this one...
-            pending = prepared
-            if done is not None:  # ...while we judge (and check) the previous one
-                order.append(finish(*done))
-        yield from ready()
-    if pending is not None and (done := collect()) is not None:
-        order.append(finish(*done))
-    yield from ready(block=True)
+            yield from ready()
+        raise
