@@ -6,8 +6,9 @@
     live        judge a case made in memory (shrink, hunt)
     remote      where a command's adapter lives; capabilities as plain data
     isolation   the isolated worker: one call at a time, hangs and crashes contained
+    workers     where its workers come from (one kept forked ahead) and how they end
     wire        the plain-data worker protocol
-    zygote      the process workers are forked from
+    zygote      the process workers are forked from (orphans: what it sweeps)
     hangs       when a call is declared hung
     integrity   what an in-process kernel must leave alone in aclcheck's process
 """

@@ -26,14 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import select
-import socket
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import IO, Any
 
 from aclcheck import interrupts
 from aclcheck.cases.call import Outcome
@@ -44,14 +40,14 @@ from aclcheck.running.inflight import LOG_TAIL_CHARS as LOG_TAIL_CHARS
 from aclcheck.running.inflight import WorkerStartError as WorkerStartError
 from aclcheck.running.inflight import _Live, _Pending, call_size, describe_exit
 from aclcheck.running.parked import Parked
-from aclcheck.running.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
-from aclcheck.running.worker import one_line
+from aclcheck.running.wire import AdapterInfo, FrameTimeout, ProtocolError
 from aclcheck.running.worker import start_exec_zygote as start_exec_zygote
 from aclcheck.running.worker import start_zygote as start_zygote
-from aclcheck.running.zygote import Zygote, ZygoteError, kill_group
+from aclcheck.running.workers import MAX_START_FAILURES as MAX_START_FAILURES
+from aclcheck.running.workers import START_ALLOWANCE_S as START_ALLOWANCE_S
+from aclcheck.running.workers import WorkerLifetime
+from aclcheck.running.zygote import Zygote
 
-#: seconds a worker (and a zygote's import) may take to start: not a call, not the timeout
-START_ALLOWANCE_S = 120.0
 #: a heartbeat line every this many seconds while one call is awaited
 HEARTBEAT_EVERY_S = 10.0
 #: seconds between two looks at the CPU time of a worker whose call has not answered
@@ -60,8 +56,6 @@ SAMPLE_EVERY_S = 0.1
 PARK_IDLE_S = 0.5
 #: what _wait says of a call to set aside
 PARK = "park"
-#: consecutive failed worker starts after which the remaining calls are ERROR at once
-MAX_START_FAILURES = 3
 
 Heartbeat = Callable[[str], None]
 Now = Callable[[], float]
@@ -72,7 +66,7 @@ CpuTime = Callable[[int], float | None]
 # -- the parent's side -----------------------------------------------------------------------
 
 
-class IsolatedRunner:
+class IsolatedRunner(WorkerLifetime):
     """Calls an adapter (rebuilt from `spec`) in a worker process, hang-checked.
 
     zygote: where workers come from (its owner closes it); without one, or once it is
@@ -80,131 +74,32 @@ class IsolatedRunner:
     the adapter's own supports() first and may answer "declined" (a SKIP). clock: the
     wall-clock allowances (its CPU counterpart is made here); cpu_time reads a worker's
     CPU seconds (tests inject one); threads: the most threads the adapter's kernels may
-    use (aclcheck.cores; None: its default).
+    use (aclcheck.cores; None: its default); spare: keep the next worker forked ahead
+    (a forking zygote's), so that replacing one costs no wait.
     """
 
     def __init__(self, spec: str, timeout: float, deterministic: bool | None = None,
                  memory_limit: int | None = None, *, zygote: Zygote | None = None,
                  clock: CallClock | None = None, heartbeat: Heartbeat | None = None,
                  check_supports: bool = False, start_allowance: float | None = None,
-                 threads: int | None = None,
+                 threads: int | None = None, spare: bool = False,
                  now: Now = time.monotonic,
                  cpu_time: CpuTime = cpu_watch.process_cpu_seconds) -> None:
-        self.spec = spec
-        self.memory_limit = memory_limit
+        super().__init__(spec, deterministic, memory_limit, zygote=zygote,
+                         check_supports=check_supports, threads=threads, spare=spare,
+                         start_allowance=start_allowance, now=now)
         self.timeout = timeout
-        self.deterministic = deterministic
-        self.zygote = zygote
         self.clock = clock if clock is not None else CallClock(cap=timeout)
         self.cpu_clock = cpu_watch.cpu_clock(self.clock)
         self.cpu_time = cpu_time
         self.heartbeat = heartbeat
-        self.check_supports = check_supports
-        self.threads = threads
-        self.start_allowance = (START_ALLOWANCE_S if start_allowance is None
-                                else start_allowance)
-        self.now = now
-        self._own: Zygote | None = None  # the exec-mode zygote this runner started
         self._live: _Live | None = None
         self._pending: _Pending | None = None
         self._then: _Pending | None = None  # sent behind the pending call (submit)
         self._seq = 0
         #: calls set aside while they looked blocked, each with its worker
         self.parked: list[Parked] = []
-        self._start_failures = 0
-        self._last_start_error: WorkerStartError | None = None
-        #: workers started so far (a test proves fork-safe runs start no fresh process)
-        self.started = 0
-        self.spawned = 0
         self.restarts = 0
-
-    # -- worker lifetime
-
-    def _zygote(self) -> Zygote:
-        if self.zygote is not None:
-            return self.zygote
-        if self._own is None:
-            self._own = start_exec_zygote()
-            if self._own is None:
-                raise WorkerStartError("exit", "no fork() on this platform")
-        return self._own
-
-    def _fork(self, args: tuple[Any, ...], log: IO[bytes]) -> tuple[int, socket.socket, Zygote]:
-        for _ in range(2):
-            zygote = self._zygote()
-            try:
-                pid, sock = zygote.fork_worker(args, [log.fileno()])
-                return pid, sock, zygote
-            except ZygoteError as exc:
-                error = exc
-                if zygote is self.zygote:  # the given one is gone: our own from now on
-                    self.zygote = None
-                else:
-                    self._own = None
-                    zygote.close()
-        raise WorkerStartError("exit", str(error))
-
-    def _start(self) -> _Live:
-        if self._start_failures >= MAX_START_FAILURES and self._last_start_error is not None:
-            last = self._last_start_error
-            raise WorkerStartError(last.kind, f"{last.text} ({self._start_failures} "
-                                              "starts failed in a row; not tried again)")
-        try:
-            live = self._start_once()
-        except WorkerStartError as exc:
-            self._start_failures += 1
-            self._last_start_error = exc
-            raise
-        self._start_failures = 0
-        return live
-
-    def _start_once(self) -> _Live:
-        import fcntl  # POSIX, as workers are
-
-        log = tempfile.TemporaryFile(prefix="aclcheck-worker-")
-        flags = fcntl.fcntl(log.fileno(), fcntl.F_GETFL)
-        fcntl.fcntl(log.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)  # shared with the worker
-        args = (self.spec, self.deterministic, self.memory_limit, self.check_supports,
-                self.threads)
-        try:
-            pid, sock, zygote = self._fork(args, log)
-        except BaseException:
-            log.close()
-            raise
-        self.started += 1
-        self.spawned += not zygote.preloads
-        live = _Live(pid, Channel(sock, self.now), log, zygote)
-        try:
-            head = live.channel.read_head(self.now() + self.start_allowance)
-        except FrameTimeout:
-            self._retire(live)
-            raise WorkerStartError("timeout", f"did not start within "
-                                              f"{self.start_allowance:g} s") from None
-        except (EOFError, OSError):
-            tail = live.new_log()
-            code = self._retire(live)
-            raise WorkerStartError("exit", f"died at start: {describe_exit(code)}"
-                                   + (f" ({one_line(tail)[-300:]})" if tail else "")) from None
-        except ProtocolError as exc:
-            self._retire(live)
-            raise WorkerStartError("protocol", str(exc)) from None
-        try:
-            if head.kind == wire.SETUP_ERROR:
-                kind = head.meta.get("type")
-                raise WorkerStartError(kind if isinstance(kind, str) else "error",
-                                       wire.text_field(head.meta, "error"))
-            if head.kind != wire.READY:
-                raise ProtocolError(f"a frame of kind {head.kind} where READY was due")
-            live.info = AdapterInfo.from_json(head.meta.get("info"))
-            note = head.meta.get("note")
-            live.note = None if note is None else wire.text_field(head.meta, "note")
-        except (ProtocolError, ValueError) as exc:
-            self._retire(live)
-            raise WorkerStartError("protocol", str(exc)) from None
-        except WorkerStartError:
-            self._retire(live)
-            raise
-        return live
 
     def describe(self) -> tuple[AdapterInfo, str | None]:
         """Start a worker (if none runs) and return what it says of its adapter, and its
@@ -218,18 +113,6 @@ class IsolatedRunner:
     def note(self) -> str | None:
         """The running worker's deterministic-mode note (None: none, or no worker)."""
         return self._live.note if self._live is not None else None
-
-    def _retire(self, live: _Live) -> int | None:
-        """Kill the worker's whole group and have its zygote reap it (and sweep what it
-        left behind); its exit code."""
-        kill_group(live.pid, alive=True)
-        try:
-            code = live.zygote.reap(live.pid)
-        except ZygoteError:
-            code = None
-        live.channel.close()
-        live.log.close()
-        return code
 
     def _drop(self, live: _Live) -> int | None:
         code = self._retire(live)
@@ -425,7 +308,8 @@ class IsolatedRunner:
         """Replace the worker: after it accepted an invalid call its memory may be
         corrupted (out-of-bounds reads and writes), which must not blame the next case."""
         if self._live is not None:
-            self._drop(self._live)
+            self._retire(self._live, wait=False)
+            self._live = None
             self.restarts += 1
 
     def close(self) -> None:
@@ -434,6 +318,7 @@ class IsolatedRunner:
         for parked in self.parked:
             self._retire(parked.live)
         self.parked.clear()
+        self._close_spare()
         live = self._live
         try:
             if live is not None:
@@ -445,6 +330,4 @@ class IsolatedRunner:
                     poller.poll(100 if self._pending else 2000)
                 self._drop(live)
         finally:
-            if self._own is not None:
-                self._own.close()
-                self._own = None
+            self.close_own_zygote()

@@ -133,7 +133,7 @@ class CaseRunner:
         return (self.opts.isolate_invalid and not self.impl.has_status_codes
                 and case.expected_status != SUCCESS and bool(self.impl.spec))
 
-    def _new_isolated(self) -> IsolatedRunner:
+    def _new_isolated(self, spare: bool = False) -> IsolatedRunner:
         if self.impl.fork_safe and self._zygote is None:
             self._zygote = start_zygote(self.impl.spec)
         declines = isinstance(self.impl, RemoteImpl) and self.impl.info.declines
@@ -143,11 +143,12 @@ class CaseRunner:
             clock=CallClock(cap=self.opts.timeout, floor=self.opts.hang_floor),
             check_supports=declines,
             # the case worker and the recall worker compute at once: they share the cores
-            threads=worker_threads(2) if self.separate_recall and self.opts.recall else None)
+            threads=worker_threads(2) if self.separate_recall and self.opts.recall else None,
+            spare=spare)
 
     def isolated(self) -> IsolatedRunner:
-        if self._isolated is None:
-            self._isolated = self._new_isolated()
+        if self._isolated is None:  # the case worker: replaced most, so one kept ahead
+            self._isolated = self._new_isolated(spare=True)
         return self._isolated
 
     @property

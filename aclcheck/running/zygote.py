@@ -44,6 +44,9 @@ import tempfile
 from collections.abc import Callable
 from typing import IO, Any
 
+from aclcheck.running.orphans import kill_group as kill_group
+from aclcheck.running.orphans import reap_child, shutdown, sweep
+
 #: the worker's entry point: (its file descriptors, arguments) -> returns when done
 WorkerMain = Callable[[list[int], tuple[Any, ...]], None]
 
@@ -52,8 +55,6 @@ _MAX_MESSAGE = 1 << 16
 REQUEST_TIMEOUT_S = 30.0
 #: seconds its preload (imports) may take when a request has to wait for it
 PRELOAD_ALLOWANCE_S = 120.0
-#: rounds of an orphan sweep (each kills what the previous round's deaths reparented)
-SWEEP_ROUNDS = 100
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -70,18 +71,6 @@ class PreloadError(Exception):
         super().__init__(text)
         self.kind = kind
         self.text = text
-
-
-def kill_group(pid: int, alive: bool = True) -> None:
-    """SIGKILL the process group `pid` leads (the worker and whatever it started); when
-    the worker is known `alive` (not reaped: its pid cannot be reused) but has not made
-    its group yet, SIGKILL the worker itself."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        if alive:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
 
 
 def _resolve(ref: str) -> Any:
@@ -120,6 +109,11 @@ class Zygote:
         self._sock = ours
         self._seq = 0
         self._ready: tuple[bool, Any] | None = None  # (ok, value or PreloadError)
+        #: requests sent whose answer is not read yet (answered in order), answers read
+        #: while waiting for a later one, and requests whose answer nobody waits for
+        self._waiting: list[int] = []
+        self._unclaimed: dict[int, dict[str, Any]] = {}
+        self._dropped: set[int] = set()
 
     # -- the preload's report
 
@@ -170,7 +164,8 @@ class Zygote:
 
     # -- requests
 
-    def _ask(self, kind: str, arg: object, fds: list[int] | None = None) -> dict[str, Any]:
+    def _request(self, kind: str, arg: object, fds: list[int] | None = None) -> int:
+        """Send a request; its number, for `_answer`."""
         try:
             self.ready()
         except PreloadError as exc:
@@ -183,25 +178,63 @@ class Zygote:
                 socket.send_fds(self._sock, [data], fds)
             else:
                 self._sock.sendall(data)
-            reply = self._sock.recv(_MAX_MESSAGE)
         except OSError as exc:  # includes the timeout
             raise ZygoteError(f"the worker zygote does not answer: {exc}") from None
-        if not reply:
-            raise ZygoteError("the worker zygote exited")
-        return _reply(reply, self._seq)
+        self._waiting.append(self._seq)
+        return self._seq
+
+    def _answer(self, seq: int) -> dict[str, Any]:
+        """The answer to request `seq`; the zygote answers in order, so the answers to
+        earlier requests are read first (kept for their askers, or dropped)."""
+        while seq not in self._unclaimed:
+            if seq not in self._waiting:
+                raise ZygoteError(f"no request {seq} is waiting for an answer")
+            try:
+                self._sock.settimeout(REQUEST_TIMEOUT_S)
+                reply = self._sock.recv(_MAX_MESSAGE)
+            except OSError as exc:  # includes the timeout
+                raise ZygoteError(f"the worker zygote does not answer: {exc}") from None
+            if not reply:
+                raise ZygoteError("the worker zygote exited")
+            first = self._waiting.pop(0)
+            answer = _reply(reply, first)
+            if first in self._dropped:
+                self._dropped.discard(first)
+            else:
+                self._unclaimed[first] = answer
+        return self._unclaimed.pop(seq)
+
+    def _ask(self, kind: str, arg: object, fds: list[int] | None = None) -> dict[str, Any]:
+        return self._answer(self._request(kind, arg, fds))
 
     def fork_worker(self, args: tuple[Any, ...], fds: list[int] | None = None
                     ) -> tuple[int, socket.socket]:
         """A new worker running worker_main([its end of the connection, *fds], args);
         (its pid = its group id, our end of its connection)."""
+        return self.fork_finish(*self.fork_start(args, fds))
+
+    def fork_start(self, args: tuple[Any, ...], fds: list[int] | None = None
+                   ) -> tuple[int, socket.socket]:
+        """fork_worker's request, sent without waiting for the answer: (the request's
+        number, our end of the connection) for fork_finish. The zygote forks while the
+        caller goes on."""
         ours, theirs = socket.socketpair()
         try:
-            pid = self._ask("fork", args, [theirs.fileno(), *(fds or [])]).get("pid")
+            seq = self._request("fork", args, [theirs.fileno(), *(fds or [])])
         except BaseException:
             ours.close()
             raise
         finally:
             theirs.close()
+        return seq, ours
+
+    def fork_finish(self, seq: int, ours: socket.socket) -> tuple[int, socket.socket]:
+        """The worker fork_start asked for: (its pid, our end of its connection)."""
+        try:
+            pid = self._answer(seq).get("pid")
+        except BaseException:
+            ours.close()
+            raise
         if (isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1
                 or pid in (os.getpid(), os.getpgrp(), self.pid)):
             ours.close()
@@ -215,6 +248,12 @@ class Zygote:
         if isinstance(code, bool) or not isinstance(code, int | type(None)):
             raise ZygoteError(f"the worker zygote answered a reap with {code!r}")
         return code
+
+    def reap_later(self, pid: int) -> None:
+        """reap() for a worker whose exit code nobody needs, without waiting: the zygote
+        reaps and sweeps while the caller goes on (its answer is read and dropped with
+        the next request's)."""
+        self._dropped.add(self._request("reap", pid))
 
     def close(self) -> None:
         """End the zygote (it kills its workers and their orphans) and wait for it.
@@ -286,7 +325,7 @@ def main() -> None:
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # the parent died: clean up, then go
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of workers come here, to be swept
     live: set[int] = set()
-    signal.signal(signal.SIGTERM, lambda *_: _shutdown(live))
+    signal.signal(signal.SIGTERM, lambda *_: shutdown(live))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     sock = socket.socket(fileno=int(sys.argv[1]))
     data = sock.recv(_MAX_MESSAGE)
@@ -304,7 +343,7 @@ def main() -> None:
     _flush()
     _send(sock, report)
     if report["kind"] != "ready":
-        _shutdown(live)
+        shutdown(live)
     _serve(sock, worker_ref, preload_ref is not None, live)
 
 
@@ -323,7 +362,7 @@ def _serve(sock: socket.socket, worker_ref: str, forks: bool, live: set[int]) ->
         except OSError:
             data, fds = b"", []
         if not data:
-            _shutdown(live)
+            shutdown(live)
         seq, kind, arg = pickle.loads(data)  # the parent's own request
         if kind == "fork":
             _flush()
@@ -339,15 +378,15 @@ def _serve(sock: socket.socket, worker_ref: str, forks: bool, live: set[int]) ->
         elif kind == "reap":
             live.discard(arg)
             kill_group(arg)
-            code = _wait(arg)
-            _sweep(live)
+            code = reap_child(arg)
+            sweep(live)
             reply = {"seq": seq, "code": code}
         else:
             continue
         try:
             _send(sock, reply)
         except OSError:  # the parent is gone (or gave up on us)
-            _shutdown(live)
+            shutdown(live)
 
 
 def _worker(sock: socket.socket, fds: list[int], args: tuple[Any, ...], worker_ref: str,
@@ -380,64 +419,3 @@ def exec_main() -> None:
     fds = [int(x) for x in sys.argv[1].split(",")]
     sys.path[:], worker_ref, args = pickle.loads(base64.b64decode(sys.argv[2]))
     _resolve(worker_ref)(fds, args)
-
-
-def _shutdown(live: set[int]) -> None:
-    """Kill every worker's group, then sweep orphans until none is left, and exit."""
-    for pid in list(live):
-        kill_group(pid)
-    for pid in list(live):
-        _wait(pid)
-    live.clear()
-    _sweep(live)
-    os._exit(0)
-
-
-def _children() -> list[int]:
-    """This process's children (Linux /proc; [] elsewhere), zombies included."""
-    me = os.getpid()
-    try:
-        found: list[int] = []
-        for tid in os.listdir(f"/proc/{me}/task"):
-            with open(f"/proc/{me}/task/{tid}/children") as f:
-                found += [int(x) for x in f.read().split()]
-        return found
-    except OSError:
-        pass
-    found = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 1 and fields[1] == str(me):
-            found.append(int(name))
-    return found
-
-
-def _sweep(live: set[int]) -> None:
-    """Kill and reap every child that is not a live worker: the orphans a dead worker's
-    descendants became (each death may reparent more, hence the rounds)."""
-    for _ in range(SWEEP_ROUNDS):
-        orphans = [pid for pid in _children() if pid not in live]
-        if not orphans:
-            return
-        for pid in orphans:
-            kill_group(pid)
-        for pid in orphans:
-            _wait(pid)
-
-
-def _wait(pid: int) -> int | None:
-    try:
-        _, status = os.waitpid(pid, 0)
-    except ChildProcessError:
-        return None
-    return os.waitstatus_to_exitcode(status)
