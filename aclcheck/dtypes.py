@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import ml_dtypes
@@ -360,6 +360,13 @@ def scale_error(products: Iterable[int], fmt: FloatFormat) -> float:
         via32 = round_to(exact, fmt).astype(np.float64)
     err = np.maximum(np.abs(direct * p - 1.0), np.abs(via32 * p - 1.0))
     return float(err.max())
+
+
+@lru_cache(maxsize=1024)
+def scale_error_of(sizes: tuple[int, ...], fmt: FloatFormat) -> float:
+    """scale_error of a set of window sizes given as a tuple (cached: a suite's cases
+    share few such sets, and each case's numeric model asks)."""
+    return scale_error(sizes, fmt)
 
 
 # -- storage -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from aclcheck.dtypes import (
     float_format,
     plane_quanta,
     scale_error,
+    scale_error_of,
 )
 from aclcheck.judging.budget import BudgetModel, element_budget
 from aclcheck.judging.exactness import exact_ties as exact_ties_of
@@ -48,8 +49,11 @@ def resolve_accumulate(product: str, dtype: str, accumulate: str | None = None) 
     return accumulation_format(choice, dtype)
 
 
-def _window_products(ph: SpreadPlan, pw: SpreadPlan) -> np.ndarray:
-    return np.unique(np.multiply.outer(np.unique(ph.sizes), np.unique(pw.sizes)))
+def _window_products(ph: SpreadPlan, pw: SpreadPlan) -> tuple[int, ...]:
+    """The distinct window areas kh * kw of a plane."""
+    rows = {int(k) for k in np.unique(ph.sizes)}
+    cols = {int(k) for k in np.unique(pw.sizes)}
+    return tuple(sorted({a * b for a in rows for b in cols}))
 
 
 def _path(product: str, dtype: str, ph: SpreadPlan, pw: SpreadPlan,
@@ -74,9 +78,9 @@ def _path(product: str, dtype: str, ph: SpreadPlan, pw: SpreadPlan,
             "fp32-atomic",
             "terms g * fl32(1/(kh*kw)) accumulated in "
             f"{acc.name}, one round-to-nearest-even to {fmt.name}",
-            acc, 1, FLOAT32, scale_error(sizes, FLOAT32),
+            acc, 1, FLOAT32, scale_error_of(sizes, FLOAT32),
         )
-    eps = scale_error(sizes, fmt)
+    eps = scale_error_of(sizes, fmt)
     note = None
     if fmt is not FLOAT32:
         note = (f"within budget only because of the matmul path (weights 1/(kh*kw) rounded "

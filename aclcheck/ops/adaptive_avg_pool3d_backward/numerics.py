@@ -38,6 +38,7 @@ from aclcheck.dtypes import (
     quantum,
     quantum_exponent,
     scale_error,
+    scale_error_of,
 )
 from aclcheck.judging.exactness import exact_ties as exact_ties_of
 from aclcheck.judging.model import (
@@ -107,7 +108,7 @@ def product_path(product: str, dtype: str, out_dhw: tuple[int, int, int],
     if rules.global_only or rules.no_windowed_kernel:
         return None
     p = window_plans if window_plans is not None else plans(out_dhw, in_dhw)
-    eps = scale_error(window_volumes(p), FLOAT32)
+    eps = scale_error_of(tuple(int(v) for v in window_volumes(p)), FLOAT32)
     if disjoint(out_dhw, in_dhw):
         return NumericPath(
             DISJOINT,
