@@ -24,8 +24,13 @@ class ProcessPool(ProcessPoolExecutor):
     they start with SIGINT blocked and ignore it, the parent is interrupted and `stop()`s
     them at once instead of waiting for the cases in flight."""
 
-    def __init__(self, jobs: int, mp_context: Any = None) -> None:
-        super().__init__(jobs, mp_context=mp_context, initializer=interrupts.child_ignores)
+    def __init__(self, jobs: int, mp_context: Any = None,
+                 initializer: Callable[..., None] = interrupts.child_ignores,
+                 initargs: tuple[Any, ...] = ()) -> None:
+        """`initializer`: what each worker runs first; it must call
+        interrupts.child_ignores() (the default is that alone)."""
+        super().__init__(jobs, mp_context=mp_context, initializer=initializer,
+                         initargs=initargs)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         with interrupts.held_for_children():  # workers are started by submit()

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from concurrent.futures import Future, wait
+from dataclasses import dataclass, replace
 
-from aclcheck.cases import Case
+import numpy as np
+
+from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities, Outcome
+from aclcheck.judging.reproduce import CaseEvidence
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.running.parked import Parked
 from aclcheck.running.runner import (
     CaseRunner,
     CaseSource,
+    Later,
     Prepared,
     call_again,
     conclude,
@@ -28,6 +33,8 @@ from aclcheck.running.runner import (
 
 #: most calls set aside at once (each keeps its worker process)
 MAX_PARKED = 2
+#: most failing cases whose evidence is asked of the helper and not yet attached
+MAX_CLUES_ASKED = 64
 
 
 @dataclass
@@ -36,6 +43,16 @@ class _Waiting:
 
     prepared: Prepared
     parked: Parked
+
+
+@dataclass
+class _Clueing:
+    """A FAIL whose diagnosis evidence the helper process computes."""
+
+    verdict: CaseVerdict
+    data: CaseData
+    output: np.ndarray
+    future: Future[CaseEvidence | None]
 
 
 @dataclass
@@ -48,7 +65,7 @@ class _Rechecking:
     prepared: Prepared
     outcome: Outcome
     judged: CaseVerdict
-    verdict: CaseVerdict | None = None
+    verdict: CaseVerdict | _Clueing | None = None
 
 
 def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
@@ -58,8 +75,25 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
     worker = runner.isolated()
     apart = runner.separate_recall  # the check's calls overlap with the next case's
     pending: Prepared | None = None
-    order: deque[CaseVerdict | _Waiting | _Rechecking] = deque()
+    order: deque[CaseVerdict | _Waiting | _Rechecking | _Clueing] = deque()
     checking: _Rechecking | None = None  # the case whose check is in the recall worker
+    clues = runner.clues  # failing cases' evidence, computed beside the run
+    asked: deque[Future[CaseEvidence | None]] = deque()  # evidence not yet attached
+
+    def concluded(first: Prepared, outcome: Outcome, again: Outcome | None,
+                  judged: CaseVerdict | None = None) -> CaseVerdict | _Clueing:
+        """conclude(), a FAIL's evidence asked of the helper (at most MAX_CLUES_ASKED
+        at once: the oldest is awaited first)."""
+        later: Later = []
+        verdict = conclude(runner, first, outcome, caps, again, judged, later=later)
+        if not later:
+            return verdict
+        while len(asked) >= MAX_CLUES_ASKED:
+            wait([asked.popleft()])
+        data, output = later[0]
+        future = clues.submit(data, output)
+        asked.append(future)
+        return _Clueing(verdict, data, output, future)
 
     def collect() -> tuple[Prepared, Outcome, Outcome | None] | None:
         """The pending call's outcome (and its second one where the check shares the
@@ -80,26 +114,27 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
         nonlocal checking
         if checking is not None:
             done, checking = checking, None
-            done.verdict = conclude(runner, done.prepared, done.outcome, caps,
-                                    runner.recall_answer(), done.judged)
+            done.verdict = concluded(done.prepared, done.outcome, runner.recall_answer(),
+                                     done.judged)
 
     def finish(first: Prepared, outcome: Outcome, again: Outcome | None
-               ) -> CaseVerdict | _Rechecking:
+               ) -> CaseVerdict | _Rechecking | _Clueing:
         nonlocal checking
         if not apart:
-            return conclude(runner, first, outcome, caps, again)
+            return concluded(first, outcome, again)
         # the check's calls go to the recall worker, while the worker computes the next
         # case and this process judges the first answer (and goes on to the next case)
         settle_check()
         sent = send_again(runner, first, outcome)
         judged = judge_first(runner, first, outcome, caps)
         if not sent:  # no check due
-            return conclude(runner, first, outcome, caps, None, judged)
+            return concluded(first, outcome, None, judged)
         checking = _Rechecking(first, outcome, judged)
         return checking
 
-    def ready(block: bool = False) -> Iterator[CaseVerdict]:
-        """The verdicts at the front of the order that are settled (all, with `block`)."""
+    def ready(block: bool = False, interrupted: bool = False) -> Iterator[CaseVerdict]:
+        """The verdicts at the front of the order that are settled (all, with `block`;
+        `interrupted`: a FAIL whose evidence has not come goes without it)."""
         for entry in order:  # settle what has answered (or hung) meanwhile
             if isinstance(entry, _Waiting):
                 entry.parked.poll()
@@ -116,7 +151,16 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
                         return
                     settle_check()
                 assert head.verdict is not None
-                order[0] = head.verdict
+                order[0] = head = head.verdict
+            if isinstance(head, _Clueing):
+                if interrupted and not head.future.done():
+                    head.future.cancel()
+                    order[0] = head.verdict
+                else:
+                    if not block and not head.future.done():
+                        return
+                    order[0] = replace(head.verdict, clues=clues.result(
+                        head.future, head.data, head.output))
             yield order.popleft()  # type: ignore[misc]
 
     try:
@@ -148,5 +192,5 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
         except KeyboardInterrupt:  # the check's own call raised it
             pass
         else:
-            yield from ready()
+            yield from ready(interrupted=True)
         raise

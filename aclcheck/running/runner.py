@@ -25,11 +25,11 @@ from aclcheck.judging.default_standard import accumulation
 from aclcheck.judging.expressible import not_expressible
 from aclcheck.judging.judge import JudgeOptions, judge, skipped
 from aclcheck.judging.model import CaseModel
-from aclcheck.judging.reproduce import CaseEvidence
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import TIMEOUT_S
 from aclcheck.running import recall
+from aclcheck.running.clue_pool import CluePool, case_evidence
 from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.running.integrity import IntegrityGuard
 from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
@@ -113,6 +113,8 @@ class CaseRunner:
                 self._note = f"cannot switch deterministic mode: {exc}"
         #: in-process calls: what they must leave alone, taken before the first
         self._guard = IntegrityGuard() if not self.isolate else None
+        #: failing cases' evidence beside the run (pipelined runs; see clue_pool)
+        self.clues = CluePool()
 
     @property
     def deterministic_note(self) -> str | None:
@@ -216,6 +218,7 @@ class CaseRunner:
 
     def close(self) -> None:
         try:
+            self.clues.close(interrupted=True)  # first: it holds copies of our sockets
             for worker in (self._isolated, self._recall):
                 if worker is not None:
                     worker.close()
@@ -301,13 +304,18 @@ def judge_first(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
     return judge(prepared.model, prepared.data, outcome, caps, runner.opts.judge)
 
 
+#: failing cases whose evidence the caller computes (elsewhere): (data, output) each
+Later = list[tuple[CaseData, np.ndarray]]
+
+
 def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
              caps: Capabilities, again: Outcome | None = None,
-             judged: CaseVerdict | None = None) -> CaseVerdict:
+             judged: CaseVerdict | None = None, later: Later | None = None) -> CaseVerdict:
     """Judge what came back (and the second answer of the stale-state check, repeating
     the call if asked), with notes (the caller adds the repro line:
     aclcheck.running.config.VerifyConfig.repro). `judged`: the first answer's verdict
-    where judge_first already gave it."""
+    where judge_first already gave it. `later`: a FAIL's diagnosis evidence is not
+    computed but asked for there (the caller attaches it: aclcheck.running.clue_pool)."""
     opts = runner.opts
     verdict = judged if judged is not None else judge_first(runner, prepared, outcome, caps)
     failing = outcome  # the answer whose numbers the verdict reports
@@ -317,7 +325,7 @@ def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
                                                opts.judge))
         if first_passed and verdict.verdict is not Verdict.PASS:
             failing = again
-    verdict = _with_clues(verdict, prepared.data, failing)
+    verdict = _with_clues(verdict, prepared.data, failing, later)
     if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
         verdict = _judge_repeats(runner, prepared.call, outcome, verdict)
     if runner.deterministic_note:
@@ -328,17 +336,17 @@ def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
     return verdict
 
 
-def _with_clues(verdict: CaseVerdict, data: CaseData, outcome: Outcome) -> CaseVerdict:
-    """A FAIL with its diagnosis evidence, from the operator's what-if models."""
-    hooks = operator_of(data.case).diagnosis
-    if verdict.verdict is not Verdict.FAIL or hooks is None \
+def _with_clues(verdict: CaseVerdict, data: CaseData, outcome: Outcome,
+                later: Later | None = None) -> CaseVerdict:
+    """A FAIL with its diagnosis evidence, from the operator's what-if models (or the
+    FAIL as it is, its evidence asked for in `later`)."""
+    if verdict.verdict is not Verdict.FAIL or operator_of(data.case).diagnosis is None \
             or not isinstance(outcome.output, np.ndarray):
         return verdict
-    try:
-        clues = hooks.evidence(data, outcome.output)
-    except (ValueError, IndexError, MemoryError, FloatingPointError):
-        clues = CaseEvidence(data.case.id, judged=False)  # the verdict stands
-    return _replace(verdict, clues=clues)
+    if later is not None:
+        later.append((data, outcome.output))
+        return verdict
+    return _replace(verdict, clues=case_evidence(data, outcome.output))
 
 
 def run_case(runner: CaseRunner, loaded: CaseData, caps: Capabilities) -> CaseVerdict:

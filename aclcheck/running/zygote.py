@@ -55,7 +55,7 @@ _MAX_MESSAGE = 1 << 16
 REQUEST_TIMEOUT_S = 30.0
 #: seconds its preload (imports) may take when a request has to wait for it
 PRELOAD_ALLOWANCE_S = 120.0
-_PR_SET_PDEATHSIG = 1
+PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -303,7 +303,8 @@ def _reply(data: bytes, seq: int) -> dict[str, Any]:
 # -- the zygote process ------------------------------------------------------------------
 
 
-def _prctl(option: int, value: int) -> None:
+def prctl(option: int, value: int) -> None:
+    """Linux's prctl(option, value) on this process (nothing elsewhere, or on failure)."""
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(option, value)
@@ -322,8 +323,8 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 def main() -> None:
     """The zygote process: read the configuration, preload, then serve requests."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # the parent died: clean up, then go
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of workers come here, to be swept
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the parent died: clean up, then go
+    prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of workers come here, to be swept
     live: set[int] = set()
     signal.signal(signal.SIGTERM, lambda *_: shutdown(live))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -396,7 +397,7 @@ def _worker(sock: socket.socket, fds: list[int], args: tuple[Any, ...], worker_r
     try:
         os.setpgid(0, 0)
         sock.close()
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # workers die with the zygote
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # workers die with the zygote
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if worker_main is None:
@@ -415,7 +416,7 @@ def _worker(sock: socket.socket, fds: list[int], args: tuple[Any, ...], worker_r
 
 def exec_main() -> None:
     """A worker started as a fresh interpreter by an exec-mode zygote."""
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     fds = [int(x) for x in sys.argv[1].split(",")]
     sys.path[:], worker_ref, args = pickle.loads(base64.b64decode(sys.argv[2]))
     _resolve(worker_ref)(fds, args)
