@@ -7,6 +7,7 @@
     remote      where a command's adapter lives; capabilities as plain data
     isolation   the isolated worker: one call at a time, hangs and crashes contained
     workers     where its workers come from (one kept forked ahead) and how they end
+    clue_pool   failing cases' diagnosis evidence, computed in a helper beside the run
     wire        the plain-data worker protocol
     zygote      the process workers are forked from (orphans: what it sweeps)
     hangs       when a call is declared hung
