@@ -68,12 +68,6 @@ class CluePool:
         self._pool: ProcessPool | None = None
         self._broken = False
 
-    def __enter__(self) -> CluePool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close(interrupted=exc[0] is not None)
-
     def submit(self, data: CaseData, output: np.ndarray) -> Future[CaseEvidence | None]:
         """The evidence of a failing case, to come (computed here, at once, for a large
         output or once the helper broke)."""
