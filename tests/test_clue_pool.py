@@ -12,8 +12,10 @@ import pytest
 
 from aclcheck.cases import CaseData
 from aclcheck.impls.registry import create
+from aclcheck.running import pipeline
 from aclcheck.running.clue_pool import CluePool, case_evidence
-from aclcheck.running.runner import CaseRunner, RunOptions
+from aclcheck.running.runner import CaseRunner, RunOptions, iter_verdicts
+from aclcheck.running.session import GoldenSource
 from aclcheck.store import open_golden
 
 
@@ -78,3 +80,24 @@ def test_the_runner_ends_its_helper_when_it_closes(
     for pid in helpers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def _fail_clues(golden: Path) -> dict[str, object]:
+    """Each FAIL's evidence in an isolated run of a kernel that fails many cases."""
+    impl = create("kernels_zoo:end_floor")
+    with open_golden(golden) as gf:
+        cases = [gf.case(i) for i in gf.ids()]
+        verdicts = list(iter_verdicts(impl, cases, GoldenSource(gf), RunOptions()))
+    return {v.case_id: v.clues for v in verdicts if v.verdict.value == "FAIL"}
+
+
+def test_verdicts_wait_for_their_evidence_within_the_bounds(
+        valid_3d_4d_golden: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One case's evidence at a time (the bounds force a wait at every FAIL) gives the
+    same evidence as the default bounds: the order and the attachment do not depend on
+    how many are out at once."""
+    default = _fail_clues(valid_3d_4d_golden)
+    assert len(default) >= 2 and all(c is not None for c in default.values())
+    monkeypatch.setattr(pipeline, "MAX_CLUES_ASKED", 1)
+    monkeypatch.setattr(pipeline, "MAX_CLUES_ELEMENTS", 1)
+    assert _fail_clues(valid_3d_4d_golden) == default

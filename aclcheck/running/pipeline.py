@@ -33,8 +33,10 @@ from aclcheck.running.runner import (
 
 #: most calls set aside at once (each keeps its worker process)
 MAX_PARKED = 2
-#: most failing cases whose evidence is asked of the helper and not yet attached
+#: most failing cases whose evidence is asked of the helper and not yet attached, and
+#: most output elements among them (each case's data is held until its evidence comes)
 MAX_CLUES_ASKED = 64
+MAX_CLUES_ELEMENTS = 1 << 20
 
 
 @dataclass
@@ -78,21 +80,24 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
     order: deque[CaseVerdict | _Waiting | _Rechecking | _Clueing] = deque()
     checking: _Rechecking | None = None  # the case whose check is in the recall worker
     clues = runner.clues  # failing cases' evidence, computed beside the run
-    asked: deque[Future[CaseEvidence | None]] = deque()  # evidence not yet attached
+    #: evidence asked for and not yet come, with its output's elements
+    asked: deque[tuple[Future[CaseEvidence | None], int]] = deque()
 
     def concluded(first: Prepared, outcome: Outcome, again: Outcome | None,
                   judged: CaseVerdict | None = None) -> CaseVerdict | _Clueing:
         """conclude(), a FAIL's evidence asked of the helper (at most MAX_CLUES_ASKED
-        at once: the oldest is awaited first)."""
+        cases and MAX_CLUES_ELEMENTS output elements at once: memory stays bounded, the
+        oldest is awaited first)."""
         later: Later = []
         verdict = conclude(runner, first, outcome, caps, again, judged, later=later)
         if not later:
             return verdict
-        while len(asked) >= MAX_CLUES_ASKED:
-            wait([asked.popleft()])
         data, output = later[0]
+        while asked and (len(asked) >= MAX_CLUES_ASKED or output.size
+                         + sum(n for _, n in asked) > MAX_CLUES_ELEMENTS):
+            wait([asked.popleft()[0]])
         future = clues.submit(data, output)
-        asked.append(future)
+        asked.append((future, output.size))
         return _Clueing(verdict, data, output, future)
 
     def collect() -> tuple[Prepared, Outcome, Outcome | None] | None:
