@@ -78,7 +78,7 @@ class CluePool:
                 self._pool = ProcessPool(1, mp_context=mp.get_context("fork"),
                                          initializer=_helper_starts, initargs=(os.getpid(),))
             return self._pool.submit(case_evidence, data, output)
-        except (BrokenProcessPool, OSError, RuntimeError):
+        except (BrokenProcessPool, OSError, RuntimeError, ValueError):  # ValueError: no fork
             self._broken = True
             return _done(case_evidence(data, output))
 
