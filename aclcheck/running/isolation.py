@@ -45,7 +45,7 @@ from aclcheck.running.worker import start_exec_zygote as start_exec_zygote
 from aclcheck.running.worker import start_zygote as start_zygote
 from aclcheck.running.workers import MAX_START_FAILURES as MAX_START_FAILURES
 from aclcheck.running.workers import START_ALLOWANCE_S as START_ALLOWANCE_S
-from aclcheck.running.workers import WorkerLifetime
+from aclcheck.running.workers import Now, WorkerLifetime
 from aclcheck.running.zygote import Zygote
 
 #: a heartbeat line every this many seconds while one call is awaited
@@ -58,7 +58,6 @@ PARK_IDLE_S = 0.5
 PARK = "park"
 
 Heartbeat = Callable[[str], None]
-Now = Callable[[], float]
 #: cpu_time(pid): the CPU seconds a process has used (None: unknown)
 CpuTime = Callable[[int], float | None]
 
