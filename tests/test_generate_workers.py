@@ -63,6 +63,26 @@ def test_workers_plan_the_places_and_the_bytes_do_not_change(
     assert sum(n for _, n in inline.calls) > places
 
 
+def test_batches_in_flight_stay_within_the_window_when_batches_are_cut_short(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch cut short is sent again and stays in flight: the next batch waits for a
+    free place in the window (an `if` there let the window grow by one at every cut, and
+    a 100 000-case suite's parent held 60 MiB of results). Batches after a cut take as
+    many places as the cut one did, and grow back; every place is made once, in order."""
+    monkeypatch.setattr(gen, "BATCH_PLACES", 8)
+    monkeypatch.setattr(gen, "BATCH_ELEMENTS", 4000)
+    stream = gen.plan_suite(**SUITE).cases
+    inline = InlineExecutor()
+    window, yielded, ids = 3, 0, []
+    for prepared in gen._fan_out_places(stream, inline, window):
+        yielded += 1
+        assert len(inline.calls) - yielded <= window
+        ids += [c.id for c in prepared.cases]
+    assert ids == [c.id for c in stream]
+    sizes = [n for _, n in inline.calls]
+    assert min(sizes) < 8 and max(sizes) == 8  # cut, smaller batches, then whole again
+
+
 def test_a_shard_or_a_case_list_goes_out_as_case_records(tmp_path: Path) -> None:
     inline = InlineExecutor()
     suite = gen.plan_suite(**SUITE, shard_spec="2/3")

@@ -49,8 +49,14 @@ if TYPE_CHECKING:
 #: streamed suite, whose size is known at its end).
 ProgressFn = Callable[[int, int | None, Case], None]
 #: A worker batch holds up to this many cases or this many elements, whichever first.
+#: The element bound keeps a worker's peak memory flat: a batch's working set (values,
+#: golden, packed copies, the pickled answer) grows with it, and at 2 Mi elements the
+#: fullest batch of a 100 000-case suite was far fuller than any of a 10 000-case suite
+#: (a worker's peak 59-69 MiB against 92-94 MiB). At 256 Ki most batches of the default
+#: suite reach the bound, so the peak is reached early (benchmarks/README.md, "After:
+#: generate's memory").
 BATCH_CASES = 32
-BATCH_ELEMENTS = 1 << 21
+BATCH_ELEMENTS = 1 << 18
 #: `--jobs auto`: a suite of fewer places (or cases) than this is made in this process;
 #: a larger one by up to this many workers, one per idle core.
 PARALLEL_MIN_CASES = 256
@@ -314,23 +320,31 @@ def _fan_out(cases: Iterable[Case], executor: Any, window: int) -> Iterator[Prep
 
 def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[Prepared]:
     """_fan_out for a whole suite: batches of places; a batch a worker cut short (its
-    cases were large) is sent again from where it stopped, ahead of the later ones."""
+    cases were large) is sent again from where it stopped, ahead of the later ones, and
+    the batches after it take as many places as that one did (doubling again, up to
+    BATCH_PLACES, as they come back whole): a resent rest is waited for at once, while
+    the batches sent before it keep the workers busy."""
     pending: Pending = deque()
+    size = BATCH_PLACES
 
     def drain_one() -> Iterator[Prepared]:
+        nonlocal size
         interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
         slots, fut = pending.popleft()
         taken, batch = fut.result()
         if taken < len(slots):
             rest = slots[taken:]
             pending.appendleft((rest, executor.submit(_plan_batch, stream, rest)))
+            size = max(1, taken)
+        elif len(slots) >= size:
+            size = min(BATCH_PLACES, 2 * size)
         yield batch
 
     try:
         places = iter_slots(stream.selection)
-        while batch := list(islice(places, BATCH_PLACES)):
+        while batch := list(islice(places, size)):
             pending.append((batch, executor.submit(_plan_batch, stream, batch)))
-            if len(pending) >= window:
+            while len(pending) >= window:  # a batch cut short goes back in: drain on
                 yield from drain_one()
         while pending:
             yield from drain_one()
