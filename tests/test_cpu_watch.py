@@ -228,3 +228,25 @@ def test_a_blocked_call_is_set_aside_and_settled_later(valid_3d_4d_golden: Path,
     finally:
         worker.close()
         zygote.close()
+
+
+def test_a_worker_cpu_time_is_read_once_per_answered_call(valid_3d_4d_golden: Path) -> None:
+    """The reading taken at an answer starts the worker's next call (it idles in between);
+    a fresh worker's first call reads its own start. Each call still gets its own CPU
+    seconds recorded."""
+    reads: list[int] = []
+
+    def counting(pid: int) -> float | None:
+        reads.append(pid)
+        return process_cpu_seconds(pid)
+
+    with open_golden(valid_3d_4d_golden) as gf:
+        calls = [CallInputs(gf.case(i), gf.data(i).inputs) for i in gf.ids()][:3]
+    worker = IsolatedRunner("reference", timeout=60, cpu_time=counting)
+    try:
+        for call in calls:
+            assert worker.run(call).crashed is None
+        assert len(reads) == len(calls) + 1
+        assert worker.cpu_clock._steady or worker.cpu_clock._first  # recorded
+    finally:
+        worker.close()

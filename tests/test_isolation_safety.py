@@ -115,6 +115,22 @@ def test_clock_compares_similar_sizes_only() -> None:
     assert clock.allowance(60, first=False)[0] == 5.0  # the big call does not count
 
 
+def test_clock_allowance_follows_every_new_slowest_call() -> None:
+    """Allowances are remembered per size class between records: a slower call of the
+    class, or of a class within reach, changes the answer at once; a faster one does not."""
+    clock = CallClock(cap=600.0)
+    clock.record(1000, 0.2, first=False)
+    assert clock.allowance(1000, first=False)[0] == pytest.approx(10.0)
+    clock.record(1000, 0.1, first=False)  # not the slowest: nothing changes
+    assert clock.allowance(1000, first=False)[0] == pytest.approx(10.0)
+    clock.record(3000, 0.4, first=False)  # two classes up: within reach
+    assert clock.allowance(1000, first=False)[0] == pytest.approx(20.0)
+    assert clock.allowance(1000, first=True)[0] == pytest.approx(30.0)  # no first call yet
+    clock.record(1000, 1.0, first=True)
+    assert clock.allowance(1000, first=True)[0] == pytest.approx(50.0)
+    assert clock.allowance(1000, first=False)[0] == pytest.approx(20.0)
+
+
 @pytest.mark.slow  # heavy: runs in .ci/run's slow step (pytest -m slow)
 def test_spinning_calls_are_detected_fast_on_the_ci_suite() -> None:
     """Fast means: by the adaptive hang rule (the floor, or a multiple of comparable

@@ -20,6 +20,7 @@ from __future__ import annotations
 import glob
 import shlex
 from dataclasses import MISSING, dataclass, fields
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from aclcheck import options as o
@@ -184,8 +185,14 @@ class VerifyConfig:
         return args
 
     def repro(self, case_id: str) -> str:
-        """The shell command that reruns exactly this case with the same options."""
-        return shlex.join([*self.repro_args(), "--id", glob.escape(case_id)])
+        """The shell command that reruns exactly this case with the same options
+        (`shlex.join` of repro_args() and `--id ID`; the options' part is joined once
+        per config: a run asks for every case's line)."""
+        return f"{self._repro_head} --id {shlex.quote(glob.escape(case_id))}"
+
+    @cached_property
+    def _repro_head(self) -> str:
+        return shlex.join(self.repro_args())
 
 
 def _default(f: Any) -> Any:

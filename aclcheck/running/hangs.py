@@ -52,9 +52,19 @@ class CallClock:
     #: slowest answered call per size class: later calls, and first calls of a worker
     _steady: dict[int, float] = field(default_factory=dict)
     _first: dict[int, float] = field(default_factory=dict)
+    #: allowances by (size class, first) since the tables last changed (every call asks
+    #: two clocks; the slowest calls change rarely)
+    _known: dict[tuple[int, bool], tuple[float, str]] = field(default_factory=dict)
 
     def allowance(self, size: int, first: bool) -> tuple[float, str]:
         """(seconds, why) for a call over `size` elements; `first`: a fresh worker's."""
+        key = (size_class(size), first)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = self._allowance(size, first)
+        return known
+
+    def _allowance(self, size: int, first: bool) -> tuple[float, str]:
         ref = _reference(self._steady, size)
         if first:
             ref = max(ref, _reference(self._first, size, scale=False))
@@ -75,4 +85,6 @@ class CallClock:
         """An answered call (any answer but a crash or a hang)."""
         table = self._first if first else self._steady
         c = size_class(size)
-        table[c] = max(table.get(c, 0.0), seconds)
+        if seconds > table.get(c, -1.0):
+            table[c] = seconds
+            self._known.clear()

@@ -58,6 +58,9 @@ class _Live:
     answered: int = 0
     info: AdapterInfo | None = None
     note: str | None = None
+    #: the worker's CPU seconds read at its last answer: the next call's start (it idles
+    #: in between), so a call costs one read of /proc, not two
+    cpu_mark: float | None = None
 
     def new_log(self) -> str:
         """The tail of what the worker wrote since the last call (read by seeking; the

@@ -153,13 +153,17 @@ class IsolatedRunner(WorkerLifetime):
         allowance, pending.why = self.clock.allowance(pending.size, pending.first)
         pending.watch = cpu_watch.watch(self.clock, self.cpu_clock, pending.size,
                                         pending.first)
-        pending.cpu0 = self.cpu_time(live.pid)
+        mark, live.cpu_mark = live.cpu_mark, None
+        pending.cpu0 = mark if mark is not None else self.cpu_time(live.pid)
         pending.sent_at = self.now()
         pending.deadline = pending.sent_at + allowance
 
-    def _cpu_used(self, live: _Live, pending: _Pending) -> float | None:
-        """The worker's CPU seconds since the call was sent (None: unknown)."""
+    def _cpu_used(self, live: _Live, pending: _Pending, mark: bool = False) -> float | None:
+        """The worker's CPU seconds since the call was sent (None: unknown); `mark`: the
+        call has answered, and the reading starts the worker's next call."""
         now = self.cpu_time(live.pid)
+        if mark:
+            live.cpu_mark = now
         return None if now is None or pending.cpu0 is None else max(0.0, now - pending.cpu0)
 
     def _wait(self, live: _Live, pending: _Pending, park_idle: bool = False) -> str | None:
@@ -214,7 +218,7 @@ class IsolatedRunner(WorkerLifetime):
                                    pending.deadline)
         live.answered += 1
         self.clock.record(pending.size, answer.seconds, pending.first)
-        cpu = self._cpu_used(live, pending)
+        cpu = self._cpu_used(live, pending, mark=True)
         if cpu is not None:
             self.cpu_clock.record(pending.size, cpu, pending.first)
         log = live.new_log()
