@@ -16,9 +16,18 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from aclcheck.cases.call import Outcome
 from aclcheck.cli import cli
 from aclcheck.cli.common import LOG_WIDTH, stdout_console
-from aclcheck.judging.verdicts import SUMMARY_KEYS, CaseVerdict, Verdict, summarize
+from aclcheck.judging.judge import judge_unspecified
+from aclcheck.judging.verdicts import (
+    SUMMARY_KEYS,
+    CaseVerdict,
+    Verdict,
+    divergence_note,
+    summarize,
+)
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
 from aclcheck.report.safe_text import printable
@@ -192,6 +201,45 @@ def _record(verdicts: list[CaseVerdict], **kw: object) -> str:
     console = Console(record=True, width=120, file=open(os.devnull, "w"))  # noqa: SIM115
     console_report.render(console, verdicts, implementation="impl", **kw)  # type: ignore[arg-type]
     return console.export_text()
+
+
+def test_divergences_print_a_row_per_kind_and_every_case_with_verbose() -> None:
+    """A large run passes thousands of cases with a divergence: the console shows how many
+    of each family and kind with the first case; -v (and the JSON report) lists every one."""
+    def divergent(i: int, family: str, kind: str) -> CaseVerdict:
+        return CaseVerdict(case_id=f"{family}-{kind}-{i:03d}", verdict=Verdict.PASS,
+                           message="ok", family=family, divergence=f"{kind} of case {i}",
+                           divergence_kind=kind, notes=(divergence_note(f"{kind} {i}"),))
+    verdicts = ([divergent(i, "invalid", "out-shape+accepted") for i in range(30)]
+                + [divergent(i, "invalid", "undocumented-format+accepted") for i in range(20)]
+                + [divergent(i, "boundary", "out-shape+accepted") for i in range(5)]
+                + [_verdict(99, Verdict.PASS)])
+    rows = console_report.divergence_groups(verdicts)
+    assert [(n, family, first) for n, family, first, _ in rows] == [
+        (30, "invalid", "invalid-out-shape+accepted-000"),
+        (20, "invalid", "invalid-undocumented-format+accepted-000"),
+        (5, "boundary", "boundary-out-shape+accepted-000")]
+    assert rows[0][3] == "out-shape+accepted of case 0"
+    grouped = _record(verdicts)
+    assert "grouped by kind" in grouped and "invalid-out-shape+accepted-000" in grouped
+    assert "invalid-out-shape+accepted-001" not in grouped
+    every = _record(verdicts, verbose=True)
+    assert all(f"invalid-out-shape+accepted-{i:03d}" in every for i in range(30))
+    assert "grouped by kind" not in every
+    assert console_report.divergence_groups(verdicts[-1:]) == []
+    assert "documentation divergences" not in _record(verdicts[-1:])
+
+
+def test_a_divergence_kind_names_what_the_documentation_leaves_open_and_the_answer() -> None:
+    """The kinds come from the contract, the answer from the outcome (the console's groups;
+    the words stay in `divergence`)."""
+    case = Case("a2-fp32-NCHW-x", "invalid", "atlas-a2", "float32", "NCHW", (1, 2, 8, 6),
+                (1, 2, 4, 3), 1, out_shape=(1, 2, 9, 6))
+    assert case.expectation.kinds == ("out-shape",)
+    v = judge_unspecified(case, Outcome(status=0))
+    assert v.divergence_kind == "out-shape+accepted"
+    assert v.divergence is not None and "(1, 2, 9, 6)" in v.divergence
+    assert judge_unspecified(case, Outcome(raised="no")).divergence_kind == "out-shape+rejected"
 
 
 def test_matrix_columns_are_the_summary_counts() -> None:

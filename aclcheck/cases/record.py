@@ -77,6 +77,9 @@ class Expectation:
     check: Check = Check.VALID
     #: why out is not written, where the contract says so ("" where it is written)
     unwritten: str = ""
+    #: UNSPECIFIED: a short code for each thing the documentation does not decide (the
+    #: console groups divergent cases by them; `reason` says it in words)
+    kinds: tuple[str, ...] = ()
 
     @property
     def unspecified(self) -> bool:

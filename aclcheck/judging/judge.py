@@ -65,17 +65,19 @@ def judge_rejection(case: Case, outcome: Outcome, caps: Capabilities) -> CaseVer
 def judge_unspecified(case: Case, outcome: Outcome) -> CaseVerdict:
     """Undocumented calls never fail: say what the implementation did."""
     if outcome.crashed:
-        did = f"crashed: {outcome.crashed}"
+        answer, did = "crashed", f"crashed: {outcome.crashed}"
     elif outcome.raised is not None:
-        did = f"rejected: {_first_line(outcome.raised)}"
+        answer, did = "rejected", f"rejected: {_first_line(outcome.raised)}"
     elif outcome.status not in (None, SUCCESS):
-        did = f"returned {outcome.status} {status_name(outcome.status)}"
+        answer = f"returned {outcome.status}"
+        did = f"{answer} {status_name(outcome.status)}"
     else:
-        did = "accepted"
+        answer = did = "accepted"
     divergence = f"{case.expectation.reason}; the implementation {did}"
+    kind = "+".join((*case.expectation.kinds, answer))
     return _base(case, Verdict.PASS, f"unspecified call, {did}",
                  notes=(divergence_note(divergence),), divergence=divergence,
-                 actual_status=outcome.status, time_s=outcome.time_s)
+                 divergence_kind=kind, actual_status=outcome.status, time_s=outcome.time_s)
 
 
 def check_output(case: Case, output: object) -> str | None:

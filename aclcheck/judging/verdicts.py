@@ -81,6 +81,9 @@ class CaseVerdict:
     #: what the documentation does not decide about this call and what the implementation
     #: did (in `notes` too, as divergence_note(divergence))
     divergence: str | None = field(default=None, compare=False)
+    #: its kind: the contract's codes and what the implementation did (the console's
+    #: groups; not in the report: a verdict read back from one has "")
+    divergence_kind: str = field(default="", compare=False)
     #: how large the errors of a FAIL are (judging.magnitude), in the JSON report
     magnitude: Magnitude | None = None
     #: the diagnosis evidence of a FAIL (what-if models re-judged, findings; the run's

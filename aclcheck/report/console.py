@@ -121,6 +121,35 @@ def signature_groups(failing: Iterable[CaseVerdict]) -> list[tuple[int, CaseVerd
                   key=lambda g: (_severity(g[1]), -g[0], g[1].case_id))
 
 
+def divergence_groups(verdicts: Iterable[CaseVerdict]) -> list[tuple[int, str, str, str]]:
+    """Cases that pass with a documentation divergence, grouped by family and kind (what
+    the documentation leaves open, what the implementation did), in the order first
+    seen: (how many, family, the first case's id, what it did). One pass that keeps a
+    case per group, so a large run's console holds a row per group, not per case."""
+    groups: dict[tuple[str, str], tuple[int, str, str, str]] = {}
+    for v in verdicts:
+        if v.divergence:
+            key = (v.family, v.divergence_kind)
+            count, family, case_id, what = groups.get(
+                key, (0, v.family, v.case_id, v.divergence))
+            groups[key] = (count + 1, family, case_id, what)
+    return list(groups.values())
+
+
+def divergence_table(groups: Sequence[tuple[int, str, str, str]]) -> Table:
+    """One row per group of divergent cases: how many, and its first case."""
+    table = Table(title="documentation divergences (reported, not judged; grouped by "
+                  "kind, -v lists every case)")
+    table.add_column("cases", justify="right")
+    table.add_column("family")
+    table.add_column("first case", overflow="fold")
+    table.add_column("what the implementation did (first case)", overflow="fold")
+    for count, family, case_id, what in groups:
+        table.add_row(str(count), data_text(family or "-"), data_text(case_id),
+                      data_text(what))
+    return table
+
+
 def group_table(groups: Sequence[tuple[int, CaseVerdict]], title: str) -> Table:
     """One row per group: how many cases, the verdict, family and size, its worst case."""
     table = Table(title=data_text(title), show_lines=False)
@@ -227,14 +256,17 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
         console.print(data_text(f"... {hidden} more nonconforming cases "
                                 f"({where}-v shows every one, --id selects one)"))
     console.print(matrix_table(verdicts))
-    table = Table(title="documentation divergences (reported, not judged)")
-    table.add_column("case", overflow="fold")
-    table.add_column("what the implementation did", overflow="fold")
-    for v in verdicts:
-        if v.divergence:
-            table.add_row(data_text(v.case_id), data_text(v.divergence))
-    if table.row_count:
-        print_in_pieces(console, table)  # a row a divergence: thousands in a large run
+    if verbose:
+        table = Table(title="documentation divergences (reported, not judged)")
+        table.add_column("case", overflow="fold")
+        table.add_column("what the implementation did", overflow="fold")
+        for v in verdicts:
+            if v.divergence:
+                table.add_row(data_text(v.case_id), data_text(v.divergence))
+        if table.row_count:
+            print_in_pieces(console, table)  # a row a divergence: thousands in a large run
+    elif divergent := divergence_groups(verdicts):
+        console.print(divergence_table(divergent))
     if verbose:
         path_notes = [(v.case_id, n) for v in verdicts for n in v.notes
                       if v.divergence is None or n != divergence_note(v.divergence)]

@@ -145,36 +145,33 @@ def expected_status(call: Call) -> Expectation:
 
     # Accepted by the implementation. Where the documentation says otherwise, or is
     # silent, the answer is unspecified.
-    divergences: list[str] = []
+    divergences: list[tuple[str, str]] = []  # (kind, what)
     if out.dtype != self_.dtype:
-        divergences.append(
-            f"out dtype {out.dtype} differs from self {self_.dtype} (documented as equal; "
-            "the implementation does not check it)"
-        )
+        divergences.append(("out-dtype", f"out dtype {out.dtype} differs from self "
+                            f"{self_.dtype} (documented as equal; the implementation does "
+                            "not check it)"))
     if tuple(out.shape) != tuple(self_.shape):
-        divergences.append(
-            f"out shape {tuple(out.shape)} differs from self {tuple(self_.shape)} in H/W "
-            "(documented as equal; the implementation does not check it)"
-        )
+        divergences.append(("out-shape", f"out shape {tuple(out.shape)} differs from self "
+                            f"{tuple(self_.shape)} in H/W (documented as equal; the "
+                            "implementation does not check it)"))
     if out.format != self_.format:
-        divergences.append(
-            f"out format {out.format} differs from self {self_.format} (documented as equal)"
-        )
+        divergences.append(("out-format", f"out format {out.format} differs from self "
+                            f"{self_.format} (documented as equal)"))
     for name, t in (("gradOutput", grad), ("self", self_), ("out", out)):
         if t.format not in FORMATS:  # NHWC, or another operator's format (NCDHW)
-            divergences.append(f"{name} format {t.format} is undocumented for this operator")
+            divergences.append(("undocumented-format",
+                                f"{name} format {t.format} is undocumented for this operator"))
             break
     for name, t in (("gradOutput", grad), ("self", self_)):
         implied = FORMAT_RANK.get(t.format)
         if implied is not None and implied != len(t.shape):
-            divergences.append(
-                f"{name} format {t.format} on a rank-{len(t.shape)} tensor (the format's "
-                "meaning is not checked)"
-            )
+            divergences.append(("format-rank", f"{name} format {t.format} on a "
+                                f"rank-{len(t.shape)} tensor (the format's meaning is not "
+                                "checked)"))
             break
     if divergences:
-        return Expectation(UNSPECIFIED, "unspecified", "; ".join(divergences),
-                           check=Check.UNSPECIFIED)
+        return Expectation(UNSPECIFIED, "unspecified", "; ".join(d for _, d in divergences),
+                           check=Check.UNSPECIFIED, kinds=tuple(k for k, _ in divergences))
 
     notes: list[str] = []
     if any(d == 0 for t in (grad, self_) for d in t.shape):
@@ -188,7 +185,7 @@ def expected_status(call: Call) -> Expectation:
                 "unspecified",
                 f"Ho*H, W*Wo or Ho*Wo exceeds 2^29-1 on {call.product}: the implementation "
                 f"returns {INNER_TILING_ERROR} though the documentation is silent",
-                check=Check.UNSPECIFIED)
+                check=Check.UNSPECIFIED, kinds=("inner-tiling-limit",))
     unwritten = ("empty gradOutput: out is documented as not written"
                  if any(d == 0 for d in grad.shape) else "")
     return Expectation(SUCCESS, "0-valid", "valid call", tuple(notes), unwritten=unwritten)

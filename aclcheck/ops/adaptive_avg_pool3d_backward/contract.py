@@ -257,7 +257,8 @@ def expect(product_id: str, tensors: Mapping[str, TensorDesc | None]) -> Expecta
         return Expectation(impl.status, impl.rule, impl.reason, check=RULE_CHECKS[impl.rule])
     return Expectation(UNSPECIFIED, "unspecified",
                        f"{_said(doc, 'documentation')}; {_said(impl, 'implementation')}",
-                       check=Check.UNSPECIFIED)
+                       check=Check.UNSPECIFIED,
+                       kinds=(f"documentation {doc.rule}, implementation {impl.rule}",))
 
 
 def expected_status(call: Call) -> Expectation:
