@@ -65,9 +65,9 @@ def test_workers_plan_the_places_and_the_bytes_do_not_change(
 
 def test_batches_in_flight_stay_within_the_window_when_batches_are_cut_short(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A batch cut short is sent again and stays in flight: the next batch waits for a
-    free place in the window (an `if` there let the window grow by one at every cut, and
-    a 100 000-case suite's parent held 60 MiB of results). Batches after a cut take as
+    """A batch cut short is sent again, ahead of the others, and counts as one batch more
+    in flight at most (counting it as a new one let the window grow by one at every cut,
+    and a 67 000-case suite's parent held 63 MiB of results). Batches after a cut take as
     many places as the cut one did, and grow back; every place is made once, in order."""
     monkeypatch.setattr(gen, "BATCH_PLACES", 8)
     monkeypatch.setattr(gen, "BATCH_ELEMENTS", 4000)
@@ -76,7 +76,7 @@ def test_batches_in_flight_stay_within_the_window_when_batches_are_cut_short(
     window, yielded, ids = 3, 0, []
     for prepared in gen._fan_out_places(stream, inline, window):
         yielded += 1
-        assert len(inline.calls) - yielded <= window
+        assert len(inline.calls) - yielded <= window + 1  # the window, and one rest
         ids += [c.id for c in prepared.cases]
     assert ids == [c.id for c in stream]
     sizes = [n for _, n in inline.calls]

@@ -320,19 +320,22 @@ def _fan_out(cases: Iterable[Case], executor: Any, window: int) -> Iterator[Prep
 
 def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[Prepared]:
     """_fan_out for a whole suite: batches of places; a batch a worker cut short (its
-    cases were large) is sent again from where it stopped, ahead of the later ones, and
-    the batches after it take as many places as that one did (doubling again, up to
-    BATCH_PLACES, as they come back whole): a resent rest is waited for at once, while
-    the batches sent before it keep the workers busy."""
+    cases were large) is sent again from where it stopped, ahead of the later ones. That
+    rest is waited for next, so it does not count against the window (one more batch in
+    flight at most: only the first pending batch can be a rest), and the workers keep
+    the window's batches to make meanwhile. The batches after a cut take as many places
+    as the cut one did, doubling again up to BATCH_PLACES as they come back whole."""
     pending: Pending = deque()
     size = BATCH_PLACES
+    resent = False  # pending[0] is the rest of a batch cut short
 
     def drain_one() -> Iterator[Prepared]:
-        nonlocal size
+        nonlocal size, resent
         interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
         slots, fut = pending.popleft()
         taken, batch = fut.result()
-        if taken < len(slots):
+        resent = taken < len(slots)
+        if resent:
             rest = slots[taken:]
             pending.appendleft((rest, executor.submit(_plan_batch, stream, rest)))
             size = max(1, taken)
@@ -344,7 +347,7 @@ def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[
         places = iter_slots(stream.selection)
         while batch := list(islice(places, size)):
             pending.append((batch, executor.submit(_plan_batch, stream, batch)))
-            while len(pending) >= window:  # a batch cut short goes back in: drain on
+            while len(pending) - resent >= window:
                 yield from drain_one()
         while pending:
             yield from drain_one()
