@@ -221,3 +221,47 @@ def test_a_long_table_prints_the_same_bytes_in_pieces(terminal: bool) -> None:
     assert pieces.getvalue() == whole.getvalue()
     assert len(whole.sizes) == 1  # rich held the whole table's lines until then
     assert max(pieces.sizes) < len(whole.getvalue()) / 10  # at most 256 lines at a time
+
+
+# -- the end of a run: each pass over the spooled verdicts unpickles them all -----------------
+
+class Passes(Sequence[CaseVerdict]):
+    """Verdicts that count how often they are read through (a VerdictSpool unpickles every
+    verdict at each pass)."""
+
+    def __init__(self, items: list[CaseVerdict]) -> None:
+        self.items, self.passes = items, 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, i: int) -> CaseVerdict: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[CaseVerdict]: ...
+
+    def __getitem__(self, i: int | slice) -> CaseVerdict | Sequence[CaseVerdict]:
+        return self.items[i]
+
+    def __iter__(self) -> Iterator[CaseVerdict]:
+        self.passes += 1
+        return iter(self.items)
+
+
+def test_the_console_and_the_diagnosis_read_the_verdicts_once_each() -> None:
+    from aclcheck.report.console import render
+
+    kinds = [Verdict.PASS, Verdict.FAIL, Verdict.SKIP, Verdict.ERROR, Verdict.XPASS]
+    verdicts = Passes([CaseVerdict(case_id=f"c{i}", verdict=kinds[i % 5], message="m",
+                                   product="atlas-a2", dtype="float32", format="ND",
+                                   family="f", divergence="d" if i % 7 == 0 else None)
+                       for i in range(40)])
+    out = io.StringIO()
+    render(Console(file=out, width=100), verdicts, implementation="impl")
+    assert verdicts.passes == 1
+    text = out.getvalue()
+    assert "16 of 40 cases nonconforming" in text and "documentation divergences" in text
+    verdicts.passes = 0
+    diagnose(verdicts, [])
+    assert verdicts.passes == 1

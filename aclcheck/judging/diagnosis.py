@@ -276,13 +276,19 @@ def diagnose(verdicts: Sequence[CaseVerdict], facts: Iterable[CaseFacts] | Tally
     """The diagnosis of a run from its verdicts (FAILs carry their evidence) and the
     signature facts of its cases (any order, or counted: a Tally; cases without facts
     are not grouped)."""
-    magnitude = summarize_magnitudes(v.magnitude for v in verdicts
-                                     if v.verdict is Verdict.FAIL and v.magnitude is not None)
+    magnitudes: list[Magnitude] = []
+    evidence: list[CaseEvidence] = []
+    failing = 0
+    for v in verdicts:  # one pass: the verdicts may be on disk (a VerdictSpool)
+        failing += v.failing
+        if v.verdict is Verdict.FAIL:
+            if v.magnitude is not None:
+                magnitudes.append(v.magnitude)
+            evidence.append(v.clues if v.clues is not None
+                            else CaseEvidence(v.case_id, judged=False))
+    magnitude = summarize_magnitudes(magnitudes)
     counted = tally(facts)
     sig = signature(counted)
-    failing = sum(v.failing for v in verdicts)
-    evidence = [v.clues if v.clues is not None else CaseEvidence(v.case_id, judged=False)
-                for v in verdicts if v.verdict is Verdict.FAIL]
     found = [RuleEvidence(r.code, r.message, r.failing) for r in rules(counted)]
     entries = rank(evidence, found, failing=failing) if failing else ()
     return RunDiagnosis(magnitude, sig, differing(sig), entries)

@@ -250,7 +250,7 @@ def _notes(value: object) -> tuple[str, ...]:
 
 def summarize(verdicts: Iterable[CaseVerdict]) -> dict[str, int]:
     """Counts per summary key ("cases", "passed", "failed", ...)."""
-    return _summary(Counter(v.verdict for v in verdicts))  # one pass (may be on disk)
+    return summary_of(Counter(v.verdict for v in verdicts))  # one pass (may be on disk)
 
 
 def summarize_by(verdicts: Iterable[CaseVerdict], group: Callable[[CaseVerdict], K]
@@ -260,10 +260,11 @@ def summarize_by(verdicts: Iterable[CaseVerdict], group: Callable[[CaseVerdict],
     counts: dict[K, Counter[Verdict]] = {}
     for v in verdicts:
         counts.setdefault(group(v), Counter())[v.verdict] += 1
-    return {key: _summary(c) for key, c in counts.items()}
+    return {key: summary_of(c) for key, c in counts.items()}
 
 
-def _summary(counts: Counter[Verdict]) -> dict[str, int]:
+def summary_of(counts: Counter[Verdict]) -> dict[str, int]:
+    """`summarize` of verdicts already counted."""
     return {key: (counts.total() if verdict is None else counts.get(verdict, 0))
             for key, verdict in SUMMARY_KEYS}
 

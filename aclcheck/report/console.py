@@ -5,6 +5,7 @@ Every text that comes from data goes through safe_text.data_text: never markup.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from rich.console import Console, RenderableType
@@ -22,9 +23,8 @@ from aclcheck.judging.verdicts import (
     CaseVerdict,
     Verdict,
     divergence_note,
-    summarize,
-    summarize_by,
     summary_line,
+    summary_of,
 )
 from aclcheck.report.diff import Diff
 from aclcheck.report.errormap import error_map
@@ -72,8 +72,15 @@ def case_table(verdicts: Sequence[CaseVerdict], title: str) -> Table:
 def matrix_table(verdicts: Sequence[CaseVerdict]) -> Table:
     """Counts by product x dtype x format, one column per summary key that occurs (the
     same names and counts as the summary line, so the columns add up to it)."""
-    groups = summarize_by(verdicts, lambda v: (v.product, v.dtype, v.format))
-    total = summarize(verdicts)
+    counted = _Counted()
+    for v in verdicts:
+        counted.add(v)
+    return _matrix(counted)
+
+
+def _matrix(counted: _Counted) -> Table:
+    groups = {combo: summary_of(c) for combo, c in counted.combos.items()}
+    total = summary_of(counted.total)
     keys = [key for key, verdict in SUMMARY_KEYS
             if verdict in (None, Verdict.PASS) or total[key]]
     verdict_of = dict(SUMMARY_KEYS)
@@ -108,32 +115,84 @@ def _severity(v: CaseVerdict) -> tuple[int, float]:
     return (_SIZE_ORDER.get(_size(v), len(_SIZE_ORDER)), -ratio)
 
 
+class _SignatureGroups:
+    """Nonconforming cases grouped by verdict, family and size class, a case kept per
+    group (the worst: the first of the worst), fed one verdict at a time."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str, str], tuple[int, CaseVerdict]] = {}
+
+    def add(self, v: CaseVerdict) -> None:
+        key = (v.verdict.value, v.family, _size(v))
+        count, worst = self.groups.get(key, (0, v))
+        self.groups[key] = (count + 1, v if _severity(v) < _severity(worst) else worst)
+
+    def result(self) -> list[tuple[int, CaseVerdict]]:
+        return sorted(self.groups.values(),
+                      key=lambda g: (_severity(g[1]), -g[0], g[1].case_id))
+
+
 def signature_groups(failing: Iterable[CaseVerdict]) -> list[tuple[int, CaseVerdict]]:
     """Nonconforming cases grouped by verdict, family and size class, as (how many, the
     worst case: the first of the worst), the groups by their worst case (then the larger
     group first). One pass that keeps a case per group."""
-    groups: dict[tuple[str, str, str], tuple[int, CaseVerdict]] = {}
+    groups = _SignatureGroups()
     for v in failing:
-        key = (v.verdict.value, v.family, _size(v))
-        count, worst = groups.get(key, (0, v))
-        groups[key] = (count + 1, v if _severity(v) < _severity(worst) else worst)
-    return sorted(groups.values(),
-                  key=lambda g: (_severity(g[1]), -g[0], g[1].case_id))
+        groups.add(v)
+    return groups.result()
+
+
+class _DivergenceGroups:
+    """Cases that pass with a documentation divergence, grouped by family and kind (what
+    the documentation leaves open, what the implementation did), a case kept per group
+    (the first), fed one verdict at a time."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str], tuple[int, str, str, str]] = {}
+
+    def add(self, v: CaseVerdict) -> None:
+        if v.divergence:
+            key = (v.family, v.divergence_kind)
+            count, family, case_id, what = self.groups.get(
+                key, (0, v.family, v.case_id, v.divergence))
+            self.groups[key] = (count + 1, family, case_id, what)
 
 
 def divergence_groups(verdicts: Iterable[CaseVerdict]) -> list[tuple[int, str, str, str]]:
-    """Cases that pass with a documentation divergence, grouped by family and kind (what
-    the documentation leaves open, what the implementation did), in the order first
-    seen: (how many, family, the first case's id, what it did). One pass that keeps a
-    case per group, so a large run's console holds a row per group, not per case."""
-    groups: dict[tuple[str, str], tuple[int, str, str, str]] = {}
+    """Cases that pass with a documentation divergence, grouped by family and kind, in
+    the order first seen: (how many, family, the first case's id, what it did). One pass
+    that keeps a case per group, so a large run's console holds a row per group, not per
+    case."""
+    groups = _DivergenceGroups()
     for v in verdicts:
-        if v.divergence:
-            key = (v.family, v.divergence_kind)
-            count, family, case_id, what = groups.get(
-                key, (0, v.family, v.case_id, v.divergence))
-            groups[key] = (count + 1, family, case_id, what)
-    return list(groups.values())
+        groups.add(v)
+    return list(groups.groups.values())
+
+
+def _shown(v: CaseVerdict) -> bool:
+    """A case the console details: nonconforming, or an unexpected pass."""
+    return v.failing or v.verdict == Verdict.XPASS
+
+
+class _Counted:
+    """What the console's headline, groups, matrix, divergences and summary line need of
+    every verdict, from one pass: a run's verdicts may be on disk (a VerdictSpool), and
+    each pass reads and unpickles them all again."""
+
+    def __init__(self) -> None:
+        self.total: Counter[Verdict] = Counter()
+        self.combos: dict[tuple[str, str, str], Counter[Verdict]] = {}
+        self.signatures = _SignatureGroups()
+        self.divergences = _DivergenceGroups()
+        self.shown = 0
+
+    def add(self, v: CaseVerdict) -> None:
+        self.total[v.verdict] += 1
+        self.combos.setdefault((v.product, v.dtype, v.format), Counter())[v.verdict] += 1
+        if _shown(v):
+            self.shown += 1
+            self.signatures.add(v)
+        self.divergences.add(v)
 
 
 def divergence_table(groups: Sequence[tuple[int, str, str, str]]) -> Table:
@@ -208,11 +267,15 @@ def failure_block(console: Console, v: CaseVerdict) -> None:
 
 def headline(verdicts: Sequence[CaseVerdict]) -> str:
     """`97 of 548 cases nonconforming` / `no nonconforming case (428 of 548 judged)`."""
-    failing = sum(v.failing for v in verdicts)
+    return _headline(Counter(v.verdict for v in verdicts))
+
+
+def _headline(counts: Counter[Verdict]) -> str:
+    cases = counts.total()
+    failing = sum(counts[v] for v in FAILING)
     if failing:
-        return f"{failing} of {len(verdicts)} cases nonconforming"
-    judged = sum(v.verdict not in (Verdict.SKIP,) for v in verdicts)
-    return f"no nonconforming case ({judged} of {len(verdicts)} judged)"
+        return f"{failing} of {cases} cases nonconforming"
+    return f"no nonconforming case ({cases - counts[Verdict.SKIP]} of {cases} judged)"
 
 
 def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation: str,
@@ -227,24 +290,24 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
     failure. `json_report` is a report that holds every case, named when cases were
     left out.
     """
-    def shown(v: CaseVerdict) -> bool:
-        return v.failing or v.verdict == Verdict.XPASS
-
-    failing = sum(map(shown, verdicts))  # counted: a run's verdicts may be on disk
-    console.print(Text(f"aclcheck: {implementation}: {headline(verdicts)}",
+    counted = _Counted()
+    for v in verdicts:  # one pass for every count below (the verdicts may be on disk)
+        counted.add(v)
+    failing = counted.shown
+    console.print(Text(f"aclcheck: {implementation}: {_headline(counted.total)}",
                        style="bold red" if failing else "bold green"), soft_wrap=True)
     if diagnosis is not None:
         diagnosis_block(console, diagnosis)
     if verbose:
         print_in_pieces(console, case_table(verdicts, f"{implementation}: all cases"))
-        for v in filter(shown, verdicts):
+        for v in filter(_shown, verdicts):
             failure_block(console, v)
         for v in verdicts:  # known failures too: what they look like today
             if v.verdict == Verdict.XFAIL:
                 failure_block(console, v)
         hidden = 0
     else:
-        groups = signature_groups(filter(shown, verdicts))
+        groups = counted.signatures.result()
         if groups:
             console.print(group_table(groups, f"{implementation}: nonconforming cases by "
                                       "signature (worst first; -v lists every case)"))
@@ -255,7 +318,7 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
         where = f"the JSON report {json_report} has them all; " if json_report else ""
         console.print(data_text(f"... {hidden} more nonconforming cases "
                                 f"({where}-v shows every one, --id selects one)"))
-    console.print(matrix_table(verdicts))
+    console.print(_matrix(counted))
     if verbose:
         table = Table(title="documentation divergences (reported, not judged)")
         table.add_column("case", overflow="fold")
@@ -265,14 +328,14 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
                 table.add_row(data_text(v.case_id), data_text(v.divergence))
         if table.row_count:
             print_in_pieces(console, table)  # a row a divergence: thousands in a large run
-    elif divergent := divergence_groups(verdicts):
-        console.print(divergence_table(divergent))
+    elif counted.divergences.groups:
+        console.print(divergence_table(list(counted.divergences.groups.values())))
     if verbose:
         path_notes = [(v.case_id, n) for v in verdicts for n in v.notes
                       if v.divergence is None or n != divergence_note(v.divergence)]
         for cid, note in path_notes:
             console.print(data_text(f"{cid}: {note}", "dim"))
-    line = summary_line(summarize(verdicts))
+    line = summary_line(summary_of(counted.total))
     style = "bold red" if failing else "bold green"
     console.print(Text(line, style=style), soft_wrap=True)
 
