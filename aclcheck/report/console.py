@@ -128,18 +128,10 @@ class _SignatureGroups:
         self.groups[key] = (count + 1, v if _severity(v) < _severity(worst) else worst)
 
     def result(self) -> list[tuple[int, CaseVerdict]]:
+        """(how many, the worst case) per group, by the worst case (then the larger group
+        first)."""
         return sorted(self.groups.values(),
                       key=lambda g: (_severity(g[1]), -g[0], g[1].case_id))
-
-
-def signature_groups(failing: Iterable[CaseVerdict]) -> list[tuple[int, CaseVerdict]]:
-    """Nonconforming cases grouped by verdict, family and size class, as (how many, the
-    worst case: the first of the worst), the groups by their worst case (then the larger
-    group first). One pass that keeps a case per group."""
-    groups = _SignatureGroups()
-    for v in failing:
-        groups.add(v)
-    return groups.result()
 
 
 class _DivergenceGroups:
@@ -157,6 +149,9 @@ class _DivergenceGroups:
                 key, (0, v.family, v.case_id, v.divergence))
             self.groups[key] = (count + 1, family, case_id, what)
 
+    def result(self) -> list[tuple[int, str, str, str]]:
+        return list(self.groups.values())
+
 
 def divergence_groups(verdicts: Iterable[CaseVerdict]) -> list[tuple[int, str, str, str]]:
     """Cases that pass with a documentation divergence, grouped by family and kind, in
@@ -166,7 +161,7 @@ def divergence_groups(verdicts: Iterable[CaseVerdict]) -> list[tuple[int, str, s
     groups = _DivergenceGroups()
     for v in verdicts:
         groups.add(v)
-    return list(groups.groups.values())
+    return groups.result()
 
 
 def _shown(v: CaseVerdict) -> bool:
@@ -265,12 +260,8 @@ def failure_block(console: Console, v: CaseVerdict) -> None:
         console.print(data_text(f"repro: {v.repro}", "cyan"), soft_wrap=True)  # copyable
 
 
-def headline(verdicts: Sequence[CaseVerdict]) -> str:
-    """`97 of 548 cases nonconforming` / `no nonconforming case (428 of 548 judged)`."""
-    return _headline(Counter(v.verdict for v in verdicts))
-
-
 def _headline(counts: Counter[Verdict]) -> str:
+    """`97 of 548 cases nonconforming` / `no nonconforming case (428 of 548 judged)`."""
     cases = counts.total()
     failing = sum(counts[v] for v in FAILING)
     if failing:
@@ -328,8 +319,8 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
                 table.add_row(data_text(v.case_id), data_text(v.divergence))
         if table.row_count:
             print_in_pieces(console, table)  # a row a divergence: thousands in a large run
-    elif counted.divergences.groups:
-        console.print(divergence_table(list(counted.divergences.groups.values())))
+    elif divergent := counted.divergences.result():
+        console.print(divergence_table(divergent))
     if verbose:
         path_notes = [(v.case_id, n) for v in verdicts for n in v.notes
                       if v.divergence is None or n != divergence_note(v.divergence)]
