@@ -25,12 +25,16 @@ start compile it):
                 with --json --junit --html (the files are generated first, outside
                 the measurement)
   rss-store     the same for generate and inspect --check only (the store's part)
+  verify-isolated  verify-ref beside the bare loop with isolation and the stale-state
+                check added by hand (bare_isolated.py), and the three without that check
+                (aclcheck --no-stale-check): what those guarantees cost on their own
 
     python benchmarks/bench_scale.py                        # every part but rss, ~5 min
     python benchmarks/bench_scale.py --part gen-small --part verify-ref --rounds 5
     python benchmarks/bench_scale.py --part rss --rss-cases 10000 --rss-cases 100000
     python benchmarks/bench_scale.py --part rss-verify --rss-cases 10000 --rss-cases 30000
     python benchmarks/bench_scale.py --part verify-torch --profile /tmp/prof
+    python benchmarks/bench_scale.py --part verify-isolated --rounds 5
 
 The bare loops are what a user writes by hand: they make contiguous tensors only, keep no
 records, run no call the contract rejects (they have no answer for those; PyTorch spins or
@@ -59,7 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PARTS = ("gen-small", "verify-ref", "verify-torch", "gen-large", "check", "rss",
-         "rss-verify", "rss-store")
+         "rss-verify", "rss-store", "verify-isolated")
 DEFAULT_PARTS = PARTS[:5]
 #: The default suite has this many cases; `--count N` multiplies it (rss sizing).
 DEFAULT_SUITE_CASES = 608
@@ -209,22 +213,30 @@ def measure(cmd: Sequence[str], cwd: Path) -> Run:
     return Run(data["wall"], data["cpu"], data["rss_kib"] / 1024)
 
 
-def side_by_side(label: str, ours: Sequence[str], bare: Sequence[str], cwd: Path,
-                 rounds: int, cases: int | None = None) -> tuple[Run, Run]:
-    """Both commands in turns (bare first, then ours), `rounds` times; medians printed."""
-    runs: dict[str, list[Run]] = {"aclcheck": [], "bare": []}
+def in_turns(label: str, cmds: dict[str, Sequence[str]], cwd: Path, rounds: int,
+             cases: int | None = None) -> dict[str, Run]:
+    """The commands in turns (in the order given), `rounds` times; medians printed."""
+    runs: dict[str, list[Run]] = {name: [] for name in cmds}
     for _ in range(rounds):
-        runs["bare"].append(measure(bare, cwd))
-        runs["aclcheck"].append(measure(ours, cwd))
+        for name, cmd in cmds.items():
+            runs[name].append(measure(cmd, cwd))
     med = {k: Run(statistics.median(r.wall for r in v), statistics.median(r.cpu for r in v),
                   max(r.rss_mib for r in v)) for k, v in runs.items()}
     print(f"\n== {label} ({rounds} rounds, medians)")
-    for name in ("aclcheck", "bare"):
+    width = max(9, *(len(name) for name in cmds))
+    for name in cmds:
         m = med[name]
         rate = f"  {cases / m.wall:8.0f} cases/s" if cases else ""
         walls = ", ".join(f"{r.wall:.2f}" for r in runs[name])
-        print(f"  {name:<9} wall {m.wall:7.2f} s  cpu {m.cpu:7.2f} s  peak RSS "
+        print(f"  {name:<{width}} wall {m.wall:7.2f} s  cpu {m.cpu:7.2f} s  peak RSS "
               f"{m.rss_mib:6.0f} MiB{rate}   (walls: {walls})")
+    return med
+
+
+def side_by_side(label: str, ours: Sequence[str], bare: Sequence[str], cwd: Path,
+                 rounds: int, cases: int | None = None) -> tuple[Run, Run]:
+    """Both commands in turns (bare first, then ours), `rounds` times; medians printed."""
+    med = in_turns(label, {"bare": bare, "aclcheck": ours}, cwd, rounds, cases)
     a, b = med["aclcheck"], med["bare"]
     print(f"  aclcheck / bare: wall {a.wall / b.wall:.2f}x, cpu {a.cpu / b.cpu:.2f}x")
     print(f"  command: {shlex.join(['aclcheck', *ours[3:]])}")
@@ -297,6 +309,26 @@ def part_verify_ref(tmp: Path, s: dict[str, Path], rounds: int, count: int) -> N
     side_by_side(f"verify-ref: --impl reference, default options ({n} cases)",
                  aclcheck_cmd("verify", "small.h5", "--impl", "reference"),
                  [sys.executable, str(s["verify_ref"]), "bare_small.h5"], tmp, rounds, n)
+
+
+def part_verify_isolated(tmp: Path, s: dict[str, Path], rounds: int, count: int) -> None:
+    """verify-ref beside the bare loop with isolation and the stale-state check added by
+    hand (bare_isolated.py), with and without that check."""
+    n = ensure_small(tmp, s, count)
+    isolated = [sys.executable, str(Path(__file__).with_name("bare_isolated.py")),
+                "bare_small.h5"]
+    for label, more, extra in (("every check", (), ()),
+                               ("no stale-state check", ("--no-stale-check",),
+                                ("--no-recall",))):
+        med = in_turns(f"verify-isolated, {label} ({n} cases)", {
+            "bare": [sys.executable, str(s["verify_ref"]), "bare_small.h5"],
+            "bare isolated": [*isolated, *extra],
+            "aclcheck": aclcheck_cmd("verify", "small.h5", "--impl", "reference", *more),
+        }, tmp, rounds, n)
+        bare, iso, ours = med["bare"], med["bare isolated"], med["aclcheck"]
+        print(f"  bare isolated / bare: wall {iso.wall / bare.wall:.2f}x; aclcheck / bare "
+              f"isolated: wall {ours.wall / iso.wall:.2f}x; aclcheck / bare: wall "
+              f"{ours.wall / bare.wall:.2f}x")
 
 
 def part_verify_torch(tmp: Path, s: dict[str, Path], rounds: int) -> None:
@@ -448,6 +480,8 @@ def main() -> None:
             part_gen_small(tmp, scripts, args.rounds, args.count)
         if "verify-ref" in parts:
             part_verify_ref(tmp, scripts, args.rounds, args.count)
+        if "verify-isolated" in parts:
+            part_verify_isolated(tmp, scripts, args.rounds, args.count)
         if "verify-torch" in parts:
             part_verify_torch(tmp, scripts, args.rounds)
         if "gen-large" in parts:
