@@ -162,10 +162,18 @@ def test_a_case_pickles_its_record_only() -> None:
     assert back.tensor_desc("out") == case.tensor_desc("out")
 
 
-def test_a_batch_appends_as_its_cases_one_by_one(tmp_path: Path) -> None:
-    """prepare() of many cases and of one case at a time land the same bytes."""
+@pytest.mark.parametrize("chunk_bytes", [None, 96])
+def test_a_batch_appends_as_its_cases_one_by_one(tmp_path: Path, chunk_bytes: int | None,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """prepare() of many cases and of one case at a time land the same bytes (with
+    chunks of 96 bytes, a batch completes the buffered chunk, writes whole ones and
+    leaves a tail for most dtypes)."""
     from aclcheck.ops.materialize import make_tensors
+    from aclcheck.store import packed_writer
     from aclcheck.store.packed_writer import prepare
+
+    if chunk_bytes is not None:
+        monkeypatch.setattr(packed_writer, "POOL_CHUNK_BYTES", chunk_bytes)
 
     cases = build_suite(Selection(products=("atlas-a2",), families=("layout", "invalid")))
     made = [(c, make_tensors(c)) for c in cases]
@@ -177,6 +185,26 @@ def test_a_batch_appends_as_its_cases_one_by_one(tmp_path: Path) -> None:
         sizes = w.add_prepared(prepare(made[:5])) + w.add_prepared(prepare(made[5:]))
     assert one.read_bytes() == many.read_bytes()
     assert len(sizes) == len(cases) and sum(sizes) == w.array_bytes
+
+
+def test_a_batch_whose_rows_and_arrays_disagree_is_refused(tmp_path: Path) -> None:
+    """A batch (from a worker, or anything with `submit`) whose rows place an array
+    elsewhere than its concatenated arrays hold it is refused, not written askew."""
+    import dataclasses
+
+    from aclcheck.errors import UsageError
+    from aclcheck.ops.materialize import make_tensors
+    from aclcheck.store.packed_writer import prepare
+
+    cases = build_suite(Selection(products=("atlas-a2",), families=("layout",)))[:3]
+    batch = prepare([(c, make_tensors(c)) for c in cases])
+    column, _, _ = batch.moves[1][0]
+    rows = list(batch.rows)
+    rows[1] = tuple(v + 1 if i == column else v for i, v in enumerate(rows[1]))
+    with pytest.raises(UsageError, match="disagree"), \
+            GoldenWriter(tmp_path / "askew.h5", {"created": "fixed"}) as writer:
+        writer.add_prepared(dataclasses.replace(batch, rows=rows))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_with_workers_the_parent_gives_large_blocks_back(

@@ -56,7 +56,13 @@ SPILL_ROWS = 1024
 
 class _Pool:
     """One dtype's 1-D dataset, appended to: whole chunks go to the file as they fill,
-    the tail (less than a chunk) waits in a buffer."""
+    the tail (less than a chunk) waits in a buffer.
+
+    Appending is two steps, so a batch of cases costs integer arithmetic per array and a
+    few large copies: `reserve` gives an array its place and notes the chunk writes that
+    appending it makes (the same writes, in the same order, whatever the batching: so
+    are the file's bytes); `write` makes them from the batch's concatenated array, and
+    `keep_tail` buffers what is left of it."""
 
     def __init__(self, group: h5py.Group, dtype: str, compress: str) -> None:
         self.group = group
@@ -65,31 +71,57 @@ class _Pool:
         self.storage = storage_dtype(dtype)
         self.chunk = max(1, POOL_CHUNK_BYTES // self.storage.itemsize)
         self.buffer = np.empty(self.chunk, self.storage)
-        self.fill = 0  # elements waiting in the buffer
-        self.length = 0  # elements appended (file + buffer)
-        self.written = 0  # elements in the file
+        self.length = 0  # elements appended (file + buffer + reserved)
+        self.written = 0  # elements in the file (whole chunks only, until close)
         self.ds: h5py.Dataset | None = None
 
     def append(self, flat: np.ndarray) -> int:
         """Append a 1-D array of the storage dtype; its start in the pool."""
-        start, n, i = self.length, flat.size, 0
-        if self.fill:
-            take = min(n, self.chunk - self.fill)
-            self.buffer[self.fill:self.fill + take] = flat[:take]
-            self.fill += take
-            i = take
-            if self.fill == self.chunk:
-                self._write(self.buffer)
-                self.fill = 0
-        whole = (n - i) // self.chunk * self.chunk
-        if whole:
-            self._write(flat[i:i + whole])
-            i += whole
-        if i < n:
-            self.buffer[:n - i] = flat[i:]
-            self.fill = n - i
-        self.length += n
+        base, writes = self.length, []
+        start = self.reserve(flat.size, writes)
+        for _, first, count in writes:
+            self.write(first, count, flat, base)
+        self.keep_tail(flat, base)
         return start
+
+    def reserve(self, n: int, writes: list[tuple[_Pool, int, int]]) -> int:
+        """The start of `n` more elements; adds to `writes` the (pool, first chunk,
+        chunks) written once they are there: the chunk they complete, then the whole
+        chunks they hold."""
+        start = self.length
+        end = start + n
+        chunk = self.chunk
+        pos = start
+        if pos % chunk:  # the buffer's chunk, completed or not
+            pos = min(end, (pos // chunk + 1) * chunk)
+            if pos % chunk == 0:
+                writes.append((self, pos // chunk - 1, 1))
+        whole = (end - pos) // chunk
+        if whole:
+            writes.append((self, pos // chunk, whole))
+        self.length = end
+        return start
+
+    def write(self, first: int, count: int, src: np.ndarray, base: int) -> None:
+        """Write chunks [first, first + count) (reserved), from the buffer and `src`,
+        which holds the pool's elements from `base` on."""
+        lo, hi = first * self.chunk, (first + count) * self.chunk
+        if lo < base:  # the buffer's chunk, completed by the start of src
+            fill = base - lo
+            self.buffer[fill:] = src[:hi - base]
+            self._write(self.buffer)
+        else:
+            self._write(src[lo - base:hi - base])
+
+    def keep_tail(self, src: np.ndarray, base: int) -> None:
+        """Buffer the elements of `src` (from `base` on) past the last whole chunk."""
+        if base + src.size != self.length:
+            raise UsageError(f"{self.dtype}: a batch of {src.size} elements, its cases "
+                             f"reserved {self.length - base}")
+        tail = self.length - self.length % self.chunk
+        at = max(tail, base)
+        if at < self.length:
+            self.buffer[at - tail:self.length - tail] = src[at - base:]
 
     def _write(self, data: np.ndarray, *, last: bool = False) -> None:
         if self.ds is None:
@@ -109,9 +141,9 @@ class _Pool:
 
     def close(self) -> None:
         """Write the tail (the pool's last, partial chunk)."""
-        if self.fill:
-            self._write(self.buffer[:self.fill], last=True)
-            self.fill = 0
+        fill = self.length - self.written
+        if fill:
+            self._write(self.buffer[:fill], last=True)
 
 
 class _Rows:
@@ -301,16 +333,24 @@ class PackedWriter:
         rows = self._rows_for(batch.cases[0])
         for case in batch.cases[1:]:
             self._rows_for(case)  # one operator's cases only
+        bases = {dtype: self._pool(dtype).length for dtype in batch.pools}
+        writes: list[tuple[_Pool, int, int]] = []
         with self._out.writing():
             for row, moved in zip(batch.rows, batch.moves, strict=True):
                 if moved:
                     values = list(row)
                     for column, dtype, count in moved:
-                        at = values[column]
-                        flat = batch.pools[dtype][at:at + count]
-                        values[column] = self._pool(dtype).append(flat)
+                        start = self._pool(dtype).reserve(count, writes)
+                        if values[column] != start - bases[dtype]:
+                            raise UsageError(f"{dtype}: a batch whose rows and arrays "
+                                             "disagree")
+                        values[column] = start
                     row = tuple(values)
                 rows.add(row)
+            for pool, first, count in writes:
+                pool.write(first, count, batch.pools[pool.dtype], bases[pool.dtype])
+            for dtype, src in batch.pools.items():
+                self._pools[dtype].keep_tail(src, bases[dtype])
         total = sum(batch.nbytes)
         self.array_bytes += total
         return batch.nbytes
