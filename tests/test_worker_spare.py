@@ -111,3 +111,32 @@ def test_a_twin_crosses_as_the_calls_own_inputs_and_is_built_where_it_runs(
         if tensor is not None and other is not None:
             assert np.array_equal(tensor.view(), other.view(), equal_nan=True)
             assert tensor.strides == other.strides
+
+
+class _Frames:
+    """A worker's channel that keeps what it sends: (kind, seq, meta, data bytes)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, int, dict[str, object], bytes]] = []
+
+    def send(self, kind: int, seq: int = 0, meta: dict[str, object] | None = None,
+             data: bytes | memoryview = b"", deadline: float | None = None) -> None:
+        self.sent.append((kind, seq, meta or {}, bytes(data)))
+
+
+def test_a_twin_is_answered_without_its_output(call: CallInputs) -> None:
+    """The recall worker answers the twin with its status and time but no output bytes
+    (the parent judges only the call after it); the call itself comes back whole."""
+    from aclcheck.impls.registry import create
+    from aclcheck.running import wire
+    from aclcheck.running.worker import _serve_call
+
+    channel, impl = _Frames(), create("reference")
+    assert _serve_call(channel, impl, recall.TwinOf(call, spatial_rank=2), 7, False)
+    assert _serve_call(channel, impl, call, 8, False)
+    (kind, seq, meta, data), (kind2, seq2, meta2, data2) = channel.sent
+    assert (kind, seq, kind2, seq2) == (wire.OUTCOME, 7, wire.OUTCOME, 8)
+    assert meta["output"] is None and data == b"" and meta["crashed"] is None
+    dtype, shape = call.case.expected_output()
+    assert meta2["output"] == {"type": "ndarray", "dtype": str(dtype), "shape": list(shape)}
+    assert len(data2) == np.empty(shape, dtype).nbytes > 0

@@ -183,7 +183,8 @@ class CaseRunner:
         self._recall.submit(twin, then=call)
 
     def recall_answer(self) -> Outcome:
-        """The second outcome of the calls send_recall() sent (the twin's is dropped)."""
+        """The second outcome of the calls send_recall() sent (the twin's, which comes
+        without its output, is dropped)."""
         assert self._recall is not None
         self._recall.collect()
         return self._recall.collect()  # type: ignore[return-value]

@@ -12,6 +12,7 @@ import os
 import pickle
 import socket
 import time
+from dataclasses import replace
 from typing import Any
 
 from aclcheck.cases.call import Outcome
@@ -74,8 +75,10 @@ def _worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | Non
 
 def _serve_call(channel: Channel, impl: Any, call: CallInputs | TwinOf, seq: int,
                 check_supports: bool) -> bool:
-    """Answer one call (a TwinOf built here first); False once the kernel raised
-    KeyboardInterrupt (the run stops)."""
+    """Answer one call (a TwinOf built here first, and answered without its output: the
+    parent judges only the call after it, and would read and hold a whole output for
+    nothing); False once the kernel raised KeyboardInterrupt (the run stops)."""
+    is_twin = isinstance(call, TwinOf)
     if isinstance(call, TwinOf):
         try:
             call = call.build()
@@ -103,6 +106,8 @@ def _serve_call(channel: Channel, impl: Any, call: CallInputs | TwinOf, seq: int
         channel.send(wire.INTERRUPTED, seq)
         return False
     seconds = time.perf_counter() - start  # the call's own time, no queueing
+    if is_twin:
+        outcome = replace(outcome, output=None)
     try:
         meta, data = wire.encode_outcome(outcome, call.case, seconds)
     except Exception as exc:  # noqa: BLE001 - e.g. an output whose dtype cannot be read
