@@ -198,13 +198,17 @@ def test_a_batch_whose_rows_and_arrays_disagree_is_refused(tmp_path: Path) -> No
 
     cases = build_suite(Selection(products=("atlas-a2",), families=("layout",)))[:3]
     batch = prepare([(c, make_tensors(c)) for c in cases])
-    column, _, _ = batch.moves[1][0]
+    column, dtype, count = batch.moves[1][0]
     rows = list(batch.rows)
     rows[1] = tuple(v + 1 if i == column else v for i, v in enumerate(rows[1]))
-    with pytest.raises(UsageError, match="disagree"), \
-            GoldenWriter(tmp_path / "askew.h5", {"created": "fixed"}) as writer:
-        writer.add_prepared(dataclasses.replace(batch, rows=rows))
-    assert list(tmp_path.iterdir()) == []
+    moves = list(batch.moves)
+    moves[1] = ((column, "int8" if dtype != "int8" else "uint8", count), *moves[1][1:])
+    for askew in (dataclasses.replace(batch, rows=rows),  # a start elsewhere
+                  dataclasses.replace(batch, moves=moves)):  # a dtype it has no array of
+        with pytest.raises(UsageError, match="disagree"), \
+                GoldenWriter(tmp_path / "askew.h5", {"created": "fixed"}) as writer:
+            writer.add_prepared(askew)
+        assert list(tmp_path.iterdir()) == []
 
 
 def test_with_workers_the_parent_gives_large_blocks_back(

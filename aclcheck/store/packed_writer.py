@@ -341,7 +341,7 @@ class PackedWriter:
                     values = list(row)
                     for column, dtype, count in moved:
                         start = self._pool(dtype).reserve(count, writes)
-                        if values[column] != start - bases[dtype]:
+                        if dtype not in bases or values[column] != start - bases[dtype]:
                             raise UsageError(f"{dtype}: a batch whose rows and arrays "
                                              "disagree")
                         values[column] = start
