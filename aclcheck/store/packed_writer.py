@@ -75,15 +75,6 @@ class _Pool:
         self.written = 0  # elements in the file (whole chunks only, until close)
         self.ds: h5py.Dataset | None = None
 
-    def append(self, flat: np.ndarray) -> int:
-        """Append a 1-D array of the storage dtype; its start in the pool."""
-        base, writes = self.length, []
-        start = self.reserve(flat.size, writes)
-        for _, first, count in writes:
-            self.write(first, count, flat, base)
-        self.keep_tail(flat, base)
-        return start
-
     def reserve(self, n: int, writes: list[tuple[_Pool, int, int]]) -> int:
         """The start of `n` more elements; adds to `writes` the (pool, first chunk,
         chunks) written once they are there: the chunk they complete, then the whole
