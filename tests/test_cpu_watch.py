@@ -6,6 +6,7 @@ injected: no test depends on timing."""
 from __future__ import annotations
 
 import os
+import select
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -160,6 +161,29 @@ def _wait_for_verdict(monkeypatch: pytest.MonkeyPatch, rate: float, cap: float =
     return reason, v.t - 1000.0
 
 
+def test_an_answer_waiting_when_the_caller_comes_is_never_a_hang(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call collected long after it was sent (the parent was busy: a parked call, a
+    slow report, a loaded machine) whose answer is already there is not judged hung,
+    however far past the cap the clock has run."""
+    v = _Virtual(rate=1.0)
+    monkeypatch.setattr(isolation, "select", SimpleNamespace(
+        poll=lambda: SimpleNamespace(register=lambda fd, events: None,
+                                     poll=lambda ms: [(-1, 1)]),
+        POLLIN=1, POLLHUP=2, POLLERR=4))
+    runner = isolation.IsolatedRunner("impl_fixtures:hangs", timeout=3.0, now=v.now,
+                                      cpu_time=v.cpu)
+    try:
+        w = watch(runner.clock, runner.cpu_clock, 1000, first=False)
+        pending = isolation._Pending(1, SimpleNamespace(case=SimpleNamespace(id="c")), 1000,
+                                     first=False, sent_at=v.now() - 60.0,
+                                     deadline=v.now() - 57.0, watch=w, cpu0=v.cpu(0))
+        live = SimpleNamespace(pid=-1, channel=SimpleNamespace(fileno=lambda: -1))
+        assert runner._wait(live, pending) is None
+    finally:
+        runner.close()
+
+
 def test_the_runner_ends_a_spinning_call_after_a_fraction_of_a_second(
         monkeypatch: pytest.MonkeyPatch) -> None:
     reason, after = _wait_for_verdict(monkeypatch, rate=1.0)  # one core, flat out
@@ -230,23 +254,72 @@ def test_a_blocked_call_is_set_aside_and_settled_later(valid_3d_4d_golden: Path,
         zygote.close()
 
 
-def test_a_worker_cpu_time_is_read_once_per_answered_call(valid_3d_4d_golden: Path) -> None:
+class _PollsFirst:
+    """The runner's clock and `select.poll()` for real workers: virtual seconds pass only
+    while a poll waits (SAMPLE_EVERY_S per poll), and each call's first poll returns at
+    once, so every call is sampled at least once while in flight, however fast it is.
+    How many more polls a call takes depends on the machine; the test does not."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+        self.polls = 0
+
+    def now(self) -> float:
+        return self.t
+
+    def poll(self) -> SimpleNamespace:
+        real = select.poll()
+        first = [True]
+
+        def wait(ms: int) -> list:
+            self.polls += 1
+            self.t += isolation.SAMPLE_EVERY_S
+            if first[0]:
+                first[0] = False
+                return []
+            return real.poll(ms)
+
+        return SimpleNamespace(register=real.register, poll=wait)
+
+
+def test_a_worker_cpu_time_is_read_once_per_answered_call(
+        valid_3d_4d_golden: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reading taken at an answer starts the worker's next call (it idles in between);
-    a fresh worker's first call reads its own start. Each call still gets its own CPU
-    seconds recorded."""
-    reads: list[int] = []
+    a fresh worker's first call reads its own start. The samples the watch takes while a
+    call is in flight are its own (as many as the call's polls); outside them, the rule
+    is one reading per answered call plus the fresh worker's first. Each call still gets
+    its own CPU seconds recorded."""
+    v = _PollsFirst()
+    monkeypatch.setattr(isolation, "select", SimpleNamespace(
+        poll=v.poll, POLLIN=select.POLLIN, POLLHUP=select.POLLHUP, POLLERR=select.POLLERR))
+    in_wait = [False]
+    reads = {"sampled": 0, "other": 0}
 
     def counting(pid: int) -> float | None:
-        reads.append(pid)
+        reads["sampled" if in_wait[0] else "other"] += 1
         return process_cpu_seconds(pid)
 
     with open_golden(valid_3d_4d_golden) as gf:
         calls = [CallInputs(gf.case(i), gf.data(i).inputs) for i in gf.ids()][:3]
-    worker = IsolatedRunner("reference", timeout=60, cpu_time=counting)
+    # no limit can fire: the virtual clock runs as fast as the polls
+    worker = IsolatedRunner("reference", timeout=1e9, cpu_time=counting, now=v.now,
+                            clock=CallClock(cap=1e9, floor=1e9, first_floor=1e9))
+    worker.cpu_clock = CallClock(cap=1e9, floor=1e9, first_floor=1e9)
+    real_wait = worker._wait
+
+    def wait(*args: object, **kwargs: object) -> str | None:
+        in_wait[0] = True
+        try:
+            return real_wait(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            in_wait[0] = False
+
+    monkeypatch.setattr(worker, "_wait", wait)
     try:
         for call in calls:
             assert worker.run(call).crashed is None
-        assert len(reads) == len(calls) + 1
+        assert reads["other"] == len(calls) + 1
+        assert reads["sampled"] >= len(calls)  # every call was sampled in flight
         assert worker.cpu_clock._steady or worker.cpu_clock._first  # recorded
     finally:
         worker.close()

@@ -140,3 +140,62 @@ def test_a_twin_is_answered_without_its_output(call: CallInputs) -> None:
     dtype, shape = call.case.expected_output()
     assert meta2["output"] == {"type": "ndarray", "dtype": str(dtype), "shape": list(shape)}
     assert len(data2) == np.empty(shape, dtype).nbytes > 0
+
+
+def _wait_closed(sock_fileno: int) -> None:
+    """Until the peer's end of a worker channel is closed (an event, not a delay)."""
+    import select
+
+    poller = select.poll()
+    poller.register(sock_fileno, 0)  # POLLHUP only: a buffered answer does not count
+    assert poller.poll(60_000)
+
+
+def test_a_worker_dead_between_calls_does_not_blame_the_next_call(call: CallInputs) -> None:
+    """Killed from outside after answering, the worker cannot take the next call: the call
+    goes to a fresh worker (once) instead of being that case's ERROR."""
+    zygote = start_zygote("impl_fixtures:correct")
+    assert zygote is not None
+    worker = IsolatedRunner("impl_fixtures:correct", timeout=600, zygote=zygote, spare=True)
+    try:
+        assert worker.run(call).crashed is None
+        live = worker._live
+        assert live is not None
+        os.kill(live.pid, 9)
+        _wait_closed(live.channel.fileno())
+        again = worker.run(call)
+        assert again.crashed is None and isinstance(again.output, np.ndarray)
+        assert worker.restarts == 1
+    finally:
+        worker.close()
+        zygote.close()
+
+
+def test_a_spare_that_said_ready_and_died_is_not_handed_the_call(call: CallInputs,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """The spare's READY is already buffered when it dies (its zygote was killed, say):
+    the call it would have got goes to a fresh worker."""
+    zygote = start_zygote("impl_fixtures:correct")
+    assert zygote is not None
+    worker = IsolatedRunner("impl_fixtures:correct", timeout=600, zygote=zygote, spare=True)
+    try:
+        assert worker.run(call).crashed is None
+        spare = worker._take_spare()  # forked ahead when the first worker said READY
+        assert spare is not None
+        pid, sock, _, _ = spare
+        import select
+
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        assert poller.poll(60_000)  # its READY is there
+        os.kill(pid, 9)
+        _wait_closed(sock.fileno())
+        taken = [spare]
+        monkeypatch.setattr(worker, "_take_spare", lambda: taken.pop() if taken else None)
+        worker.recycle()  # the next call needs a new worker: the dead spare comes first
+        again = worker.run(call)
+        assert again.crashed is None and isinstance(again.output, np.ndarray)
+    finally:
+        worker.close()
+        zygote.close()

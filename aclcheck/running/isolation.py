@@ -54,6 +54,9 @@ HEARTBEAT_EVERY_S = 10.0
 SAMPLE_EVERY_S = 0.1
 #: a call that used no CPU for this long may be set aside (collect(park_idle=True))
 PARK_IDLE_S = 0.5
+#: seconds the rest of an answer that began may take once the cap (--timeout) has passed
+#: (its bytes were written while the parent was busy elsewhere)
+ANSWER_GRACE_S = 1.0
 #: what _wait says of a call to set aside
 PARK = "park"
 
@@ -128,24 +131,35 @@ class IsolatedRunner(WorkerLifetime):
         pending = _Pending(self._seq, call, call_size(call), first=False)
         self._pending = pending
         self._then = None if then is None else _Pending(0, then, call_size(then), False)
-        if self._live is None:
-            try:
-                self._live = self._start()
-            except WorkerStartError as exc:
-                pending.failed = Outcome(crashed=f"worker could not start: {exc.text}")
-                return
-        live = self._live
-        self._arm(live, pending)
         if self._then is not None:
             self._seq += 1
             self._then.seq = self._seq
-        try:
-            live.channel.send_call(pending.seq, call if then is None else (call, then),
-                                   pending.deadline)
-        except FrameTimeout:
-            pending.send_error = "timeout"  # the worker does not read its calls
-        except OSError:
-            pending.send_error = "died"  # the worker is gone: collect() says how
+        payload = call if then is None else (call, then)
+        for attempt in range(2):
+            if self._live is None:
+                try:
+                    self._live = self._start()
+                except WorkerStartError as exc:
+                    pending.failed = Outcome(crashed=f"worker could not start: {exc.text}")
+                    return
+            live = self._live
+            self._arm(live, pending)
+            try:
+                live.channel.send_call(pending.seq, payload, pending.deadline)
+                return
+            except FrameTimeout:
+                pending.send_error = "timeout"  # the worker does not read its calls
+                return
+            except OSError:
+                # the worker died before it took the whole call (between calls: a spare
+                # whose zygote died after it said READY, a kill from outside): it goes to
+                # a fresh worker once; a second death while taking it is the call's own
+                if attempt == 0:
+                    self._drop(live)
+                    self.restarts += 1
+                    continue
+                pending.send_error = "died"  # collect() says how
+                return
 
     def _arm(self, live: _Live, pending: _Pending) -> None:
         """Start the call's clocks: from now, in this worker."""
@@ -176,6 +190,8 @@ class IsolatedRunner(WorkerLifetime):
         poller.register(live.channel.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
         next_beat = pending.sent_at + HEARTBEAT_EVERY_S
         next_look = pending.sent_at + SAMPLE_EVERY_S
+        if poller.poll(0):  # answered while the caller was busy: never a hang
+            return None
         while True:
             interrupts.check()  # a Ctrl-C swallowed meanwhile (in a finalizer) stops here
             now = self.now()
@@ -264,8 +280,11 @@ class IsolatedRunner(WorkerLifetime):
         died, partial, broken = pending.send_error == "died", False, ""
         running = live is self._live
         if pending.send_error is None and hung is None:
-            # the rest of the answer is due within the allowance, or a floor from now
-            pending.deadline = max(pending.deadline, self.now() + self.clock.floor)
+            # the rest of the answer is due within the allowance, or a floor from now,
+            # but never past the cap (--timeout) unless it is already there (a moment)
+            now = self.now()
+            pending.deadline = min(max(pending.deadline, now + self.clock.floor),
+                                   max(pending.sent_at + self.clock.cap, now + ANSWER_GRACE_S))
             try:
                 outcome = self._answer(live, pending)
                 if not running:
