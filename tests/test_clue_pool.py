@@ -60,8 +60,32 @@ def test_a_broken_helper_leaves_the_evidence_to_this_process(
         for process in list(pool._pool._processes.values()):
             process.kill()  # the helper dies: the pool is broken
             process.join()
-        future = pool.submit(data, output)
+        future = pool.submit(data, output)  # the pool may or may not know it yet
         assert pool.result(future, data, output) == case_evidence(data, output)
+        assert pool._broken
+    finally:
+        pool.close(interrupted=True)
+
+
+def test_a_future_the_dead_helper_never_answers_is_not_awaited_forever(
+        failing: list[tuple[CaseData, np.ndarray]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A future submitted as the helper died may never be answered: the wait looks at the
+    helper and computes the evidence here once it is gone."""
+    from concurrent.futures import Future
+
+    from aclcheck.running import clue_pool
+
+    monkeypatch.setattr(clue_pool, "HELPER_LOOK_S", 0.01)
+    pool = CluePool()
+    try:
+        data, output = failing[0]
+        pool.result(pool.submit(data, output), data, output)  # the helper runs
+        assert pool._pool is not None
+        for process in list(pool._pool._processes.values()):
+            process.kill()
+            process.join()
+        orphan: Future = Future()  # never answered
+        assert pool.result(orphan, data, output) == case_evidence(data, output)
         assert pool._broken
     finally:
         pool.close(interrupted=True)

@@ -16,6 +16,7 @@ import multiprocessing as mp
 import os
 import signal
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
@@ -30,6 +31,9 @@ from aclcheck.running.zygote import PR_SET_PDEATHSIG, prctl
 #: outputs larger than this are diagnosed here (the what-if models pass on large cases
 #: anyway, and their data would cross to the helper for nothing)
 MAX_HELPER_ELEMENTS = 1 << 18
+#: seconds between two looks at whether the helper is still there, while its answer is
+#: awaited
+HELPER_LOOK_S = 1.0
 
 
 def case_evidence(data: CaseData, output: np.ndarray) -> CaseEvidence | None:
@@ -85,11 +89,25 @@ class CluePool:
     def result(self, future: Future[CaseEvidence | None], data: CaseData,
                output: np.ndarray) -> CaseEvidence | None:
         """What a future gives; the evidence computed here if the helper broke."""
-        try:
-            return future.result()
-        except Exception:  # noqa: BLE001 - a broken helper or a pickling error: here
+        while True:
+            try:
+                return future.result(timeout=HELPER_LOOK_S)
+            except FutureTimeout:
+                if self._helper_alive():
+                    continue  # still computing
+            except Exception:  # noqa: BLE001 - a broken helper or a pickling error: here
+                pass
             self._broken = True
             return case_evidence(data, output)
+
+    def _helper_alive(self) -> bool:
+        """Whether the helper can still answer (a future submitted as it died may never
+        be answered: the wait for it is bounded by this look)."""
+        pool = self._pool
+        if pool is None or getattr(pool, "_broken", False):
+            return False
+        processes = getattr(pool, "_processes", None) or {}
+        return any(p.is_alive() for p in list(processes.values()))
 
     def close(self, interrupted: bool = False) -> None:
         """End the helper: at once when interrupted, else once its work is done."""
