@@ -173,10 +173,20 @@ ISOLATE = Option(
 TIMEOUT = Option(
     "timeout", "--timeout", TIMEOUT_S, kind=Kind.FLOAT, minimum=0.1, show_default=True,
     repro=True, commands=JUDGING, doc="seconds per call in a worker",
-    help="Hard cap in seconds per call in a worker; a call is declared hung much sooner: "
-         "when it spins (more than 10x the CPU time of comparable calls, at least 0.5 s) "
-         "or is blocked (no CPU, 50x the wall time of comparable calls, at least 5 s). "
-         "Blocked calls are set aside while the run goes on (docs/verify.md).")
+    help="Hard cap in seconds per call in a worker. A call is declared hung sooner when it "
+         "is blocked (no CPU, 50x the wall time of comparable calls, at least 5 s; set aside "
+         "while the run goes on) or, for a call the contract rejects, when it spins (more "
+         "than 10x the CPU time of comparable calls, at least 0.5 s; see --spin-rule). A "
+         "valid call that keeps computing runs to this cap (docs/verify.md).")
+SPIN_RULE = Option(
+    "spin_rule", "--spin-rule", "rejected", kind=Kind.CHOICE, choices=("rejected", "all"),
+    show_default=True, repro=True, commands=JUDGING,
+    doc="calls the CPU (spinning) rule may end before --timeout",
+    help="Which calls that keep using CPU may be declared hung before --timeout: "
+         "'rejected' (default), only calls the contract rejects (PyTorch CPU spins on some "
+         "of those); 'all', every call (a fast run, but a correct slow kernel's large calls "
+         "become ERROR). Blocked calls (no CPU used) are hung at their wall allowance "
+         "either way.")
 MEMORY_LIMIT = Option(
     "memory_limit", "--memory-limit", None, kind=Kind.INT, minimum=64, metavar="MB",
     repro=True, doc="worker address-space cap in MB",
@@ -250,6 +260,6 @@ IMPLEMENTATION: tuple[Option, ...] = (IMPL, RESULTS)
 SELECTION: tuple[Option, ...] = (PRODUCTS, DTYPES, FORMATS, FAMILIES, IDS)
 JUDGEMENT: tuple[Option, ...] = (STANDARDS, TOLERANCES, ACCUMULATE, OVERFLOW_MODE, XFAIL,
                                  STRICT_XFAIL)
-RUNNING: tuple[Option, ...] = (ISOLATE, TIMEOUT, MEMORY_LIMIT, REPEAT, DETERMINISTIC,
+RUNNING: tuple[Option, ...] = (ISOLATE, TIMEOUT, SPIN_RULE, MEMORY_LIMIT, REPEAT, DETERMINISTIC,
                                STALE_CHECK, SHARD, JOBS, EXECUTOR, MAX_TIME)
 REPORTING: tuple[Option, ...] = (BASELINE, VERBOSE, WIDTH, JSON, JUNIT, HTML)

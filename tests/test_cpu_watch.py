@@ -323,3 +323,97 @@ def test_a_worker_cpu_time_is_read_once_per_answered_call(
         assert worker.cpu_clock._steady or worker.cpu_clock._first  # recorded
     finally:
         worker.close()
+
+
+# -- slow is not hung: the spinning rule ends only calls the contract rejects -------------
+
+
+def test_a_working_call_the_contract_accepts_runs_to_the_cap() -> None:
+    """The spinning rule is off (a valid call): CPU far past the allowance, still working,
+    is never hung before the cap; the same samples hang a call the contract rejects."""
+    valid = CallWatch(5.0, "the hang floor (5 s)", 0.5, "the CPU floor", 60.0, spin=False)
+    invalid = _watch()
+    for t in range(1, 240):  # one core flat out for a minute
+        assert valid.observe(t / 4, t / 4) is None
+    assert "--timeout 60 s" in (valid.observe(60.0, 60.0) or "")
+    assert "spinning" in (invalid.observe(1.0, 1.0) or "")
+
+
+def test_a_valid_call_that_stops_working_is_still_hung_as_blocked() -> None:
+    w = CallWatch(5.0, "the hang floor (5 s)", 0.5, "the CPU floor", 60.0, spin=False)
+    for t in range(1, 25):  # computes for 6 s: well past the CPU allowance
+        assert w.observe(t / 4, t / 4) is None
+    reasons = [w.observe(6 + t / 4, 6.0) for t in range(1, 9)]
+    assert any(r and "blocked" in r for r in reasons)
+
+
+def _armed_spin(monkeypatch: pytest.MonkeyPatch, status: int, spin_all: bool) -> bool:
+    """Whether the runner arms a call of `status` with the spinning rule."""
+    from aclcheck.cases.record import Expectation
+
+    v = _Virtual(0.0)
+    runner = isolation.IsolatedRunner("impl_fixtures:hangs", timeout=60, now=v.now,
+                                      cpu_time=v.cpu, spin_all=spin_all)
+    try:
+        case = SimpleNamespace(id="c", expected_status=status,
+                               expectation=Expectation(status, "r", "why"))
+        pending = isolation._Pending(1, SimpleNamespace(case=case), 1000, first=False)
+        live = SimpleNamespace(pid=-1, answered=1, cpu_mark=None)
+        runner._arm(live, pending)  # type: ignore[arg-type]
+        assert pending.watch is not None
+        return pending.watch.spin
+    finally:
+        runner.close()
+
+
+def test_the_runner_spins_out_only_calls_the_contract_rejects(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
+
+    assert not _armed_spin(monkeypatch, SUCCESS, spin_all=False)
+    assert not _armed_spin(monkeypatch, UNSPECIFIED, spin_all=False)
+    assert _armed_spin(monkeypatch, 161002, spin_all=False)
+    assert _armed_spin(monkeypatch, SUCCESS, spin_all=True)  # --spin-rule all
+
+
+_BURNS_CPU = hm.CORRECT + '''
+import time
+
+
+def fn(grad_output, self):
+    if grad_output.ndim == 3:  # a slow but correct call: 0.8 s of CPU, past the 0.5 s floor
+        end = time.process_time() + 0.8
+        while time.process_time() < end:
+            pass
+    return correct(grad_output, self)
+'''
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/stat"), reason="needs /proc")
+def test_a_slow_correct_kernel_passes_and_spin_rule_all_ends_it(
+        valid_3d_4d_golden: Path, tmp_path: Path) -> None:
+    """End to end: a valid call that keeps computing well past the CPU allowance passes
+    (the cap, 600 s, is the only limit that could end it); `--spin-rule all` ends it."""
+    import json
+
+    from click.testing import CliRunner
+
+    from aclcheck.cli import cli
+
+    spec = hm.write_module(tmp_path, _BURNS_CPU)
+    with open_golden(valid_3d_4d_golden) as gf:
+        ranks = [(i, len(gf.case(i).self_shape)) for i in gf.ids()]
+    at = next(n for n, (_, rank) in enumerate(ranks) if rank == 4)
+    four = ranks[at][0]
+    three = next(i for i, rank in ranks[at:] if rank == 3)  # after the 4-D one:
+    verdicts = {}  # not the worker's first call, which has an allowance of its own
+    for rule in ("rejected", "all"):
+        report = tmp_path / f"{rule}.json"
+        res = CliRunner().invoke(cli, ["verify", str(valid_3d_4d_golden), "--impl", spec,
+                                       "--id", four, "--id", three, "--timeout", "600",
+                                       "--no-stale-check", "--spin-rule", rule,
+                                       "--json", str(report)])
+        case = {c["id"]: c for c in json.loads(report.read_text())["cases"]}[three]
+        verdicts[rule] = (res.exit_code, case["verdict"], case.get("message", ""))
+    assert verdicts["rejected"][:2] == (0, "PASS"), verdicts
+    assert verdicts["all"][:2] == (1, "ERROR") and "spinning" in verdicts["all"][2], verdicts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from aclcheck.dtypes import FLOAT16, FLOAT32
 from aclcheck.judging.overflow import OverflowMode, classify
@@ -161,3 +162,64 @@ def test_overflow_mode_selects_saturation_on_a2(tmp_path, write_golden):
     notes = [n for c in refused.values() if c["product"] == "atlas-training"
              for n in c["notes"]]
     assert any("does not apply" in n for n in notes)
+
+
+def _modes_golden(tmp_path, write_golden):
+    from aclcheck.suite.selection import Selection
+
+    return write_golden(tmp_path, Selection(
+        products=("atlas-a2", "atlas-training"), dtypes=("float16",), formats=("NCHW",),
+        families=("special", "rounding"), count=5, seed=2), "modes")
+
+
+@pytest.mark.parametrize("impl", ["reference", "tests/kernels_documented.py:documented"])
+def test_the_reference_and_a_told_kernel_follow_the_selected_mode(tmp_path, write_golden,
+                                                                   impl):
+    """The mode reaches the adapter on the call: the reference (and a callable told
+    `overflow_mode=`) saturates exactly where the call is judged in saturation mode, so
+    both pass in either mode (the reference failed A2's overflow cases under
+    `--overflow-mode saturation` while it looked at the product's default)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from aclcheck.cli import cli
+
+    golden = _modes_golden(tmp_path, write_golden)
+    for extra in ((), ("--overflow-mode", "saturation")):
+        report = tmp_path / "r.json"
+        res = CliRunner().invoke(cli, ["verify", str(golden), "--impl", impl,
+                                       "--no-stale-check", "--json", str(report), *extra])
+        cases = json.loads(report.read_text())["cases"]
+        bad = [c["id"] for c in cases if c["verdict"] in ("FAIL", "ERROR")]
+        assert bad == [], (extra, bad, res.output[-2000:])
+        assert any(c["product"] == "atlas-a2" and "near-max" in c["id"] for c in cases)
+
+
+def test_a_callable_is_told_its_calls_product_and_mode() -> None:
+    """`product=` / `overflow_mode=` in a callable's signature get the call's; a callable
+    without them is called as before."""
+    from types import SimpleNamespace
+
+    from aclcheck.impls.base import CallInputs
+    from aclcheck.impls.callable_impl import CallableImpl
+
+    told: list[tuple[str, str]] = []
+
+    def kernel(grad_output, self, *, product, overflow_mode):
+        told.append((product, overflow_mode))
+        return self
+
+    def plain(grad_output, self):
+        return self
+
+    tensor = SimpleNamespace(view=lambda: np.zeros((1, 2, 2), dtype=np.float32))
+    for product, mode, want in (("atlas-a2", None, "inf-nan"),
+                                ("atlas-a2", "saturation", "saturation"),
+                                ("atlas-training", None, "saturation")):
+        case = SimpleNamespace(product=product)
+        call = CallInputs(case, {"grad_output": tensor, "self": tensor}, mode)  # type: ignore[arg-type]
+        assert CallableImpl("m:kernel", kernel).run(call).raised is None
+        assert told[-1] == (product, want)
+        assert CallableImpl("m:plain", plain).run(call).raised is None
+    assert "told product=, overflow_mode=" in CallableImpl("m:kernel", kernel).description

@@ -14,10 +14,12 @@ from aclcheck.cases.record import Case
 @dataclass(frozen=True)
 class CallInputs:
     """A case's call as the implementation receives it: the input tensors by role (None
-    = null pointer). `call.<role name>`: an input by its role name."""
+    = null pointer), and the overflow mode it is judged in ("inf-nan" or "saturation";
+    None: the product's default). `call.<role name>`: an input by its role name."""
 
     case: Case
     inputs: Mapping[str, StridedTensor | None]
+    overflow_mode: str | None = None
 
     def __getattr__(self, name: str) -> StridedTensor | None:
         inputs = self.__dict__.get("inputs")

@@ -101,7 +101,8 @@ def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
 @click.option("--force", is_flag=True, help="Overwrite the folder's files.")
 @handle_errors
 def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
-         accumulate: str | None, isolate: bool | None, timeout: float, max_time: float, op: str,
+         accumulate: str | None, isolate: bool | None, timeout: float, spin_rule: str,
+         max_time: float, op: str,
          product: tuple[str, ...], dtype: tuple[str, ...], seed: int, failures: int,
          budget: int | None, checkpoint: str | None, batch: int, executor: str | None,
          shrink_time: float, output: str, force: bool) -> None:
@@ -130,7 +131,7 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
         raise UsageError(f"{flag} belongs to a campaign: add --budget N (calls in all)")
     _check_out(folder, force)
     case_path, golden_path = folder / CASES_NAME, folder / GOLDEN_NAME
-    config = live_config(impl, standards, tolerances, accumulate, isolate, timeout)
+    config = live_config(impl, standards, tolerances, accumulate, isolate, timeout, spin_rule)
     check_apart(config.file_roles()[0], [Role("-o", case_path), Role("-o", golden_path)])
     where, mode = Path(os.path.abspath(folder)), file_mode()  # before any kernel code
     chosen = operator(op)  # before any kernel code: a bad name is a usage error

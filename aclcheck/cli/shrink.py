@@ -97,11 +97,13 @@ def minimal_lines(judge: LiveJudge, result: ShrinkResult) -> list[str]:
 
 
 def live_config(impl: str, standards: tuple[str, ...], tolerances: str | None,
-                accumulate: str | None, isolate: bool | None, timeout: float) -> VerifyConfig:
+                accumulate: str | None, isolate: bool | None, timeout: float,
+                spin_rule: str) -> VerifyConfig:
     """The verify configuration a live command's verdicts and repro lines come from (the
     golden file is named later, per output)."""
     return VerifyConfig(golden="", impl=impl, standards=standards, tolerances=tolerances,
-                        accumulate=accumulate, isolate=isolate, timeout=timeout)
+                        accumulate=accumulate, isolate=isolate, timeout=timeout,
+                        spin_rule=spin_rule)
 
 
 @click.command("shrink", epilog=EXIT_CODES_HELP)
@@ -115,7 +117,8 @@ def live_config(impl: str, standards: tuple[str, ...], tolerances: str | None,
 @handle_errors
 def shrink_cmd(golden: str, case_id: str, impl: str, standards: tuple[str, ...],
                tolerances: str | None, accumulate: str | None, isolate: bool | None, timeout: float,
-               max_time: float, results: str | None, append_path: str | None) -> None:
+               spin_rule: str, max_time: float, results: str | None, append_path: str | None
+               ) -> None:
     """Find the smallest call that still fails like case CASE of GOLDEN: fewer N, C, H, W,
     Ho, Wo, then simpler values (ones, small exact integers), keeping product, dtype,
     format and layout, the verdict and the diagnosis code that names the bug.
@@ -133,7 +136,7 @@ def shrink_cmd(golden: str, case_id: str, impl: str, standards: tuple[str, ...],
     if results:
         raise UsageError(f"--results {results}: stored outputs cannot run smaller calls; "
                          "shrink needs an implementation it can call (--impl)")
-    config = live_config(impl, standards, tolerances, accumulate, isolate, timeout)
+    config = live_config(impl, standards, tolerances, accumulate, isolate, timeout, spin_rule)
     if append_path:
         casewriter.check_appendable(append_path)
         check_apart([Role("GOLDEN", golden), *config.file_roles()[0]],

@@ -17,10 +17,11 @@ from aclcheck import interrupts
 from aclcheck.cases import Case
 from aclcheck.cases.call import CallInputs, Outcome, ReturnedValue
 from aclcheck.cases.layouts import StridedTensor
+from aclcheck.judging.overflow import product_modes
 
 __all__ = ["CallInputs", "ExitAttempt", "Implementation", "Outcome", "ReturnedValue",
            "describe_exception", "exit_refused", "guarded_run", "input_checksums",
-           "numpy_view", "timed_call"]
+           "numpy_view", "overflow_mode_of", "timed_call"]
 
 
 class Implementation:
@@ -71,6 +72,14 @@ class Implementation:
 
     def close(self) -> None:
         """Release resources (devices, libraries)."""
+
+
+def overflow_mode_of(call: CallInputs) -> str:
+    """The overflow mode the call is judged in ("inf-nan" or "saturation"): the run's
+    choice where it made one, else the product's default (docs/contract.md section 10)."""
+    if call.overflow_mode is not None:
+        return call.overflow_mode
+    return product_modes(call.case.product)[0].value
 
 
 def timed_call(fn: Callable[[], object]) -> tuple[object, float, str | None]:

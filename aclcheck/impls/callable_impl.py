@@ -1,5 +1,7 @@
 """`--impl module:function`: any Python callable `function(*inputs) -> out` (the
-operator's input tensors, in call order: `aclcheck impls` shows them).
+operator's input tensors, in call order: `aclcheck impls` shows them). A function whose
+signature names `product` or `overflow_mode` is told the call's (a model that computes
+one way on Atlas training/inference and another on A2/A3 is one function).
 
 Arguments are numpy arrays of the case dtype (ml_dtypes.bfloat16 for bf16) and the case
 layout: real strided views into read-only storage, never silently made contiguous.
@@ -19,7 +21,13 @@ import numpy as np
 from aclcheck.cases.call import Outcome
 from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.errors import UnknownImplementation
-from aclcheck.impls.base import CallInputs, Implementation, numpy_view, timed_call
+from aclcheck.impls.base import (
+    CallInputs,
+    Implementation,
+    numpy_view,
+    overflow_mode_of,
+    timed_call,
+)
 
 
 def load_callable(spec: str) -> Callable[..., object]:
@@ -80,22 +88,35 @@ class CallableImpl(Implementation):
         # optional declarations on the function object itself
         self.dtypes = getattr(self.fn, "aclcheck_dtypes", None)
         self.products = getattr(self.fn, "aclcheck_products", None)
-        self.takes_out = _takes_out(self.fn)
+        self.takes_out = "out" in _keywords(self.fn)
+        #: the context keywords its signature names (CONTEXT_KEYWORDS)
+        self.told = tuple(k for k in CONTEXT_KEYWORDS if k in _keywords(self.fn))
         if self.takes_out:
             self.description += " (out= buffer pre-filled with NaN)"
+        if self.told:
+            self.description += f" (told {', '.join(k + '=' for k in self.told)})"
 
     def run(self, call: CallInputs) -> Outcome:
         args = [numpy_view(t) for t in call.inputs.values()]
+        told = self._told(call)
         if not self.takes_out:
-            result, seconds, raised = timed_call(lambda: self.fn(*args))
+            result, seconds, raised = timed_call(lambda: self.fn(*args, **told))
             return Outcome(output=result, time_s=seconds, raised=raised,
-                           unusable=self._unusable(raised, len(args), False))
+                           unusable=self._unusable(raised, len(args), told))
         out = sentinel_output(call)
-        result, seconds, raised = timed_call(lambda: self.fn(*args, out=out))
+        result, seconds, raised = timed_call(lambda: self.fn(*args, out=out, **told))
         return Outcome(output=out if result is None else result, time_s=seconds,
-                       raised=raised, unusable=self._unusable(raised, len(args), True))
+                       raised=raised, unusable=self._unusable(raised, len(args),
+                                                              {"out": None, **told}))
 
-    def _unusable(self, raised: str | None, n_args: int, out: bool) -> str | None:
+    def _told(self, call: CallInputs) -> dict[str, str]:
+        """The call's context for a function whose signature asks for it: `product=`
+        (the case's product id) and `overflow_mode=` ("inf-nan" or "saturation")."""
+        context = {"product": call.case.product, "overflow_mode": overflow_mode_of(call)}
+        return {name: context[name] for name in self.told}
+
+    def _unusable(self, raised: str | None, n_args: int, kwargs: dict[str, object]
+                  ) -> str | None:
         """Why the function cannot take the call at all (its signature does not bind the
         inputs), when it raised a TypeError; None when the call itself was fine."""
         if raised is None or not raised.startswith("TypeError"):
@@ -105,7 +126,7 @@ class CallableImpl(Implementation):
         except (TypeError, ValueError):
             return None
         try:
-            sig.bind(*range(n_args), **({"out": None} if out else {}))
+            sig.bind(*range(n_args), **kwargs)
         except TypeError as exc:
             return (f"{self.name} cannot be called as {self.name.rpartition(':')[2]}"
                     f"({signature()}): its signature is {sig} ({exc})")
@@ -119,11 +140,18 @@ def signature() -> str:
     return ", ".join(r.name for r in ops.operator(ops.DEFAULT).case_type.inputs())
 
 
-def _takes_out(fn: Callable[..., object]) -> bool:
+#: keywords a callable gets when its signature names them: the call's context
+CONTEXT_KEYWORDS = ("product", "overflow_mode")
+
+
+def _keywords(fn: Callable[..., object]) -> frozenset[str]:
+    """The names `fn` takes by keyword (empty where its signature cannot be read)."""
     try:
-        return "out" in inspect.signature(fn).parameters
+        params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return False
+        return frozenset()
+    return frozenset(p.name for p in params
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 def sentinel_output(call: CallInputs) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""`--impl reference`: the float64 reference rounded once to the case dtype (and, on a
-product that computes in saturation mode, converted as that mode does).
+"""`--impl reference`: the float64 reference rounded once to the case dtype (and, where
+the call is judged in saturation mode, converted as that mode does: the mode reaches it
+as it reaches every adapter, on the call).
 
 It answers invalid calls with the contract's expected status, so it passes every case by
 construction: a self-test of the pipeline (store, comparison, reports), not a kernel.
@@ -11,8 +12,8 @@ from aclcheck.arrays import ResultBuffers
 from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
 from aclcheck.cases.call import Outcome
 from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded
-from aclcheck.impls.base import CallInputs, Implementation, timed_call
-from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
+from aclcheck.impls.base import CallInputs, Implementation, overflow_mode_of, timed_call
+from aclcheck.judging.overflow import OverflowMode, saturate
 from aclcheck.ops import operator_of
 
 
@@ -41,7 +42,7 @@ class ReferenceImpl(Implementation):
             out = self.buffers.take(case.expected_output()[1])
             out = operator_of(case).golden(case, values, out)
             rounded = correctly_rounded(out, fmt).astype(NUMPY_DTYPES[case.dtype])
-            if product_modes(case.product)[0] == OverflowMode.SATURATION:
+            if overflow_mode_of(call) == OverflowMode.SATURATION:
                 return saturate(rounded, fmt)
             return rounded
 

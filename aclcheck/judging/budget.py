@@ -5,15 +5,17 @@ partial sum rounded in the accumulation format, then rounds once to the output d
 Its error is bounded per element by
 
     budget(x) = ulp_out(|g| + E) / 2 + E
-    E         = (c * k + r) * u_acc * m  +  eps_scale * m  +  c * k * eta_acc  +  atol
+    E         = (c * k * u_acc + rho_r) * m  +  eps_scale * m  +  c * k * eta  +  atol
 
 with g the float64 golden, m the same backward applied to the inputs' magnitudes (for
 pooling, the incoming gradient's: cancellation never shrinks the budget to zero), k the
-number of terms reaching x, u_acc and eta_acc the
-unit roundoff and smallest subnormal of the accumulation format, r the roundings a term
-takes on its product's path beyond the accumulation itself, and eps_scale the relative
-error of the window scale 1/(kh*kw) as the path rounds it (docs/contract.md section 6). The
-half ULP is taken at |g| + E, so a sum that crosses into the next binade is covered.
+number of terms reaching x, u_acc the unit roundoff of the accumulation format, rho_r the
+relative error of the r roundings a term takes on its product's path beyond the
+accumulation itself (r * u_acc; (1 + u_in)^r - 1 where the path rounds them to a narrower
+inner format, as the training/inference matmuls do for FLOAT32), eta the smallest
+subnormal of the narrowest format on the path, and eps_scale the relative error of the
+window scale 1/(kh*kw) as the path rounds it (docs/contract.md section 6). The half ULP
+is taken at |g| + E, so a sum that crosses into the next binade is covered.
 
 Generic over operators: the path and k come from the case's NumericModel (aclcheck.cases.
 model), built once by its operator.
@@ -49,7 +51,7 @@ class BudgetModel:
     @property
     def acc_overflow(self) -> float:
         """Sum-of-magnitudes at or above which a partial sum may overflow the accumulator."""
-        return self.path.accumulate.overflow_threshold
+        return self.path.overflow_format.overflow_threshold
 
     def k(self, rows: slice = slice(None), cols: slice = slice(None),
           planes: np.ndarray | None = None) -> np.ndarray:
@@ -60,18 +62,20 @@ class BudgetModel:
 
     def coef(self, rows: slice = slice(None), cols: slice = slice(None), *,
              with_scale: bool = True, planes: np.ndarray | None = None) -> np.ndarray:
-        """(c*k + r) * u_acc (+ eps_scale): the multiplier of m, float64 (rows, cols)."""
+        """c*k*u_acc + r*u (+ eps_scale): the multiplier of m, float64 (rows, cols);
+        u of the accumulation, or of the path's narrower inner format (NumericPath)."""
         u = self.path.accumulate.unit_roundoff
         res = self.k(rows, cols, planes).astype(np.float64)
         res *= self.c * u
-        res += self.path.extra_roundings * u + (self.path.scale_error if with_scale else 0.0)
+        res += self.path.roundoff + (self.path.scale_error if with_scale else 0.0)
         return res
 
     def floor(self, rows: slice = slice(None), cols: slice = slice(None), *,
               planes: np.ndarray | None = None) -> np.ndarray:
-        """c * k * eta_acc + atol: the absolute part (underflow of the terms), float64."""
+        """c * k * eta + atol: the absolute part (underflow of the terms; eta of the
+        narrowest format on the path), float64."""
         res = self.k(rows, cols, planes).astype(np.float64)
-        res *= self.c * self.path.accumulate.smallest_subnormal
+        res *= self.c * self.path.underflow_unit
         res += self.atol
         return res
 

@@ -88,7 +88,7 @@ class Aclcheck(Standard):
         ratio = metrics.get("max_budget_ratio", 0.0)
         detail = (f"{tally.fails - tally.explained} of {n} elements over budget; max "
                   f"error/budget {ratio:.3g} "
-                  f"(c={self.model.c:g}, accumulate {self.model.path.accumulate.name}, "
+                  f"(c={self.model.c:g}, {self.model.path.arithmetic}, "
                   f"{self.model.path.name} path)")
         notes: list[str] = []
         hints: list[Hint] = []

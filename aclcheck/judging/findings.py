@@ -171,8 +171,9 @@ def special_notes(near_threshold: int, acc_overflow: int, fmt: FloatFormat,
     if acc_overflow:
         accepted = "inf/NaN" if mode == "inf-nan" else "any finite value (saturation mode)"
         out.append(f"{acc_overflow} element(s) accepted as {accepted}: the terms' "
-                   f"summed magnitude can overflow the {model.path.accumulate.name} "
-                   "accumulator")
+                   f"summed magnitude can overflow the {model.path.overflow_format.name} "
+                   + ("accumulator" if model.path.overflow_format is model.path.accumulate
+                      else "intermediates"))
     if saturated:
         out.append(f"{saturated} element(s) saturated to the largest finite {fmt.name} "
                    "value where the golden overflows (saturation mode)")

@@ -78,6 +78,43 @@ class NumericPath:
     #: Set when the scale rounding is a product-path effect worth reporting (the scale is
     #: rounded to a 16-bit input dtype): what to say when only this term saves an element.
     scale_note: str | None = None
+    #: the format the r extra roundings round to, where it is narrower than the
+    #: accumulation (Atlas training/inference feed their matmuls FLOAT16 for a FLOAT32
+    #: call: terms and the intermediate rounded to FLOAT16, sums in FLOAT32); None: the
+    #: accumulation's own
+    inner: FloatFormat | None = None
+
+    @property
+    def roundoff(self) -> float:
+        """The relative error of a term's r extra roundings: r * u of the accumulation,
+        or (1 + u)^r - 1 of the narrower inner format (compounded: u^2 is not small
+        against the accumulation's roundoff there)."""
+        if self.inner is None:
+            return self.extra_roundings * self.accumulate.unit_roundoff
+        return (1.0 + self.inner.unit_roundoff) ** self.extra_roundings - 1.0
+
+    @property
+    def underflow_unit(self) -> float:
+        """The smallest subnormal of the narrowest format a term or a sum is rounded to:
+        what a term can lose below the normal range."""
+        inner = self.inner.smallest_subnormal if self.inner is not None else 0.0
+        return max(self.accumulate.smallest_subnormal, inner)
+
+    @property
+    def overflow_format(self) -> FloatFormat:
+        """The narrowest format on the way: where a partial sum or an intermediate may
+        overflow (or saturate)."""
+        if self.inner is not None and (self.inner.overflow_threshold
+                                       < self.accumulate.overflow_threshold):
+            return self.inner
+        return self.accumulate
+
+    @property
+    def arithmetic(self) -> str:
+        """How the path computes, in a few words (reports)."""
+        if self.inner is None:
+            return f"accumulate {self.accumulate.name}"
+        return f"accumulate {self.accumulate.name}, terms rounded to {self.inner.name}"
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,10 @@ def make_piece(g: np.ndarray, a: np.ndarray, extra: np.ndarray, fmt: FloatFormat
                   mode == OverflowMode.SATURATION)
     if (math.isfinite(float(piece.err.max()))
             and float(piece.reach.max()) < fmt.overflow_threshold
-            and (unjudged is None or not unjudged.any())):
+            and (unjudged is None or not unjudged.any())
+            # a path whose intermediates are narrower than the output can saturate them
+            # below the output's own threshold
+            and (acc_overflow >= fmt.overflow_threshold or not float(m.max()) >= acc_overflow)):
         return piece, None
     return _special(g, a, extra, fmt, m, acc_overflow, exact, extra0, mode, unjudged)
 

@@ -66,6 +66,7 @@ class VerifyConfig:
     # -- how calls run
     isolate: bool | None = config_field(o.ISOLATE)
     timeout: float = config_field(o.TIMEOUT)
+    spin_rule: str = config_field(o.SPIN_RULE)
     memory_limit: int | None = config_field(o.MEMORY_LIMIT)
     repeat: int = config_field(o.REPEAT)
     deterministic: bool = config_field(o.DETERMINISTIC)
@@ -159,7 +160,8 @@ class VerifyConfig:
             judge=JudgeOptions(standards=self.standard_names, overrides=overrides,
                                accumulate=self.accumulate,
                                overflow_mode=self.overflow_mode),
-            isolate=self.isolate, timeout=self.timeout, repeat=self.repeat,
+            isolate=self.isolate, timeout=self.timeout, spin_all=self.spin_rule == "all",
+            repeat=self.repeat,
             deterministic=self.deterministic,
             # stored results are one answer per case: nothing to call twice
             recall=self.stale_check is not False and self.results is None,

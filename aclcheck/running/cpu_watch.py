@@ -6,13 +6,17 @@ what a run waits for every call that spins (PyTorch CPU spins on some calls the 
 rejects: 1-2 per run of the default suite, 5 s to 36 s each). CPU time is immune to the
 machine's load, so it can judge much sooner:
 
-  * a call is **spinning** once its worker has used more CPU than `factor` times the CPU of
-    the slowest comparable call of this run (never less than a floor of a fraction of a
-    second; the first call of a worker against first calls): declared hung at once;
+  * a call the contract rejects is **spinning** once its worker has used more CPU than
+    `factor` times the CPU of the slowest comparable call of this run (never less than a
+    floor of a fraction of a second; the first call of a worker against first calls):
+    declared hung at once (PyTorch CPU spins on some invalid calls). A valid call is never
+    ended by this rule unless the user asks (`--spin-rule all`): a correct kernel may be
+    slow (a debug build, an emulator), and slow is not hung;
   * a call is **blocked** once the wall-clock allowance has passed and the worker has
     used (almost) no CPU over the last second: declared hung as today;
-  * a call that keeps computing past the wall-clock allowance (a loaded machine) is not
-    hung until its CPU allowance or the cap (`--timeout`) is reached.
+  * a call that keeps computing past the wall-clock allowance (a loaded machine, a slow
+    kernel) is not hung until the cap (`--timeout`) is reached (or, where the spinning
+    rule applies, its CPU allowance).
 
 Where the worker's CPU time cannot be read (no /proc), the wall-clock rule alone decides,
 as before. Pure bookkeeping plus one reader of /proc: the isolated runner feeds samples.
@@ -80,6 +84,9 @@ class CallWatch:
     cpu_allowance: float
     cpu_why: str
     cap: float
+    #: the spinning rule applies (a call the contract rejects, or --spin-rule all); else
+    #: a call that keeps using CPU runs to the cap
+    spin: bool = True
     _samples: deque[tuple[float, float]] = field(default_factory=deque)
 
     def observe(self, wall: float, cpu: float | None) -> str | None:
@@ -91,7 +98,7 @@ class CallWatch:
             if wall >= self.wall_allowance:
                 return f"no answer after {wall:.1f} s, allowed by {self.wall_why}"
             return None
-        if cpu > self.cpu_allowance:
+        if self.spin and cpu > self.cpu_allowance:
             return (f"still computing after {cpu:.2f} s of CPU ({wall:.1f} s), allowed by "
                     f"{self.cpu_why} (spinning?)")
         self._samples.append((wall, cpu))
@@ -115,9 +122,10 @@ class CallWatch:
         return span >= window and (c1 - c0) < STALL_RATE * span
 
 
-def watch(wall: CallClock, cpu: CallClock, size: int, first: bool) -> CallWatch:
+def watch(wall: CallClock, cpu: CallClock, size: int, first: bool, spin: bool = True
+          ) -> CallWatch:
     """The watch of a call over `size` elements (`first`: a fresh worker's first call)
-    from the run's wall-clock and CPU clocks."""
+    from the run's wall-clock and CPU clocks; `spin`: the spinning rule applies."""
     wall_s, wall_why = wall.allowance(size, first)
     cpu_s, cpu_why = cpu.allowance(size, first)
-    return CallWatch(wall_s, wall_why, cpu_s, f"{cpu_why} in CPU seconds", wall.cap)
+    return CallWatch(wall_s, wall_why, cpu_s, f"{cpu_why} in CPU seconds", wall.cap, spin)

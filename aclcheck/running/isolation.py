@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from aclcheck import interrupts
+from aclcheck.cases import Case
+from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
 from aclcheck.cases.call import Outcome
 from aclcheck.impls.base import CallInputs
 from aclcheck.running import cpu_watch, wire
@@ -68,6 +70,12 @@ CpuTime = Callable[[int], float | None]
 # -- the parent's side -----------------------------------------------------------------------
 
 
+def rejected(case: Case) -> bool:
+    """Whether the contract rejects the call (a status other than success or
+    unspecified): the calls the CPU (spinning) rule ends by default."""
+    return case.expected_status not in (SUCCESS, UNSPECIFIED)
+
+
 class IsolatedRunner(WorkerLifetime):
     """Calls an adapter (rebuilt from `spec`) in a worker process, hang-checked.
 
@@ -86,7 +94,8 @@ class IsolatedRunner(WorkerLifetime):
                  check_supports: bool = False, start_allowance: float | None = None,
                  threads: int | None = None, spare: bool = False,
                  now: Now = time.monotonic,
-                 cpu_time: CpuTime = cpu_watch.process_cpu_seconds) -> None:
+                 cpu_time: CpuTime = cpu_watch.process_cpu_seconds,
+                 spin_all: bool = False) -> None:
         super().__init__(spec, deterministic, memory_limit, zygote=zygote,
                          check_supports=check_supports, threads=threads, spare=spare,
                          start_allowance=start_allowance, now=now)
@@ -94,6 +103,7 @@ class IsolatedRunner(WorkerLifetime):
         self.clock = clock if clock is not None else CallClock(cap=timeout)
         self.cpu_clock = cpu_watch.cpu_clock(self.clock)
         self.cpu_time = cpu_time
+        self.spin_all = spin_all
         self.heartbeat = heartbeat
         self._live: _Live | None = None
         self._pending: _Pending | None = None
@@ -166,7 +176,8 @@ class IsolatedRunner(WorkerLifetime):
         pending.first = live.answered == 0
         allowance, pending.why = self.clock.allowance(pending.size, pending.first)
         pending.watch = cpu_watch.watch(self.clock, self.cpu_clock, pending.size,
-                                        pending.first)
+                                        pending.first,
+                                        spin=self.spin_all or rejected(pending.call.case))
         mark, live.cpu_mark = live.cpu_mark, None
         pending.cpu0 = mark if mark is not None else self.cpu_time(live.pid)
         pending.sent_at = self.now()
@@ -208,10 +219,11 @@ class IsolatedRunner(WorkerLifetime):
             if next_beat <= now:
                 if self.heartbeat is not None:
                     w = pending.watch
+                    spin = f"at {w.cpu_allowance:.3g} s of CPU, " if w.spin else ""
                     self.heartbeat(f"aclcheck: {pending.call.case.id}: still running after "
                                    f"{now - pending.sent_at:.0f} s (declared hung after "
-                                   f"{w.wall_allowance:.0f} s without CPU use, at "
-                                   f"{w.cpu_allowance:.3g} s of CPU, or at {w.cap:g} s)")
+                                   f"{w.wall_allowance:.0f} s without CPU use, {spin}or at "
+                                   f"{w.cap:g} s)")
                 next_beat += HEARTBEAT_EVERY_S
 
     def _answer(self, live: _Live, pending: _Pending) -> Outcome:

@@ -12,12 +12,12 @@ from types import TracebackType
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.errors import UsageError
-from aclcheck.impls.base import CallInputs, Implementation
+from aclcheck.impls.base import Implementation
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.running.config import VerifyConfig
 from aclcheck.running.remote import OpenedImpl, open_impl
-from aclcheck.running.runner import CaseRunner, RunOptions, run_case
+from aclcheck.running.runner import CaseRunner, RunOptions, call_of, run_case
 from aclcheck.running.zygote import Zygote
 
 
@@ -46,7 +46,8 @@ class LiveJudge:
         to print a minimal case whole."""
         self.calls += 1
         data = load_in_memory(case)
-        return data, self.executor.call(CallInputs(case, data.inputs))
+        return data, self.executor.call(
+            call_of(case, data.inputs, self.executor.opts.judge.overflow_mode))
 
     def close(self) -> None:
         self.executor.close()

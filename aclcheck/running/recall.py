@@ -67,7 +67,7 @@ def twin(call: CallInputs, spatial_rank: int) -> CallInputs:
             with np.errstate(all="ignore"):
                 values = values * values.dtype.type(TWIN_SCALE)
         inputs[role] = place(np.ascontiguousarray(values), layout, spatial_rank)
-    return CallInputs(call.case.replace(layout=layout), inputs)
+    return CallInputs(call.case.replace(layout=layout), inputs, call.overflow_mode)
 
 
 class TwinOf:

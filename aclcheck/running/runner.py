@@ -7,7 +7,7 @@ here; the worker processes themselves in aclcheck.running.isolation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -17,6 +17,7 @@ from aclcheck import interrupts
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import SUCCESS
 from aclcheck.cases.call import Capabilities, Outcome
+from aclcheck.cases.layouts import StridedTensor
 from aclcheck.cores import worker_threads
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
 from aclcheck.errors import UsageError
@@ -25,6 +26,7 @@ from aclcheck.judging.default_standard import accumulation
 from aclcheck.judging.expressible import not_expressible
 from aclcheck.judging.judge import JudgeOptions, judge, skipped
 from aclcheck.judging.model import CaseModel
+from aclcheck.judging.overflow import judged_mode
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import TIMEOUT_S
@@ -60,6 +62,9 @@ class RunOptions:
     isolate_invalid: bool = True
     #: hang allowance floor in seconds (see aclcheck.running.hangs)
     hang_floor: float = HANG_FLOOR_S
+    #: the CPU (spinning) rule ends any call, not only those the contract rejects
+    #: (--spin-rule all; aclcheck.running.cpu_watch)
+    spin_all: bool = False
     #: call each valid case again right after its twin and judge both answers
     #: (aclcheck.running.recall: the stale-state check)
     recall: bool = True
@@ -146,7 +151,7 @@ class CaseRunner:
             check_supports=declines,
             # the case worker and the recall worker compute at once: they share the cores
             threads=worker_threads(2) if self.separate_recall and self.opts.recall else None,
-            spare=spare)
+            spare=spare, spin_all=self.opts.spin_all)
 
     def isolated(self) -> IsolatedRunner:
         if self._isolated is None:  # the case worker: replaced most, so one kept ahead
@@ -257,6 +262,13 @@ class Prepared:
     call: CallInputs
 
 
+def call_of(case: Case, inputs: Mapping[str, StridedTensor | None],
+            overflow_mode: str | None) -> CallInputs:
+    """The call an adapter gets: the inputs and the overflow mode the case is judged in
+    (the product's default, or the run's --overflow-mode where the product offers it)."""
+    return CallInputs(case, inputs, judged_mode(case.product, overflow_mode)[0].value)
+
+
 def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
             ) -> Prepared | CaseVerdict:
     """The call to make, or the SKIP verdict of a case the adapter cannot run."""
@@ -270,7 +282,7 @@ def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
     cannot = not_expressible(model, caps)
     if cannot is not None:
         return skipped(case, cannot)
-    return Prepared(model, loaded, CallInputs(case, loaded.inputs))
+    return Prepared(model, loaded, call_of(case, loaded.inputs, opts.overflow_mode))
 
 
 def _twin(prepared: Prepared) -> recall.TwinOf:

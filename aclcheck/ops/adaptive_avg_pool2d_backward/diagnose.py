@@ -156,8 +156,8 @@ class _Bounds:
         k = (what.terms if what.terms is not None else model.k()).astype(np.float64)
         m = what.magnitudes if what.magnitudes is not None else sc.magnitudes
         path = model.path
-        u, eta = path.accumulate.unit_roundoff, path.accumulate.smallest_subnormal
-        extra = ((model.c * k + path.extra_roundings) * u + path.scale_error) * m \
+        u, eta = path.accumulate.unit_roundoff, path.underflow_unit
+        extra = (model.c * k * u + path.roundoff + path.scale_error) * m \
             + model.c * k * eta + model.atol
         return (np.broadcast_to(extra, sc.golden.shape),
                 proven if what.magnitudes is None else None)

@@ -13,6 +13,7 @@ import numpy as np
 
 from aclcheck.cases import Case
 from aclcheck.dtypes import (
+    FLOAT16,
     FLOAT32,
     FLOAT_FORMATS,
     FloatFormat,
@@ -85,11 +86,21 @@ def _path(product: str, dtype: str, ph: SpreadPlan, pw: SpreadPlan,
     if fmt is not FLOAT32:
         note = (f"within budget only because of the matmul path (weights 1/(kh*kw) rounded "
                 f"to {fmt.name}, relative error {eps:.3g})")
+        return NumericPath(
+            "matmul",
+            f"Mul by weights 1/(kh*kw) and two batch matmuls in {acc.name} "
+            f"(intermediates rounded to {fmt.name})",
+            acc, 2, fmt, eps, note,
+        )
+    # FLOAT32 on these products: both matmuls are fed FLOAT16 (cubeMathType
+    # ALLOW_FP32_DOWN_PRECISION): the Mul's result and the first matmul's result are
+    # rounded to FLOAT16 (saturating past 65504), the products summed in FLOAT32
+    inner = None if acc is FLOAT16 else FLOAT16
     return NumericPath(
         "matmul",
-        f"Mul by weights 1/(kh*kw) and two batch matmuls in {acc.name} "
-        f"(intermediates rounded to {fmt.name})",
-        acc, 2, fmt, eps, note,
+        f"Mul by weights 1/(kh*kw) in {fmt.name}, two batch matmuls fed FLOAT16 "
+        f"(the Mul's and the first matmul's results rounded to float16), sums in {acc.name}",
+        acc, 2, fmt, eps, note, inner,
     )
 
 
