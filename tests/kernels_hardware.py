@@ -418,11 +418,19 @@ def matmul_fp16(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
             vm = _to_fp16_saturating(vm)
         else:
             vm = _to_fp16_saturating(np.asarray(grad_output, dtype=F32) * weight)
-        left = (np.arange(h)[None, :] >= sh[:, None]) & (np.arange(h)[None, :] < eh[:, None])
-        right = (np.arange(w)[:, None] >= sw[None, :]) & (np.arange(w)[:, None] < ew[None, :])
-        rows = np.einsum("...ij,ih->...hj", vm.astype(F32), left.astype(F32))  # FLOAT32 sums
+        # each matmul against its 0/1 assist matrix, as the sums it makes: the windows
+        # covering a position, FLOAT32 sums of FLOAT16 values (zeros add nothing; the
+        # dense matrices would take Ho·H memory)
+        ch, cw = _covering(sh, eh, h), _covering(sw, ew, w)
+        vm = np.pad(vm.astype(F32), [(0, 0)] * (vm.ndim - 2) + [(0, 1), (0, 0)])
+        rows = np.zeros(vm.shape[:-2] + (h, wo), dtype=F32)
+        for r in range(ch.shape[0]):
+            rows += vm[..., ch[r], :]
         mid = _to_fp16_saturating(rows)  # the first matmul's output, fed to the second
-        out = np.einsum("...hj,wj->...hw", mid.astype(F32), right.astype(F32))
+        mid = np.pad(mid.astype(F32), [(0, 0)] * (mid.ndim - 1) + [(0, 1)])
+        out = np.zeros(self.shape, dtype=F32)
+        for r in range(cw.shape[0]):
+            out += mid[..., cw[r]]
     if dt == np.float16:
         return _to_fp16_saturating(out)
     return out.astype(F32)

@@ -53,6 +53,8 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None, op: Operat
             acc = (general or global_).accumulate
             windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}"
                        if general is not None else "none on this product")
+            if general is not None and general.inner is not None:
+                windows += f" in {general.inner.name}"
             one = f"fill 1/({'*'.join(axes)}) in {global_.scale_format.name}"
             table.add_row(prod.id, dtype, _u_text(acc.name, acc.unit_roundoff),
                           _fmt_value(params["c"]), _fmt_value(params["atol"]), windows, one)
