@@ -155,6 +155,53 @@ def fn(grad_output, self):
     return correct(grad_output, self)
 '''
 
+#: a non-deterministic kernel (noise in the last bits of every call) whose worker claims
+#: in each answer that deterministic mode was refused (an excuse for --deterministic)
+_NOISY = """
+import os
+
+import numpy as np
+
+from tests import kernels as _k
+
+
+def noisy(grad_output, self):
+    \"\"\"FLOAT32 terms added in a fresh random order at every call: correct, and not the
+    same bits twice (atomic adds without deterministic mode).\"\"\"
+    kh, kw, ih, iw = _k._geometry(grad_output, self)
+    terms = _k._terms(grad_output.astype(np.float32), kh, kw, reciprocal=True)
+    stack = np.stack(list(_k._gathers(terms, ih, iw)), axis=0)
+    rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+    order = np.argsort(rng.random(stack.shape), axis=0)
+    out = np.zeros(self.shape, dtype=np.float32)
+    for part in np.take_along_axis(stack, order, axis=0):
+        out += part
+    return _k._to_dtype(out, self.dtype)
+"""
+CLAIMS_REFUSAL_IN_ANSWERS = CORRECT + _NOISY + '''
+import dataclasses
+
+import aclcheck.impls.callable_impl as ci
+
+_run = ci.CallableImpl.run
+
+
+def _claiming(self, call):
+    return dataclasses.replace(_run(self, call), deterministic_refused=True)
+
+
+ci.CallableImpl.run = _claiming
+fn = noisy
+'''
+
+#: the same kernel, its worker saying in its READY frame that it cannot switch modes
+CLAIMS_REFUSAL_WHEN_READY = CORRECT + _NOISY + '''
+import aclcheck.impls.callable_impl as ci
+
+ci.CallableImpl.set_deterministic = lambda self, on: "cannot switch deterministic mode"
+fn = noisy
+'''
+
 #: answers, then stops reading its calls (the next send must not block the parent)
 STOPS_READING = CORRECT + '''
 import time

@@ -487,3 +487,23 @@ def test_in_process_exit_handlers_cannot_turn_a_failure_into_exit_0(
                            spec, "--no-isolate", "--family", "divisible"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+# -- what a worker says about itself is data, never a capability ---------------------------
+
+
+@pytest.mark.parametrize("source", ["NOISY", "CLAIMS_REFUSAL_IN_ANSWERS",
+                                    "CLAIMS_REFUSAL_WHEN_READY"])
+def test_a_plain_callable_cannot_excuse_itself_from_determinism(
+        golden: Path, ids: dict, tmp_path: Path, source: str) -> None:
+    """A non-deterministic `module:function` kernel is NONDETERMINISTIC under --repeat
+    --deterministic whatever its worker claims: a refusal in its answers or a "cannot
+    switch" note in its READY frame (a plain callable has one mode)."""
+    text = hm.CORRECT + hm._NOISY + "\nfn = noisy\n" if source == "NOISY" else getattr(hm, source)
+    spec = hm.write_module(tmp_path, text)
+    code, out, report = verify(str(golden), "--impl", spec, "--repeat", "3",
+                               "--deterministic", "--no-stale-check",
+                               *[a for cid in ids["3d"] for a in ("--id", cid)],
+                               report=tmp_path / "r.json")
+    verdicts = [c["verdict"] for c in report["cases"]]
+    assert code == 1 and "NONDETERMINISTIC" in verdicts, (verdicts, out[-1500:])

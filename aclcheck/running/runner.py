@@ -20,8 +20,9 @@ from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.cases.layouts import StridedTensor
 from aclcheck.cores import worker_threads
 from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
-from aclcheck.errors import UsageError
+from aclcheck.errors import UnknownImplementation, UsageError
 from aclcheck.impls.base import CallInputs, Implementation, guarded_run
+from aclcheck.impls.registry import spec_kind
 from aclcheck.judging.default_standard import accumulation
 from aclcheck.judging.expressible import not_expressible
 from aclcheck.judging.judge import JudgeOptions, judge, skipped
@@ -122,8 +123,22 @@ class CaseRunner:
         self.clues = CluePool()
 
     @property
+    def may_refuse_determinism(self) -> bool:
+        """Whether the adapter can say it could not switch deterministic mode: aclcheck's
+        own adapters and plugins can; a plain callable has one mode, so what its worker
+        says about itself (a refusal in an answer or a note in its READY frame) is data
+        from the kernel's process, never a capability."""
+        try:
+            return not self.impl.spec or spec_kind(self.impl.spec) != "callable"
+        except UnknownImplementation:
+            return False
+
+    @property
     def deterministic_note(self) -> str | None:
-        """Why deterministic mode is not what was asked (the worker's word when isolated)."""
+        """Why deterministic mode is not what was asked (the worker's word when isolated,
+        for adapters that can refuse)."""
+        if not self.may_refuse_determinism:
+            return None
         if isinstance(self.impl, RemoteImpl):
             return self._isolated.note if self._isolated is not None else None
         return self._note
@@ -389,7 +404,8 @@ def _judge_repeats(runner: CaseRunner, call: CallInputs, first: Outcome,
     if worst == 0:
         return _with_note(verdict, f"deterministic over {runner.opts.repeat} runs")
     note = f"run-to-run variation over {runner.opts.repeat} runs: max {worst} ULP"
-    refused = runner.deterministic_note or first.deterministic_refused
+    refused = runner.deterministic_note or (first.deterministic_refused
+                                            and runner.may_refuse_determinism)
     if runner.opts.deterministic and not refused:
         return _replace(verdict, verdict=Verdict.NONDETERMINISTIC,
                         message=f"outputs differ between repeats with determinism on "
