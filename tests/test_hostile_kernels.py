@@ -507,3 +507,21 @@ def test_a_plain_callable_cannot_excuse_itself_from_determinism(
                                report=tmp_path / "r.json")
     verdicts = [c["verdict"] for c in report["cases"]]
     assert code == 1 and "NONDETERMINISTIC" in verdicts, (verdicts, out[-1500:])
+
+
+def test_stopped_spare_and_recall_workers_wait_no_longer_than_the_timeout(
+        golden: Path, ids: dict, tmp_path: Path) -> None:
+    """The kernel SIGSTOPs its zygote's other workers (the spare forked ahead, the
+    stale-state check's worker) and kills itself: every wait that follows (a worker's
+    start, a fork request, a call) is capped by --timeout, so the run ends in a few
+    timeouts, not the 120 s start allowance per stopped worker; the 4-D cases pass."""
+    spec = hm.write_module(tmp_path, hm.STOPS_SIBLINGS)
+    report = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "-m", "aclcheck", "verify", str(golden), "--impl",
+                           spec, "--timeout", "3", "--json", str(report)],
+                          capture_output=True, text=True, timeout=100)  # a guard: 120 s before
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    verdicts = {c["id"]: c for c in json.loads(report.read_text())["cases"]}
+    assert all(verdicts[cid]["verdict"] == "PASS" for cid in ids["4d"])
+    assert all(verdicts[cid]["verdict"] == "ERROR" for cid in ids["3d"])
+    assert not any("120" in c["message"] for c in verdicts.values())

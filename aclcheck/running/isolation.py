@@ -96,9 +96,13 @@ class IsolatedRunner(WorkerLifetime):
                  now: Now = time.monotonic,
                  cpu_time: CpuTime = cpu_watch.process_cpu_seconds,
                  spin_all: bool = False) -> None:
+        # --timeout caps every wait, a worker's start (a stopped spare) included
+        start = START_ALLOWANCE_S if start_allowance is None else start_allowance
         super().__init__(spec, deterministic, memory_limit, zygote=zygote,
                          check_supports=check_supports, threads=threads, spare=spare,
-                         start_allowance=start_allowance, now=now)
+                         start_allowance=min(start, timeout), now=now)
+        if zygote is not None:
+            zygote.cap_requests(timeout)
         self.timeout = timeout
         self.clock = clock if clock is not None else CallClock(cap=timeout)
         self.cpu_clock = cpu_watch.cpu_clock(self.clock)

@@ -146,8 +146,10 @@ class WorkerLifetime:
             head = live.channel.read_head(self.now() + self.start_allowance)
         except FrameTimeout:
             self._retire(live)
+            cap = " (--timeout caps a worker's start too)" if (
+                self.start_allowance < START_ALLOWANCE_S) else ""
             raise WorkerStartError("timeout", f"did not start within "
-                                              f"{self.start_allowance:g} s") from None
+                                              f"{self.start_allowance:g} s{cap}") from None
         except (EOFError, OSError):
             tail = live.new_log()
             code = self._retire(live)

@@ -107,6 +107,8 @@ class Zygote:
         self.pid = self._proc.pid
         self.preloads = preload is not None
         self._sock = ours
+        #: seconds a fork or reap request may wait for its answer (cap_requests)
+        self.request_timeout = REQUEST_TIMEOUT_S
         self._seq = 0
         self._ready: tuple[bool, Any] | None = None  # (ok, value or PreloadError)
         #: requests sent whose answer is not read yet (answered in order), answers read
@@ -114,6 +116,11 @@ class Zygote:
         self._waiting: list[int] = []
         self._unclaimed: dict[int, dict[str, Any]] = {}
         self._dropped: set[int] = set()
+
+    def cap_requests(self, seconds: float) -> None:
+        """Wait at most `seconds` for any answer (a run's --timeout caps every wait: a
+        stopped zygote must not stall it for the default allowance)."""
+        self.request_timeout = min(self.request_timeout, seconds)
 
     # -- the preload's report
 
@@ -173,7 +180,7 @@ class Zygote:
         self._seq += 1
         data = pickle.dumps((self._seq, kind, arg))
         try:
-            self._sock.settimeout(REQUEST_TIMEOUT_S)
+            self._sock.settimeout(self.request_timeout)
             if fds:
                 socket.send_fds(self._sock, [data], fds)
             else:
@@ -190,7 +197,7 @@ class Zygote:
             if seq not in self._waiting:
                 raise ZygoteError(f"no request {seq} is waiting for an answer")
             try:
-                self._sock.settimeout(REQUEST_TIMEOUT_S)
+                self._sock.settimeout(self.request_timeout)
                 reply = self._sock.recv(_MAX_MESSAGE)
             except OSError as exc:  # includes the timeout
                 raise ZygoteError(f"the worker zygote does not answer: {exc}") from None
