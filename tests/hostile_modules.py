@@ -219,6 +219,30 @@ def fn(grad_output, self):
     return correct(grad_output, self)
 '''
 
+#: returns an ndarray subclass whose `shape` and `dtype` claim what the case expects
+#: while its memory holds three elements
+LYING_ARRAY = CORRECT + '''
+import numpy as np
+
+
+class Liar(np.ndarray):
+    claimed = None
+
+    @property
+    def shape(self):
+        return self.claimed[0]
+
+    @property
+    def dtype(self):
+        return self.claimed[1]
+
+
+def fn(grad_output, self):
+    out = np.zeros(3, dtype=np.uint8).view(Liar)
+    out.claimed = (self.shape, self.dtype)
+    return out
+'''
+
 #: answers, then stops reading its calls (the next send must not block the parent)
 STOPS_READING = CORRECT + '''
 import time

@@ -525,3 +525,17 @@ def test_stopped_spare_and_recall_workers_wait_no_longer_than_the_timeout(
     assert all(verdicts[cid]["verdict"] == "PASS" for cid in ids["4d"])
     assert all(verdicts[cid]["verdict"] == "ERROR" for cid in ids["3d"])
     assert not any("120" in c["message"] for c in verdicts.values())
+
+
+@pytest.mark.parametrize("isolate", ["--isolate", "--no-isolate"])
+def test_an_array_subclass_lying_about_its_shape_is_an_error_not_a_crash(
+        golden: Path, tmp_path: Path, isolate: str) -> None:
+    """Isolated or in this process, an output whose class claims the expected shape and
+    dtype over three bytes of memory is each case's ERROR; the run goes on, the reports
+    are written."""
+    spec = hm.write_module(tmp_path, hm.LYING_ARRAY)
+    code, out, report = verify(str(golden), "--impl", spec, isolate, "--no-stale-check",
+                               report=tmp_path / "r.json")
+    assert code == 1 and "internal error" not in out, out[-2000:]
+    assert report["cases"] and all(c["verdict"] == "ERROR" and "returned" in c["message"]
+                                   for c in report["cases"]), report["cases"][0]
