@@ -1,8 +1,8 @@
 """Run cases through an adapter (in-process or isolated) and collect verdicts.
 
 Only the caller touches files: a `CaseSource` hands over plain arrays per case, and the
-runner returns plain verdicts. Determinism (`repeat`) and which calls run isolated live
-here; the worker processes themselves in aclcheck.running.isolation.
+runner returns plain verdicts. Which calls run isolated lives here; the worker processes
+themselves in aclcheck.running.isolation, the --repeat check in aclcheck.running.repeats.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from aclcheck.cases.acl import SUCCESS
 from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.cases.layouts import StridedTensor
 from aclcheck.cores import worker_threads
-from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
 from aclcheck.errors import UnknownImplementation, UsageError
 from aclcheck.impls.base import CallInputs, Implementation, guarded_run
 from aclcheck.impls.registry import spec_kind
@@ -37,6 +36,7 @@ from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
 from aclcheck.running.integrity import IntegrityGuard
 from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
 from aclcheck.running.remote import RemoteImpl
+from aclcheck.running.repeats import judge_repeats
 from aclcheck.running.zygote import Zygote
 
 
@@ -250,24 +250,6 @@ class CaseRunner:
                 self._zygote = None
 
 
-def _repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
-    """Max ULP distance between the first output and any repeat (0 = bitwise equal)."""
-    fmt = FLOAT_FORMATS.get(case.dtype)
-    first = outputs[0]
-    worst = 0
-    for other in outputs[1:]:
-        if fmt is None:
-            worst = max(worst, int(not np.array_equal(first, other, equal_nan=True)))
-            continue
-        dist = ulp_distance(first, other, fmt)
-        nan_diff = np.isnan(first.astype(np.float32)) != np.isnan(other.astype(np.float32))
-        if np.any(nan_diff):
-            worst = max(worst, 2**31)
-        if dist.size:
-            worst = max(worst, int(dist.max()))
-    return worst
-
-
 @dataclass(frozen=True)
 class Prepared:
     """A case ready to run: its model (built once, by its operator), its data, the call."""
@@ -355,7 +337,7 @@ def conclude(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
             failing = again
     verdict = _with_clues(verdict, prepared.data, failing, later)
     if opts.repeat > 1 and isinstance(outcome.output, np.ndarray) and not outcome.crashed:
-        verdict = _judge_repeats(runner, prepared.call, outcome, verdict)
+        verdict = judge_repeats(runner, prepared.call, outcome, verdict)
     if runner.deterministic_note:
         verdict = _with_note(verdict, runner.deterministic_note)
     if outcome.log:  # the worker's output during this call (e.g. glibc's abort message)
@@ -384,33 +366,6 @@ def run_case(runner: CaseRunner, loaded: CaseData, caps: Capabilities) -> CaseVe
         return prepared
     outcome = runner.call(prepared.call)
     return conclude(runner, prepared, outcome, caps, call_again(runner, prepared, outcome))
-
-
-def _judge_repeats(runner: CaseRunner, call: CallInputs, first: Outcome,
-                   verdict: CaseVerdict) -> CaseVerdict:
-    outputs = [first.output]
-    for _ in range(runner.opts.repeat - 1):
-        again = runner.call(call)
-        if again.crashed or not isinstance(again.output, np.ndarray) or (
-            again.output.shape != first.output.shape  # type: ignore[union-attr]
-        ):
-            what = again.crashed or again.raised or "no output"
-            return _replace(verdict, verdict=Verdict.ERROR,
-                            message=f"a repeat failed where the first run did not: {what}")
-        outputs.append(again.output)
-    worst = _repeat_variation(call.case, outputs)  # type: ignore[arg-type]
-    metrics = dict(verdict.metrics, repeat_max_ulp=worst)
-    verdict = _replace(verdict, metrics=metrics)
-    if worst == 0:
-        return _with_note(verdict, f"deterministic over {runner.opts.repeat} runs")
-    note = f"run-to-run variation over {runner.opts.repeat} runs: max {worst} ULP"
-    refused = runner.deterministic_note or (first.deterministic_refused
-                                            and runner.may_refuse_determinism)
-    if runner.opts.deterministic and not refused:
-        return _replace(verdict, verdict=Verdict.NONDETERMINISTIC,
-                        message=f"outputs differ between repeats with determinism on "
-                                f"(max {worst} ULP)", notes=verdict.notes + (note,))
-    return _with_note(verdict, note)
 
 
 def _replace(v: CaseVerdict, **changes: object) -> CaseVerdict:
