@@ -68,6 +68,8 @@ def import_(folder: str, output: str, implementation: str | None, force: bool) -
     \b
     status.txt: first line the integer status, the rest a message; absent = 0 when out.bin
     exists. A case with neither file is left out (verify then reports ERROR "no result").
+    out.bin must have exactly the size the manifest declares, and no file is read past
+    its cap (out.bin: the read limit, $ACLCHECK_MAX_READ_MB; exit 3 naming the file).
 
     \b
     Example:
@@ -79,10 +81,9 @@ def import_(folder: str, output: str, implementation: str | None, force: bool) -
     name = implementation or f"bin:{Path(folder).resolve().name}"
     meta = run_meta(shlex.join(["aclcheck", *sys.argv[1:]]), result.meta.get("suite", ""),
                     golden=result.meta.get("golden", ""), source_folder=str(folder))
-    write_results(output, name, result.rows, meta, force=force)
-    with_output = sum(row.output is not None for row in result.rows)
-    stdout_console().print(f"imported {len(result.rows)} cases ({with_output} with out.bin) "
-                           f"into {output}")
+    write_results(output, name, result.rows, meta, force=force)  # reads as it writes
+    stdout_console().print(f"imported {result.count} cases ({result.with_output} with "
+                           f"out.bin) into {output}")
     if result.missing:
         shown = ", ".join(result.missing[:5]) + (" ..." if len(result.missing) > 5 else "")
         stderr_console().print(f"{len(result.missing)} cases have neither out.bin nor "

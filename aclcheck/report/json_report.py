@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -111,6 +113,10 @@ def read(path: str | Path) -> tuple[dict[str, Any], list[CaseVerdict]]:
 _TEXTS = ("implementation", "golden", "standard", "command", "tool_version", "shard",
           "isolation")
 _COUNTS = ("selected", "planned")
+#: "golden_digest": aclcheck.store.digest.golden_digest's form
+_DIGEST = re.compile(r"blake2b:[0-9a-f]{64}")
+#: a verdict option's flag ("verdict_options" keys)
+_FLAG = re.compile(r"--[a-z0-9][a-z0-9-]{0,63}")
 
 
 def _run_fields(data: dict[str, Any]) -> str | None:
@@ -138,4 +144,31 @@ def _run_fields(data: dict[str, Any]) -> str | None:
     selection = data.get("selection")
     if selection is not None and not isinstance(selection, dict):
         return "'selection' must be an object"
+    digest = data.get("golden_digest")
+    if digest is not None and not (isinstance(digest, str) and _DIGEST.fullmatch(digest)):
+        return "'golden_digest' must be 'blake2b:' and 64 hex digits"
+    return _options_problem(data.get("verdict_options"))
+
+
+def _options_problem(options: object) -> str | None:
+    """Why "verdict_options" is not what verify writes ({flag: value}: null, true/false,
+    a finite number, a text or a list of texts), or None."""
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        return "'verdict_options' must be an object"
+    for flag, value in options.items():
+        if not _FLAG.fullmatch(flag):
+            return f"'verdict_options' key {flag[:80]!r} is not an option flag"
+        if isinstance(value, int) and not isinstance(value, bool):
+            ok = -2**62 < value < 2**62
+        elif isinstance(value, float):
+            ok = math.isfinite(value)
+        elif isinstance(value, list):
+            ok = all(isinstance(x, str) for x in value)
+        else:
+            ok = value is None or isinstance(value, bool | str)
+        if not ok:
+            return (f"'verdict_options' {flag}: must be null, true, false, a finite number, "
+                    "a text or a list of texts")
     return None

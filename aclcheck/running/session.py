@@ -10,6 +10,7 @@ the working directory or the umask moves or locks nothing).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import sys
@@ -17,13 +18,14 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.errors import UsageError
+from aclcheck.configfile import MAX_CONFIG_BYTES
+from aclcheck.errors import ConfigError, UsageError
 from aclcheck.executors import open_executor
 from aclcheck.impls.aclnn_options import configure_environment
 from aclcheck.impls.base import Implementation
@@ -38,13 +40,14 @@ from aclcheck.report import json_report, junit
 from aclcheck.report.diff import Diff, run_mismatch
 from aclcheck.report.diff import diff as baseline_diff
 from aclcheck.report.files import file_mode, write_all
-from aclcheck.running.config import VerifyConfig
+from aclcheck.running.config import ACLNN_ONLY, VerifyConfig
 from aclcheck.running.isolation import Heartbeat
 from aclcheck.running.parallel import iter_verdicts_parallel
 from aclcheck.running.readahead import read_ahead
 from aclcheck.running.remote import OpenedImpl, StartingImpl
 from aclcheck.running.runner import CaseSource, ProgressFn, RunOptions, iter_verdicts
 from aclcheck.store import GoldenFile, IndexEntry, open_golden
+from aclcheck.store.digest import golden_digest
 from aclcheck.store.file_guard import Snapshot
 from aclcheck.suite import sharding
 from aclcheck.suite.filters import row_filter
@@ -162,12 +165,15 @@ class RunState:
     """What a run has done so far (kept when it is interrupted): verdicts in order, the
     size of the selection (before --shard), how many cases this run was to judge, and
     the signature facts of each judged case, in the verdicts' order (the diagnosis; the
-    records are not kept)."""
+    records are not kept); for the JSON report, what `merge` compares: the golden file's
+    digest (when a JSON report is written) and the run's verdict_options."""
 
     verdicts: Verdicts = field(default_factory=list)
     selected: int = 0
     planned: int = 0
     facts: FactsLog = field(default_factory=FactsLog)
+    golden_digest: str | None = None
+    verdict_options: dict[str, Any] = field(default_factory=dict)
 
     def judged(self, case: Case, verdict: CaseVerdict) -> None:
         """Note a verdict's case (its facts, without its id: the signature groups by the
@@ -228,6 +234,8 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
         if not state.planned:
             raise UsageError(f"{config.golden}: no case matches the selection"
                              + (f" (shard {config.shard} is empty)" if state.selected else ""))
+        if config.json_path:  # what the cases are, for `merge` (reads /index once)
+            state.golden_digest = golden_digest(gf)
         seen: dict[str, tuple[Case, int]] = {}
         cases: Iterable[Case] = case_records(gf, chosen, seen)
         source: CaseSource = GoldenSource(gf)
@@ -292,8 +300,9 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
                 baseline[0], {"implementation": adapter.name}, "implementation")):
             say(f"aclcheck: warning: --baseline is a report of another run ({mismatch})")
 
+    options = verdict_options(config)  # the lists' bytes too, before any kernel code
     starting = start_adapter(config.impl, config.results, config.isolate)
-    state = RunState(verdicts)
+    state = RunState(verdicts, verdict_options=options)
     interrupted = False
     try:
         run_selection(config, starting, opts, state, progress, heartbeat, check_baseline)
@@ -329,6 +338,37 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
                      diagnosis)
 
 
+def verdict_options(config: VerifyConfig) -> dict[str, Any]:
+    """Every option that can change a verdict (those the repro line carries: VerifyConfig's
+    field metadata, so a new one is never left out) by flag, with the value this run
+    used, defaults included; the files of --tolerances and --xfail by their content
+    ('blake2b:<hex>' of their bytes), not their name. `merge` joins only shards whose
+    options are equal."""
+    options: dict[str, Any] = {}
+    for f in fields(config):
+        carried = f.metadata["repro"]
+        if f.name == "golden" or not carried or (carried == ACLNN_ONLY
+                                                 and config.impl != "aclnn"):
+            continue
+        value = getattr(config, f.name)
+        if f.name == "standards":
+            value = config.standard_names
+        elif f.name in ("tolerances", "xfail") and value is not None:
+            value = _content_digest(f.metadata["flag"], value)
+        options[f.metadata["flag"]] = list(value) if isinstance(value, tuple) else value
+    return options
+
+
+def _content_digest(flag: str, path: str) -> str:
+    """'blake2b:<hex>' of a list the run has just read (at most MAX_CONFIG_BYTES)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot read: {exc.strerror or exc}") from None
+    return "blake2b:" + hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
 def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: FactsLog) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (known failures applied) and the
     signature facts of the cases they judged, in the same order: counted, so it costs
@@ -344,7 +384,10 @@ def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: 
                              "interrupted": interrupted, "isolation": isolation,
                              "selection": {k: list(v) if isinstance(v, tuple) else v
                                            for k, v in config.selection().items()},
-                             "selected": state.selected, "planned": state.planned}
+                             "selected": state.selected, "planned": state.planned,
+                             "verdict_options": state.verdict_options}
+    if state.golden_digest is not None:
+        extra["golden_digest"] = state.golden_digest
     if config.shard:
         extra["shard"] = config.shard
     writers: dict[str, Callable[[], None]] = {}

@@ -13,10 +13,13 @@ as one byte 0/1. The functions here only read and write files; the CLI is cli/ex
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+import stat
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,13 +30,14 @@ from aclcheck import __version__
 from aclcheck.cases import Case
 from aclcheck.cases.acl import ACL_FORMAT_ENUM, MAX_RANK, SUCCESS, status_name
 from aclcheck.cases.layouts import StridedTensor, contiguous_strides
-from aclcheck.configfile import read_document
+from aclcheck.configfile import MAX_CONFIG_BYTES, read_document
 from aclcheck.dtypes import ACL_DTYPE_ENUM, decode_array, encode_array, storage_dtype
 from aclcheck.errors import InputFileError, OutputFileError, UsageError
 from aclcheck.report.files import atomic_write
 from aclcheck.store import GoldenFile, ResultRow
 from aclcheck.store.codec import is_safe_id
 from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.store.h5read import READ_LIMIT_ENV, default_read_limit
 from aclcheck.store.records import MAX_DIM
 
 MANIFEST = "manifest.json"
@@ -43,6 +47,8 @@ OUT_FILE = "out.bin"
 STATUS_FILE = "status.txt"
 #: Largest status.txt read (a status line and a message).
 MAX_STATUS_BYTES = 1 << 20
+#: Largest manifest.json read (as every JSON document aclcheck reads back).
+MAX_MANIFEST_BYTES = MAX_CONFIG_BYTES
 
 
 @dataclass
@@ -54,11 +60,15 @@ class ExportStats:
 
 @dataclass
 class ImportResult:
-    """Rows for the results file, and the cases the harness left no answer for."""
+    """Rows for the results file, read as they are consumed (one out.bin in memory at a
+    time, whatever the case count), and, once they are: how many there were, how many
+    with an output, and the cases the harness left no answer for."""
 
-    rows: list[ResultRow] = field(default_factory=list)
+    rows: Iterator[ResultRow] = field(default_factory=lambda: iter(()))
     missing: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    count: int = 0
+    with_output: int = 0
 
 
 # -- encoding ----------------------------------------------------------------------------
@@ -74,10 +84,11 @@ def element_size(dtype: str) -> int:
     return storage_dtype(dtype).itemsize
 
 
-def decode_raw(data: bytes, dtype: str, shape: Sequence[int]) -> np.ndarray:
-    """Inverse of `raw_bytes` for an array of `shape` (the byte count must match)."""
+def decode_raw(data: bytes | np.ndarray, dtype: str, shape: Sequence[int]) -> np.ndarray:
+    """Inverse of `raw_bytes` for an array of `shape` (the byte count must match); no
+    copy of the data where the host is little-endian."""
     stored = np.frombuffer(data, dtype=storage_dtype(dtype).newbyteorder("<"))
-    native = stored.astype(storage_dtype(dtype)).reshape(tuple(shape))
+    native = stored.astype(storage_dtype(dtype), copy=False).reshape(tuple(shape))
     return decode_array(native, dtype)
 
 
@@ -244,7 +255,8 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
         raise InputFileError.at(folder, "not a folder")
     if not path.exists():
         raise _bad(path, "missing (is this an `aclcheck export` folder?)")
-    manifest = read_document(path, "exchange manifest", syntax="json", error=InputFileError)
+    manifest = read_document(path, "exchange manifest", syntax="json",
+                             max_bytes=MAX_MANIFEST_BYTES, error=InputFileError)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _bad(path, f"not an aclcheck exchange manifest (format must be {FORMAT!r})")
     version = manifest.get("schema_version")
@@ -286,33 +298,63 @@ def _check_entry(path: Path, k: int, entry: Any) -> None:
         raise _bad(path, f"{where} ({entry['id']}): tensors.out.shape must be a list of "
                    "non-negative integers")
     try:
-        storage_dtype(str(out.get("dtype")))
+        size = element_size(str(out.get("dtype")))
     except KeyError:
         raise _bad(path, f"{where} ({entry['id']}): unknown out dtype "
                    f"{out.get('dtype')!r}") from None
+    count = math.prod(shape)
+    for key, implied in (("element_size", size), ("storage_size", count),
+                         ("bytes", count * size)):
+        if key in out and (isinstance(out[key], bool) or out[key] != implied):
+            raise _bad(path, f"{where} ({entry['id']}): tensors.out.{key} is "
+                       f"{str(out[key])[:40]}, its dtype and shape say {implied}")
     file = out.get("file", OUT_FILE)
     if not is_safe_id(file):
         raise _bad(path, f"{where} ({entry['id']}): tensors.out.file must be a plain name")
 
 
-def _regular(path: Path, max_bytes: int | None) -> int:
-    """Size of a harness file, refusing links (they could point anywhere), FIFOs and
-    devices, and files over `max_bytes`, before anything is read."""
-    if path.is_symlink() or not path.is_file():
-        raise _bad(path, "not a regular file (links, FIFOs and devices are not read)")
-    size = path.stat().st_size
-    if max_bytes is not None and size > max_bytes:
-        raise _bad(path, f"{size} bytes, over the {max_bytes}-byte limit")
-    return size
+def read_bounded(path: Path, max_bytes: int, want: int | None = None,
+                 what: str = "") -> np.ndarray:
+    """The bytes of a harness file (uint8), refusing before a byte is read: a link (they
+    could point anywhere), a FIFO or device (checked on the open descriptor, opened
+    without blocking), a file over `max_bytes`, and one of another size than `want`
+    (`what` says why that size). Reads at most the size it checked (a file that grows
+    meanwhile is refused)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    not_regular = "not a regular file (links, FIFOs and devices are not read)"
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        reason = not_regular if exc.errno == errno.ELOOP else f"unreadable ({exc.strerror})"
+        raise _bad(path, reason) from None
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _bad(path, not_regular)
+        size = info.st_size
+        if size > max_bytes:
+            raise _bad(path, f"{size} bytes, over the {max_bytes}-byte limit")
+        if want is not None and size != want:
+            raise _bad(path, f"{size} bytes, expected {want}" + (f" ({what})" if what else ""))
+        data = np.empty(size, np.uint8)
+        view, done = memoryview(data), 0
+        try:
+            while done < size:
+                n = fh.readinto(view[done:])
+                if not n:
+                    break
+                done += n
+            grew = bool(fh.read(1))
+        except OSError as exc:
+            raise _bad(path, f"unreadable ({exc.strerror})") from None
+    if done != size or grew:
+        raise _bad(path, f"changed while read (its size was {size} bytes)")
+    return data
 
 
 def read_status(path: Path) -> tuple[int, str]:
     """(status, message): the first line is the integer status, the rest a message."""
-    _regular(path, MAX_STATUS_BYTES)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise _bad(path, f"unreadable ({exc.strerror})") from None
+    text = read_bounded(path, MAX_STATUS_BYTES).tobytes().decode("utf-8", errors="replace")
     first, _, rest = text.strip().partition("\n")
     try:
         status = int(first.strip())
@@ -324,22 +366,19 @@ def read_status(path: Path) -> tuple[int, str]:
     return status, rest.strip()
 
 
-def read_out(path: Path, spec: dict[str, Any]) -> np.ndarray:
-    """out.bin as an array of the manifest's out shape and dtype (size checked)."""
+def read_out(path: Path, spec: dict[str, Any], read_limit: int | None = None) -> np.ndarray:
+    """out.bin as an array of the manifest's out shape and dtype: its declared size
+    checked against the read limit before the file is opened, its size against the
+    declaration before a byte is read."""
+    limit = default_read_limit() if read_limit is None else read_limit
     shape = tuple(spec["shape"])
     dtype = str(spec["dtype"])
     want = math.prod(shape) * element_size(dtype)
-    size = _regular(path, None)
-    if size != want:
-        raise _bad(path, f"{size} bytes, expected {want} ({dtype}, shape "
-                   f"{'x'.join(map(str, shape)) or 'scalar'}, contiguous)")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise _bad(path, f"unreadable ({exc.strerror})") from None
-    if len(data) != want:
-        raise _bad(path, f"changed while read ({len(data)} bytes, expected {want})")
-    return decode_raw(data, dtype, shape)
+    what = f"{dtype}, shape {'x'.join(map(str, shape)) or 'scalar'}, contiguous"
+    if want > limit:
+        raise _bad(path, f"the manifest declares {want} bytes ({what}), over the read limit "
+                   f"of {limit} bytes (${READ_LIMIT_ENV}); not read")
+    return decode_raw(read_bounded(path, limit, want, what), dtype, shape)
 
 
 def import_inputs(folder: str | Path) -> list[Role]:
@@ -354,16 +393,26 @@ def import_inputs(folder: str | Path) -> list[Role]:
                     for e in manifest["cases"]]
 
 
-def import_folder(folder: str | Path) -> ImportResult:
-    """Every case's answer in an export folder the harness has filled.
+def import_folder(folder: str | Path, *, read_limit: int | None = None) -> ImportResult:
+    """Every case's answer in an export folder the harness has filled, as rows read when
+    consumed (ImportResult.rows: the manifest is read and checked now).
 
     status.txt absent -> status 0 when out.bin exists; out.bin is read only for status 0
     (a rejected call leaves out alone); neither file -> the case is listed as missing.
+    No file is read past its cap: status.txt MAX_STATUS_BYTES, out.bin the read limit
+    (`read_limit`, default $ACLCHECK_MAX_READ_MB or half the memory).
     """
     root = Path(folder)
     manifest = read_manifest(root)
     result = ImportResult(meta={"golden": str(manifest.get("golden", "")),
                                 "suite": str(manifest.get("suite", ""))})
+    limit = default_read_limit() if read_limit is None else read_limit
+    result.rows = _answers(root, manifest, result, limit)
+    return result
+
+
+def _answers(root: Path, manifest: dict[str, Any], result: ImportResult,
+             limit: int) -> Iterator[ResultRow]:
     for entry in manifest["cases"]:
         case_dir = _case_dir(root, entry["dir"])
         if case_dir.is_symlink():
@@ -378,6 +427,7 @@ def import_folder(folder: str | Path) -> ImportResult:
         status, message = read_status(status_path) if has_status else (0, "")
         output = None
         if status == SUCCESS and has_out and out_spec is not None:
-            output = read_out(out_path, out_spec)
-        result.rows.append(ResultRow(entry["id"], status, output, 0.0, message))
-    return result
+            output = read_out(out_path, out_spec, limit)
+        result.count += 1
+        result.with_output += output is not None
+        yield ResultRow(entry["id"], status, output, 0.0, message)

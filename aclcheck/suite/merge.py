@@ -2,7 +2,9 @@
 
   * verify reports (JSON) -> one report (`merge_reports`), in golden-file order;
   * golden files (`generate --shard K/N`, all N) -> one golden file (`merge_golden`),
-    equal to an unsharded run case for case; other golden files are concatenated.
+    equal to an unsharded run case for case; other golden files are concatenated;
+  * what shows that reports belong to one run: the golden file's digest
+    (aclcheck.store.digest, written by verify) and the verdict options (`same_run`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,51 @@ from aclcheck.judging.verdicts import CaseVerdict, Verdict, summarize
 from aclcheck.store import VOLATILE_ROOT_ATTRS, GoldenFile, GoldenWriter, open_golden, run_meta
 from aclcheck.suite import sharding
 
-#: Report keys that must agree between shards of one run.
-SAME_KEYS = ("implementation", "standards", "golden")
+#: Report keys that must agree between shards of one run: the golden file by name and by
+#: content (golden_digest: aclcheck.store.digest), and every option that can change a verdict
+#: (verdict_options, compared flag by flag: same_run).
+SAME_KEYS = ("implementation", "standards", "golden", "golden_digest")
+#: Report keys a report must have to be merged (verify writes both; a report of an
+#: aclcheck before them cannot show it belongs with the others).
+PROOF_KEYS = ("golden_digest", "verdict_options")
 
 
 Report = tuple[str, dict[str, Any], list[CaseVerdict]]
+
+
+def same_run(reports: Sequence[Report]) -> None:
+    """Refuse reports that cannot show they belong to one run: a report without the
+    golden file's digest or the run's verdict options (written before reports recorded
+    them), or one whose SAME_KEYS or any verdict option differ from the first report's.
+    The message names the field and both files."""
+    first_path, first, _ = reports[0]
+    for path, report, _ in reports:
+        for key in PROOF_KEYS:
+            if report.get(key) is None:
+                command = str(report.get("command") or "aclcheck verify ... --json ...")[:300]
+                raise UsageError(
+                    f"{path}: no {key!r} (a report of an aclcheck from before reports "
+                    f"recorded it, or an edited one), so it cannot show it belongs with "
+                    f"the others: rerun its command with this aclcheck to merge it: "
+                    f"{command}")
+        for key in SAME_KEYS:
+            if report.get(key) != first.get(key):
+                raise UsageError(f"{path}: {key} {report.get(key)!r} differs from "
+                                 f"{first_path}'s {first.get(key)!r}" + _WHY.get(key, ""))
+        mine, theirs = report["verdict_options"], first["verdict_options"]
+        for flag in sorted(mine.keys() | theirs.keys()):
+            if flag not in mine or flag not in theirs or mine[flag] != theirs[flag]:
+                raise UsageError(
+                    f"{path}: verdict option {flag} {_option(mine, flag)} differs from "
+                    f"{first_path}'s {_option(theirs, flag)}: shards of another command")
+
+
+#: what a difference in a SAME_KEYS field means, after the message
+_WHY = {"golden_digest": ": shards of another golden file (by content, whatever its name)"}
+
+
+def _option(options: dict[str, Any], flag: str) -> str:
+    return repr(options[flag]) if flag in options else "(not recorded)"
 
 
 def check_complete(reports: Sequence[Report]) -> None:
@@ -69,18 +111,14 @@ def check_complete(reports: Sequence[Report]) -> None:
 
 def merge_reports(reports: Sequence[Report]) -> tuple[dict[str, Any], list[CaseVerdict]]:
     """(path, report, verdicts) of each shard -> the merged report and its verdicts, in
-    golden-file order; an incomplete set (check_complete), duplicate case ids or
-    disagreeing runs are a usage error."""
+    golden-file order; reports of other runs (same_run), an incomplete set
+    (check_complete) or duplicate case ids are a usage error."""
     if not reports:
         raise UsageError("nothing to merge")
-    first_path, first, _ = reports[0]
+    first = reports[0][1]
     seen: dict[str, str] = {}
     verdicts: list[CaseVerdict] = []
-    for path, report, _ in reports:
-        for key in SAME_KEYS:
-            if report.get(key) != first.get(key):
-                raise UsageError(f"{path}: {key} {report.get(key)!r} differs from "
-                                 f"{first_path}'s {first.get(key)!r}")
+    same_run(reports)
     check_complete(reports)
     for path, _, items in reports:
         for v in items:
