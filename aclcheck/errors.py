@@ -112,3 +112,10 @@ def message_of(exc: AclcheckError) -> str:
     if isinstance(exc, ImplementationUnavailable) and exc.spec:
         return f"--impl {exc.spec}: not available here: {exc}"
     return str(exc)
+
+
+def first_sentence(exc: BaseException) -> str:
+    """An exception from outside aclcheck in a few words (its type and first sentence),
+    for a verdict's message: an executor's lost worker, a broken pool."""
+    text = " ".join(str(exc).split()).split(". ")[0]
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__

@@ -8,9 +8,13 @@ many tasks it runs at once (how many to keep in flight)."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import signal
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -18,17 +22,43 @@ from typing import Any
 from aclcheck import interrupts
 from aclcheck.errors import UsageError
 
+#: how often a pool worker looks whether the process that started it is still there
+PARENT_LOOK_S = 0.5
+
+
+def follow_parent(parent: int) -> None:
+    """In a child: end it (SIGKILL, so what it started and tied to it goes too) as soon as
+    `parent` is no longer its parent, however the parent ended (kill -9 included). A
+    thread that looks every PARENT_LOOK_S, not PR_SET_PDEATHSIG: that signal follows the
+    thread that started the child, and a pool may start workers from any thread."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(PARENT_LOOK_S)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="aclcheck-parent-watch", daemon=True).start()
+
+
+def pool_worker_starts(parent: int) -> None:
+    """What each ProcessPool worker runs first: ignore Ctrl-C, end with its parent."""
+    interrupts.child_ignores()
+    follow_parent(parent)
+
 
 class ProcessPool(ProcessPoolExecutor):
     """A process pool whose workers never see Ctrl-C (no traceback from each of them):
     they start with SIGINT blocked and ignore it, the parent is interrupted and `stop()`s
-    them at once instead of waiting for the cases in flight."""
+    them at once instead of waiting for the cases in flight. Its workers end when this
+    process ends, however it ends (follow_parent)."""
 
     def __init__(self, jobs: int, mp_context: Any = None,
-                 initializer: Callable[..., None] = interrupts.child_ignores,
+                 initializer: Callable[..., None] | None = None,
                  initargs: tuple[Any, ...] = ()) -> None:
         """`initializer`: what each worker runs first; it must call
-        interrupts.child_ignores() (the default is that alone)."""
+        interrupts.child_ignores() and end with its parent (the default,
+        pool_worker_starts, does both)."""
+        if initializer is None:
+            initializer, initargs = pool_worker_starts, (os.getpid(),)
         super().__init__(jobs, mp_context=mp_context, initializer=initializer,
                          initargs=initargs)
 
@@ -41,6 +71,31 @@ class ProcessPool(ProcessPoolExecutor):
         for process in list(self._processes.values()):  # public only from Python 3.14 on
             process.terminate()
         self.shutdown(wait=True, cancel_futures=True)
+
+
+class RenewingPool:
+    """--jobs N's pool for verify: where a worker died (a kernel that ended its process
+    under --no-isolate), the broken pool is replaced by a fresh one at the next submit,
+    so the cases after it (and the lost one's retry: aclcheck.running.parallel) still
+    run."""
+
+    def __init__(self, jobs: int, mp_context: Any = None) -> None:
+        self._max_workers, self._context = jobs, mp_context
+        self._pool = ProcessPool(jobs, mp_context=mp_context)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        try:
+            return self._pool.submit(fn, *args, **kwargs)
+        except BrokenProcessPool:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = ProcessPool(self._max_workers, mp_context=self._context)
+            return self._pool.submit(fn, *args, **kwargs)
+
+    def stop(self) -> None:
+        self._pool.stop()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
 def _refuses_connections(address: str) -> str | None:
@@ -126,10 +181,16 @@ def _dask_client(url: str, spec: ExecutorSpec) -> Iterator[DaskExecutor]:
     if spec.local_workers:
         import logging
 
-        with interrupts.held_for_children():  # its processes never see Ctrl-C
+        import dask
+
+        # a task whose worker dies fails at once (aclcheck retries it once itself and then
+        # makes it that case's or batch's ERROR), not after killing three more workers;
+        # the scheduler's own log lines about it stay quiet (the report says it)
+        with interrupts.held_for_children(), dask.config.set(
+                {"distributed.scheduler.allowed-failures": 0}):
             cluster = distributed.LocalCluster(
                 n_workers=spec.local_workers, threads_per_worker=1, processes=True,
-                host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                host="127.0.0.1", dashboard_address=None, silence_logs=logging.CRITICAL,
                 # the scheduler's HTTP endpoint (health, metrics) on a free port: its
                 # default 8787 warns when another cluster holds it
                 scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
@@ -184,7 +245,7 @@ def open_executor(jobs: int = 1, url: str | None = None) -> Iterator[Any | None]
     if jobs <= 1:
         yield None
         return
-    pool = ProcessPool(jobs, mp_context=mp.get_context("spawn"))
+    pool = RenewingPool(jobs, mp_context=mp.get_context("spawn"))
     try:
         yield pool
     except BaseException:
@@ -192,3 +253,13 @@ def open_executor(jobs: int = 1, url: str | None = None) -> Iterator[Any | None]
         raise
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+#: the exceptions an executor's future raises when the worker running it died (Dask's
+#: KilledWorker, a process pool broken by a worker's end): by name, Dask being optional
+LOST_WORKER = frozenset({"KilledWorker", "BrokenProcessPool"})
+
+
+def worker_lost(exc: BaseException) -> bool:
+    """Whether a future failed because its worker died, not because its task raised."""
+    return any(t.__name__ in LOST_WORKER for t in type(exc).__mro__)

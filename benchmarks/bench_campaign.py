@@ -39,7 +39,7 @@ from aclcheck.triage.checkpoint import Checkpoint
 
 def measure(setting: str, campaign: Campaign, folder: Path) -> tuple[float, int]:
     """Seconds the campaign's batches took (warm workers) and the workers that ran them."""
-    config = live_config(campaign.impl, (), None, None, None, 60.0)
+    config = live_config(campaign.impl, (), None, None, None, 60.0, campaign.spin_rule)
     opened, opts = live_setup(config)
     info = opened.impl.info if isinstance(opened.impl, RemoteImpl) else None
     warm = Campaign(**{**campaign.__dict__, "seed": campaign.seed + 1})

@@ -7,6 +7,7 @@ on a Dask LocalCluster: tests/test_campaign_cli.py."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +18,7 @@ from aclcheck.errors import InputFileError, UsageError
 from aclcheck.running.campaign_worker import BatchTask, judge_batch
 from aclcheck.running.runner import RunOptions
 from aclcheck.triage.campaign import (
+    LOST_KEY,
     BatchResult,
     Campaign,
     Failure,
@@ -103,15 +105,50 @@ def test_a_torn_last_line_is_dropped(tmp_path: Path) -> None:
 def test_another_campaign_or_a_damaged_journal_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "ckpt"
     Checkpoint(folder, CAMPAIGN).close()
-    other = Campaign(**{**CAMPAIGN.__dict__, "budget": 99})
-    with pytest.raises(UsageError, match="holds another campaign.*budget 99, the checkpoint's 10"):
+    other = Campaign(**{**CAMPAIGN.__dict__, "seed": 6})
+    with pytest.raises(UsageError, match="holds another campaign.*seed 6, the checkpoint's 5"):
         Checkpoint(folder, other)
+    with pytest.raises(UsageError, match="--budget 4: .* has 10 calls .*cannot shrink"):
+        Checkpoint(folder, Campaign(**{**CAMPAIGN.__dict__, "budget": 4}))
     (folder / JOURNAL_NAME).write_text('{"batch": 0}\n')
     with pytest.raises(InputFileError, match="line 1: not a batch record"):
         Checkpoint(folder, CAMPAIGN)
     (folder / JOURNAL_NAME).write_text(BatchResult(7, {"PASS": 1}).line() + "\n")
     with pytest.raises(InputFileError, match="batch 7 is not one of this campaign's 3"):
         Checkpoint(folder, CAMPAIGN)
+
+
+def test_a_larger_budget_extends_a_campaign_keeping_its_batches(tmp_path: Path) -> None:
+    longer = CAMPAIGN.extended(15)  # batches of 4 over 10 calls, then over 5 more
+    assert longer.earlier == (10,) and longer.batches == 5
+    assert [longer.calls(b) for b in range(6)] == [range(0, 4), range(4, 8), range(8, 10),
+                                                   range(10, 14), range(14, 15), range(0)]
+    assert Campaign.from_json(json.loads(json.dumps(longer.to_json()))) == longer
+    folder = tmp_path / "ckpt"
+    with Checkpoint(folder, CAMPAIGN) as ckpt:
+        for b in range(3):
+            ckpt.record(BatchResult(b, {"PASS": len(CAMPAIGN.calls(b))}))
+        assert ckpt.complete
+    with Checkpoint(folder, Campaign(**{**CAMPAIGN.__dict__, "budget": 15})) as ckpt:
+        assert ckpt.campaign == longer and ckpt.extended_from == 10 and not ckpt.complete
+        assert list(remaining(longer, ckpt.tally.done)) == [3, 4]
+        assert json.loads((folder / SPEC_NAME).read_text())["budget"] == 10  # not yet
+        ckpt.record(BatchResult(3, {"PASS": 4}))
+    assert json.loads((folder / SPEC_NAME).read_text())["earlier"] == [10]
+    with Checkpoint(folder, Campaign(**{**CAMPAIGN.__dict__, "budget": 15})) as ckpt:
+        assert ckpt.extended_from is None and ckpt.tally.done == {0, 1, 2, 3}
+
+
+def test_the_journal_keeps_one_failing_call_per_key_of_a_batch(tmp_path: Path) -> None:
+    result = BatchResult(0, {"FAIL": 4}, (_failure(3, "a"), _failure(1, "a"), _failure(2, "b"),
+                                          _failure(0, "a")))
+    compact = result.compact()
+    assert [f.index for f in compact.failures] == [0, 2] and compact.others == {"a": 2}
+    with Checkpoint(tmp_path / "c", CAMPAIGN) as ckpt:
+        ckpt.record(result)
+    with Checkpoint(tmp_path / "c", CAMPAIGN) as again:
+        assert again.tally.seen == {"a": 3, "b": 1} and again.tally.counts == {"FAIL": 4}
+        assert [f.index for f in again.tally.distinct()] == [0, 2]
 
 
 def test_one_campaign_at_a_time_holds_a_checkpoint(tmp_path: Path) -> None:
@@ -197,3 +234,33 @@ def test_a_failing_batch_stops_the_campaign_and_keeps_the_others(tmp_path: Path)
         with pytest.raises(RuntimeError, match="missing on this worker"):
             run_campaign(ckpt, Inline(), _task(campaign), broken, window=4)
         assert ckpt.tally.done == {0, 1, 3}  # what finished beside it is kept
+
+
+class BrokenProcessPool(Exception):
+    """Named as the exception a process pool's future raises when its worker died."""
+
+
+def test_a_batch_whose_worker_died_is_sent_again_then_recorded_as_error(
+        tmp_path: Path) -> None:
+    """Batch 1's worker dies once (sent again: judged), batch 2's every time (its calls
+    ERROR, the first kept); the campaign goes on and its journal reads back."""
+    campaign = Campaign(**{**CAMPAIGN.__dict__, "budget": 12, "batch": 3})
+    calls: list[int] = []
+    work = _fake_work(calls)
+    deaths: Counter[int] = Counter()
+
+    def dying(task: BatchTask) -> BatchResult:
+        if task.batch == 2 or (task.batch == 1 and not deaths[1]):
+            deaths[task.batch] += 1
+            raise BrokenProcessPool("A process in the process pool was terminated abruptly")
+        return work(task)
+
+    with Checkpoint(tmp_path / "c", campaign) as ckpt:
+        tally = run_campaign(ckpt, Inline(), _task(campaign), dying, window=4)
+    assert deaths == {1: 1, 2: 2} and sorted(calls) == [0, 1, 3]
+    assert tally.done == {0, 1, 2, 3} and tally.counts["ERROR"] == 3
+    (lost,) = [f for f in tally.distinct() if f.key == LOST_KEY]
+    assert lost.index == 6 and "BrokenProcessPool" in lost.message
+    assert lost.case(campaign.op).to_record() == call_case(campaign, 6).to_record()
+    with Checkpoint(tmp_path / "c", campaign) as ckpt:  # the journal reads back
+        assert ckpt.tally.counts == tally.counts and ckpt.complete

@@ -39,8 +39,14 @@ from aclcheck.store import check_output_path, run_meta
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite import casefile as casewriter
 from aclcheck.suite.generate import generate
-from aclcheck.triage.campaign import DEFAULT_BATCH, Campaign
-from aclcheck.triage.checkpoint import Checkpoint
+from aclcheck.triage.campaign import DEFAULT_BATCH, Campaign, Tally
+from aclcheck.triage.checkpoint import (
+    JOURNAL_NAME,
+    LOCK_NAME,
+    OUTCOME_NAME,
+    SPEC_NAME,
+    Checkpoint,
+)
 from aclcheck.triage.hunt import search
 from aclcheck.triage.shrink import ShrinkResult, shrink
 
@@ -86,7 +92,7 @@ def _names(values: tuple[str, ...], normalize, valid, what: str) -> list[str]:
 @click.option("--budget", type=click.IntRange(min=1), default=None, metavar="N",
               help="A campaign of N random calls in all (no time limit): batches spread "
                    "over --executor's workers, every distinct failure shrunk and written; "
-                   "resumable (--checkpoint).")
+                   "resumable (--checkpoint); a larger N on the same checkpoint extends it.")
 @click.option("--checkpoint", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help=f"The campaign's checkpoint folder (default OUTPUT/{CHECKPOINT_NAME}): "
                    "rerun the same command to resume where it stopped.")
@@ -129,22 +135,30 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
     if budget is None and (checkpoint or executor):
         flag = "--checkpoint" if checkpoint else "--executor"
         raise UsageError(f"{flag} belongs to a campaign: add --budget N (calls in all)")
-    _check_out(folder, force)
+    where, mode = Path(os.path.abspath(folder)), file_mode()  # before any kernel code
+    ckpt = None if budget is None else Path(os.path.abspath(checkpoint or
+                                                            where / CHECKPOINT_NAME))
+    # a campaign's checkpoint may own the files -o holds: they are judged once it is open
+    begun = ckpt is not None and os.path.lexists(ckpt / SPEC_NAME)
+    _check_out(folder, force or begun)
     case_path, golden_path = folder / CASES_NAME, folder / GOLDEN_NAME
     config = live_config(impl, standards, tolerances, accumulate, isolate, timeout, spin_rule)
     check_apart(config.file_roles()[0], [Role("-o", case_path), Role("-o", golden_path)])
-    where, mode = Path(os.path.abspath(folder)), file_mode()  # before any kernel code
+    if ckpt is not None:
+        _check_checkpoint(ckpt, [where / CASES_NAME, where / GOLDEN_NAME],
+                          config.file_roles()[0])
     chosen = operator(op)  # before any kernel code: a bad name is a usage error
     op_flag = "" if chosen.name == DEFAULT_OPERATOR else f" --op {chosen.name}"
     products = _names(product, str, tuple(chosen.products), "product") or list(chosen.products)
     dtypes = _names(dtype, normalize_dtype, chosen.dtypes, "dtype")
-    if budget is not None:
+    if budget is not None and ckpt is not None:
         if executor:
             parse_executor(executor)  # a malformed --executor before any kernel code
         definition = Campaign(seed, budget, impl, tuple(products), tuple(dtypes),
-                              tuple(standards), accumulate, batch, chosen.name, tolerances)
-        ckpt = Path(os.path.abspath(checkpoint or where / CHECKPOINT_NAME))
-        _campaign(definition, config, ckpt, executor, shrink_time, where, mode, op_flag)
+                              tuple(standards), accumulate, batch, chosen.name, tolerances,
+                              spin_rule)
+        _campaign(definition, config, ckpt, executor, shrink_time, where, mode, op_flag,
+                  force=force, begun=begun)
     opened, opts = live_setup(config)
     adapter = opened.impl
     out, err = stdout_console(), stderr_console()
@@ -187,12 +201,29 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
         raise SystemExit(EXIT_OK)
     _write(where, mode, found, adapter.name, config, chosen.name,
            f"aclcheck hunt{op_flag} --seed {seed}", f"hunt-seed{seed}")
+    raise SystemExit(EXIT_NONCONFORMANT)
+
+
+def _check_checkpoint(ckpt: Path, outputs: list[Path], inputs: list[Role]) -> None:
+    """Before any call (exit 2): the checkpoint folder apart from the files -o writes
+    (neither inside the other) and from the command's inputs."""
+    real = Path(os.path.realpath(ckpt))
+    for path in outputs:
+        target = Path(os.path.realpath(path))
+        if target.is_relative_to(real) or real.is_relative_to(target):
+            where = ("the checkpoint folder itself" if target == real else
+                     "inside the checkpoint folder" if target.is_relative_to(real) else
+                     "a file the checkpoint folder would lie in")
+            raise UsageError(f"--checkpoint {ckpt} and -o {path.parent}: -o writes {path}, "
+                             f"{where}: keep them apart (another --checkpoint or -o)")
+    check_apart(inputs, [Role("--checkpoint", ckpt / name)
+                         for name in (SPEC_NAME, JOURNAL_NAME, OUTCOME_NAME, LOCK_NAME)])
 
 
 def _write(where: Path, mode: int, found: list[tuple[Case, CaseVerdict, ShrinkResult]],
            adapter: str, config: VerifyConfig, op: str, command: str, suite: str) -> None:
-    """Write the minimal cases as a case file and its golden file, say how to verify them
-    as regression cases, and exit 1 (something failed)."""
+    """Write the minimal cases as a case file and its golden file, and say how to verify
+    them as regression cases."""
     where.mkdir(exist_ok=True)
     case_path, golden_path = where / CASES_NAME, where / GOLDEN_NAME
     cases = [c for c, _, _ in found]
@@ -211,39 +242,70 @@ def _write(where: Path, mode: int, found: list[tuple[Case, CaseVerdict, ShrinkRe
         out.print("repro: " + repro_commands(str(case_path), str(golden_path), case.id,
                                              config, op),
                   markup=False, highlight=False, soft_wrap=True)
-    raise SystemExit(EXIT_NONCONFORMANT)
 
 
 def _campaign(definition: Campaign, config: VerifyConfig, folder: Path, executor: str | None,
-              shrink_time: float, where: Path, mode: int, op_flag: str) -> None:
-    """Run (or resume) a campaign, shrink and write its distinct failures; exits."""
+              shrink_time: float, where: Path, mode: int, op_flag: str, *, force: bool,
+              begun: bool) -> None:
+    """Run (or resume, or extend) a campaign, shrink and write its distinct failures;
+    exits. A finished one says where its found cases are, judging nothing."""
     chosen = operator(definition.op)
     out, err = stdout_console(), stderr_console()
+    paths = [where / CASES_NAME, where / GOLDEN_NAME]
     with Checkpoint(folder, definition) as ckpt:
         say(out, campaigns.resume_line(ckpt))
+        if ckpt.complete and not force:
+            _finished(ckpt, paths, config)
+        if begun:  # -o may hold this campaign's own cases, written before an extension
+            _check_out(where, force or ckpt.wrote(paths))
         before = ckpt.tally.calls
         opened, opts = live_setup(config)
         try:
             with LiveJudge(opened.impl, opts, opened.zygote) as judge:
                 tally, workers, seconds = campaigns.run_batches(
                     ckpt, judge, opened, opts, executor, out, err, STOP)
-                say(out, campaigns.summary_line(tally, definition, workers, seconds,
+                say(out, campaigns.summary_line(tally, ckpt.campaign, workers, seconds,
                                                 tally.calls - before))
                 found = campaigns.shrink_distinct(tally, chosen, judge, out, err,
                                                   shrink_time)
         finally:
             opened.close()
+        if not campaigns.judged_calls(tally):
+            _gate_failed(tally, opened.impl.name)
+        if not found:
+            say(out, "aclcheck: nothing failed")
+            raise SystemExit(EXIT_OK)
+        campaign = ckpt.campaign
+        _write(where, mode, [(f.case, f.first, f.shrunk) for f in found], opened.impl.name,
+               config, chosen.name, f"aclcheck hunt{op_flag} --seed {campaign.seed} --budget "
+               f"{campaign.budget}", f"hunt-seed{campaign.seed}")
+        ckpt.record_outcome(paths)
+    raise SystemExit(EXIT_NONCONFORMANT)
+
+
+def _finished(ckpt: Checkpoint, paths: list[Path], config: VerifyConfig) -> None:
+    """A finished campaign run again: its outcome without a call (exits), unless its
+    found cases are still to be written here (returns)."""
+    tally, out = ckpt.tally, stdout_console()
     if not campaigns.judged_calls(tally):
-        click.echo(printable(f"aclcheck: gate failed: no call was judged: all "
-                             f"{tally.calls} calls were SKIP or MISTRUSTED under "
-                             f"{opened.impl.name}"), err=True)
-        raise SystemExit(EXIT_NONCONFORMANT)
-    if not found:
+        _gate_failed(tally, ckpt.campaign.impl)
+    if not tally.first:
         say(out, "aclcheck: nothing failed")
         raise SystemExit(EXIT_OK)
-    _write(where, mode, [(f.case, f.first, f.shrunk) for f in found], opened.impl.name, config,
-           chosen.name, f"aclcheck hunt{op_flag} --seed {definition.seed} --budget "
-           f"{definition.budget}", f"hunt-seed{definition.seed}")
+    if not ckpt.wrote(paths, this_budget=True):
+        return
+    say(out, f"aclcheck: its found cases are in {paths[0]} and {paths[1]}, as it wrote "
+             "them (--force shrinks and writes them again)")
+    regression = replace(config, golden=str(paths[1]))
+    say(out, "regression: " + shlex.join(regression.repro_args()))
+    raise SystemExit(EXIT_NONCONFORMANT)
+
+
+def _gate_failed(tally: Tally, impl: str) -> None:
+    """As verify's gate: nothing judged is not a pass (exit 1)."""
+    click.echo(printable(f"aclcheck: gate failed: no call was judged: all {tally.calls} "
+                         f"calls were SKIP or MISTRUSTED under {impl}"), err=True)
+    raise SystemExit(EXIT_NONCONFORMANT)
 
 
 #: stop(tally) after each recorded batch of a campaign: None in use; tests set one that

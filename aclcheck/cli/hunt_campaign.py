@@ -68,6 +68,8 @@ def run_batches(ckpt: Checkpoint, judge: LiveJudge, opened: OpenedImpl, opts: Ru
     the tally, the workers and the seconds this run took. Ctrl-C and a failed batch
     keep every recorded batch (the checkpoint) and say how to resume."""
     campaign = ckpt.campaign
+    if ckpt.complete:  # nothing to judge: no executor started
+        return ckpt.tally, 1, 0.0
     progress = _progress(err, campaign, stop)
     info = opened.impl.info if isinstance(opened.impl, RemoteImpl) else None
     started = time.monotonic()
@@ -104,13 +106,21 @@ def run_batches(ckpt: Checkpoint, judge: LiveJudge, opened: OpenedImpl, opts: Ru
 def resume_line(ckpt: Checkpoint) -> str:
     """What the command says about the checkpoint it opened."""
     campaign, tally = ckpt.campaign, ckpt.tally
+    torn = " (a torn last journal line was dropped: its batch runs again)" if ckpt.torn else ""
+    done = (f"{len(tally.done)} of {campaign.batches} batches ({tally.calls} of "
+            f"{campaign.budget} calls) judged already, {len(tally.first)} distinct failure(s) "
+            f"so far{torn}")
+    if ckpt.extended_from is not None:
+        return (f"aclcheck: extending the campaign in {ckpt.folder} from "
+                f"{ckpt.extended_from} to {campaign.budget} calls: {done}")
     if not ckpt.resumed:
         return (f"aclcheck: new campaign in {ckpt.folder}: {campaign.budget} calls in "
                 f"{campaign.batches} batches of {campaign.batch}")
-    torn = " (a torn last journal line was dropped: its batch runs again)" if ckpt.torn else ""
-    return (f"aclcheck: resuming the campaign in {ckpt.folder}: {len(tally.done)} of "
-            f"{campaign.batches} batches ({tally.calls} of {campaign.budget} calls) judged "
-            f"already, {len(tally.first)} distinct failure(s) so far{torn}")
+    if ckpt.complete:
+        return (f"aclcheck: the campaign in {ckpt.folder} is complete: {tally.calls} calls "
+                f"judged ({', '.join(f'{n} {v}' for v, n in sorted(tally.counts.items()))}), "
+                f"{sum(tally.seen.values())} failing, {len(tally.first)} distinct")
+    return f"aclcheck: resuming the campaign in {ckpt.folder}: {done}"
 
 
 def shrink_distinct(tally: Tally, chosen: Operator, judge: LiveJudge, out: Console,

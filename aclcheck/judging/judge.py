@@ -176,6 +176,12 @@ def skipped(case: Case, reason: str) -> CaseVerdict:
     return _base(case, Verdict.SKIP, reason)
 
 
+def lost(case: Case, reason: str) -> CaseVerdict:
+    """The ERROR of a case whose run never came back (the executor's worker that ran it
+    died, or it outlasted every allowance of its calls)."""
+    return _base(case, Verdict.ERROR, reason)
+
+
 def _unwritten_state(output: np.ndarray) -> str:
     if output.size == 0:
         return "is empty"

@@ -21,12 +21,10 @@ from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.running.live import LiveJudge
 from aclcheck.running.runner import RunOptions
 from aclcheck.running.wire import AdapterInfo
-from aclcheck.triage.campaign import BatchResult, Campaign, Failure, call_case
+from aclcheck.triage.campaign import MESSAGE_CHARS, BatchResult, Campaign, Failure, call_case
 from aclcheck.triage.shrink import Signature
 
 Judge = Callable[[Case], CaseVerdict]
-#: a failing verdict's message is kept up to this many characters in the journal
-MESSAGE_CHARS = 300
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,21 @@ a serial run. Only this process reads the golden file; workers get plain data.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Protocol
 
 from aclcheck import interrupts
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities
+from aclcheck.errors import first_sentence
+from aclcheck.executors import worker_lost
 from aclcheck.impls.base import Implementation
+from aclcheck.judging.judge import lost
 from aclcheck.judging.verdicts import CaseVerdict
 from aclcheck.running.remote import RemoteImpl
 from aclcheck.running.runner import (
@@ -22,6 +27,7 @@ from aclcheck.running.runner import (
     CaseSource,
     ProgressFn,
     RunOptions,
+    isolates,
     run_case,
 )
 from aclcheck.running.wire import AdapterInfo
@@ -70,6 +76,8 @@ def iter_verdicts_parallel(impl: Implementation, cases: Iterable[Case], source: 
     if not impl.spec:
         raise ValueError(f"{impl.name} cannot be rebuilt in another process; run it serially")
     pending: deque = deque()
+    # a call in the kernel's own process has no cap: only a lost worker ends its wait
+    allowance = case_allowance(opts) if isolates(impl, opts) else None
     it = iter(cases)
     exhausted = False
     while True:
@@ -80,11 +88,52 @@ def iter_verdicts_parallel(impl: Implementation, cases: Iterable[Case], source: 
                 break
             info = impl.info if isinstance(impl, RemoteImpl) else None
             item = WorkItem(impl.spec, source.load(case), opts, info)
-            pending.append(pool.submit(run_work_item, item))
+            pending.append((pool.submit(run_work_item, item), item))
         if not pending:
             return
         interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
-        verdict = pending.popleft().result()  # type: ignore[attr-defined]
+        future, item = pending.popleft()
+        verdict = _collect(pool, future, item, allowance)
         if progress is not None:
             progress(verdict)
         yield verdict
+
+
+#: seconds a case may take beyond its calls' caps (a worker's start, imports, the queue)
+LOST_SLACK_S = 120.0
+
+
+def case_allowance(opts: RunOptions) -> float:
+    """The longest a case's run may take on an executor worker: every call it makes
+    (the repeats and the stale-state check's two) at the --timeout cap, plus slack."""
+    calls = opts.repeat + (2 if opts.recall else 0)
+    return calls * opts.timeout + LOST_SLACK_S
+
+
+def _collect(pool: SubmitExecutor, future: object, item: WorkItem, allowance: float | None
+             ) -> CaseVerdict:
+    """The verdict of a submitted case. A run that never comes back (its worker died:
+    Dask's KilledWorker, a broken process pool; or it outlasted `allowance`) is tried
+    once more on a fresh submission, then is that case's ERROR: never a hang of the
+    run, never an internal error. Any other exception (a usage error the case's run
+    raised) goes on to the caller."""
+    why = ""
+    for attempt in range(2):
+        if attempt:
+            try:
+                future = pool.submit(run_work_item, item)
+            except Exception as exc:  # noqa: BLE001 - a pool that cannot take work
+                return lost(item.loaded.case, f"{why}; not retried: the executor refused "
+                                              f"it ({first_sentence(exc)})")
+        try:
+            return future.result(timeout=allowance)  # type: ignore[attr-defined, no-any-return]
+        except FutureTimeout:
+            with contextlib.suppress(Exception):
+                future.cancel()  # type: ignore[attr-defined]
+            why = f"the executor's run of this case did not come back within {allowance:g} s"
+        except Exception as exc:
+            if not worker_lost(exc):  # aclcheck's own error, or one of the executor's
+                raise
+            why = ("the executor lost the worker this case was on (this case or another "
+                   f"one there ended it: {first_sentence(exc)})")
+    return lost(item.loaded.case, f"twice (retried once on a fresh worker): {why}")

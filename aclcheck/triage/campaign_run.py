@@ -1,7 +1,8 @@
 """Drive a hunt campaign over an executor: the batches a checkpoint has not recorded go out,
 at most `window` at a time; each result is recorded (journal line, fsync) the moment it
 comes back, in whatever order; an interrupt or a failed batch cancels what is still
-queued, and everything recorded stays recorded for the next run.
+queued, and everything recorded stays recorded for the next run. A batch whose worker
+died is sent once more, then recorded with its calls ERROR (never a hang).
 
 The executor is anything with concurrent.futures' `submit` whose futures concurrent.futures
 can wait for: a process pool here, a Dask client's executor (`Client.get_executor()`),
@@ -14,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aclcheck import interrupts
-from aclcheck.triage.campaign import BatchResult, Tally, remaining
+from aclcheck.errors import first_sentence
+from aclcheck.executors import worker_lost
+from aclcheck.triage.campaign import BatchResult, Tally, lost_batch, remaining
 from aclcheck.triage.checkpoint import Checkpoint
 
 #: progress(tally so far, the batch just recorded)
@@ -52,41 +56,61 @@ def run_campaign(checkpoint: Checkpoint, executor: Executor, task: Callable[[int
     keeps every worker busy)."""
     campaign = checkpoint.campaign
     todo = remaining(campaign, checkpoint.tally.done)
-    pending: set[Future[BatchResult]] = set()
+    pending: dict[Future[BatchResult], _Sent] = {}
+
+    def send(batch: int, tries: int = 0) -> None:
+        pending[executor.submit(work, task(batch))] = _Sent(batch, tries)
+
     try:
         while True:
             while len(pending) < window:
                 batch = next(todo, None)
                 if batch is None:
                     break
-                pending.add(executor.submit(work, task(batch)))
+                send(batch)
             if not pending:
                 return checkpoint.tally
             interrupts.check()  # before blocking: a Ctrl-C lost on the way stops here
-            done, pending = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
-            failed = _record(checkpoint, done, progress)
-            if failed is not None:  # a batch that raised stops the campaign
-                raise failed
+            done, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=lambda f: pending[f].batch):
+                sent = pending.pop(fut)
+                lost = _record(checkpoint, fut, sent, progress)
+                if lost is not None:  # its worker died: once more, on a fresh submission
+                    send(sent.batch, sent.tries + 1)
     except BaseException:
         for fut in pending:
             fut.cancel()
-        _record(checkpoint, {f for f in pending if f.done()}, progress)  # nothing lost
+        for fut, sent in pending.items():  # nothing finished is lost
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                _record(checkpoint, fut, sent, progress)
         raise
 
 
-def _record(checkpoint: Checkpoint, done: set[Future[BatchResult]],
+@dataclass(frozen=True)
+class _Sent:
+    """A batch on the executor: its number, and how often it was sent before."""
+
+    batch: int
+    tries: int
+
+
+def _record(checkpoint: Checkpoint, fut: Future[BatchResult], sent: _Sent,
             progress: Progress | None) -> BaseException | None:
-    """Record every finished batch that succeeded; the first exception of the others."""
-    failed = None
-    for fut in sorted(done, key=id):
-        if fut.cancelled():
-            continue
-        exc = fut.exception()
-        if exc is not None:
-            failed = failed or exc
-            continue
+    """Record a finished batch. A batch whose executor worker was lost is returned to be
+    sent again, or, on its second loss, recorded as lost_batch: its calls ERROR, never a
+    hang. A batch that raised stops the campaign (its exception, raised here)."""
+    exc = fut.exception()
+    if exc is None:
         result = fut.result()
-        checkpoint.record(result)
-        if progress is not None:
-            progress(checkpoint.tally, result)
-    return failed
+    elif not worker_lost(exc):  # the batch raised: the campaign stops
+        raise exc
+    elif sent.tries == 0:
+        return exc
+    else:
+        result = lost_batch(checkpoint.campaign, sent.batch,
+                            f"the executor lost the worker this batch was on twice (this "
+                            f"batch or another one there ended it: {first_sentence(exc)})")
+    checkpoint.record(result)
+    if progress is not None:
+        progress(checkpoint.tally, result)
+    return None
