@@ -22,7 +22,7 @@ from typing import Any
 import h5py
 import pytest
 
-from aclcheck.store import open_golden
+from aclcheck.store import exchange, open_golden
 from aclcheck.store.digest import golden_digest
 from aclcheck.store.writer import write_groups
 
@@ -316,6 +316,25 @@ def test_a_manifest_that_contradicts_itself_is_refused(
     assert code == 3, text
     (line,) = error_lines(text)
     assert "manifest.json" in line and key in line, line
+
+
+def test_export_never_writes_a_manifest_import_refuses(
+        cli_run: CliRun, exports: dict[str, Path], suites: dict[str, Path], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One cap for both ends: a selection whose manifest would pass it is refused by
+    export (exit 2, naming the cap and how to split), never written for import to refuse."""
+    size = (exports["2d"] / "manifest.json").stat().st_size
+    monkeypatch.setattr(exchange, "MAX_MANIFEST_BYTES", size // 2)
+    code, text = cli_run("export", str(suites["2d"]), str(tmp_path / "half"))
+    assert code == 2 and "MiB" in text and "--family" in text, text
+    assert not (tmp_path / "half" / "manifest.json").exists()
+    code, text = import_(cli_run, exports["2d"], tmp_path)  # the cap binds import too
+    assert code == 3 and "manifest.json" in text, text
+    monkeypatch.setattr(exchange, "MAX_MANIFEST_BYTES", size + exchange.MANIFEST_HEAD_BYTES)
+    code, text = cli_run("export", str(suites["2d"]), str(tmp_path / "whole"))
+    assert code == 0, text
+    code, text = import_(cli_run, tmp_path / "whole", tmp_path)
+    assert code == 0, text
 
 
 def test_a_manifest_or_status_past_its_cap_is_refused_unread(

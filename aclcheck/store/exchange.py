@@ -30,7 +30,7 @@ from aclcheck import __version__
 from aclcheck.cases import Case
 from aclcheck.cases.acl import ACL_FORMAT_ENUM, MAX_RANK, SUCCESS, status_name
 from aclcheck.cases.layouts import StridedTensor, contiguous_strides
-from aclcheck.configfile import MAX_CONFIG_BYTES, read_document
+from aclcheck.configfile import read_document
 from aclcheck.dtypes import ACL_DTYPE_ENUM, decode_array, encode_array, storage_dtype
 from aclcheck.errors import InputFileError, OutputFileError, UsageError
 from aclcheck.report.files import atomic_write
@@ -47,8 +47,9 @@ OUT_FILE = "out.bin"
 STATUS_FILE = "status.txt"
 #: Largest status.txt read (a status line and a message).
 MAX_STATUS_BYTES = 1 << 20
-#: Largest manifest.json read (as every JSON document aclcheck reads back).
-MAX_MANIFEST_BYTES = MAX_CONFIG_BYTES
+#: Largest manifest.json read or written (about 1.6 KB a case: some 160 000 cases);
+#: export refuses a selection whose manifest would pass it, before import would.
+MAX_MANIFEST_BYTES = 256 << 20
 
 
 @dataclass
@@ -160,6 +161,10 @@ def prepare_dir(out_dir: Path, force: bool) -> None:
         raise UsageError(f"{out_dir}: folder is not empty (use --force to overwrite)")
 
 
+#: bytes of a manifest's fields besides its cases (an upper bound)
+MANIFEST_HEAD_BYTES = 64 << 10
+
+
 def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
                  force: bool = False) -> ExportStats:
     """Write the selected cases of an open golden file as .bin files plus manifest.json.
@@ -179,11 +184,18 @@ def export_cases(gf: GoldenFile, ids: Iterable[str], out_dir: str | Path, *,
     prepare_dir(root, force)
     stats = ExportStats()
     entries = []
+    size = MANIFEST_HEAD_BYTES
     for case_id in ids:
         case = gf.case(case_id)
         data = gf.data(case_id)
         golden = data.golden
         entry = case_entry(case, data.inputs, golden is not None)
+        size += len(json.dumps(entry, indent=1)) + 4  # a manifest as import reads it
+        if size > MAX_MANIFEST_BYTES:
+            raise UsageError(f"{root}: a manifest of the first {stats.cases + 1} of "
+                             f"{len(ids)} cases passes the {MAX_MANIFEST_BYTES >> 20} MiB "
+                             "import reads: export fewer cases per folder (--product, "
+                             "--dtype, --family, --id)")
         case_dir = _fresh_dir(_case_dir(root, entry["dir"]))
         for name, tensor in data.inputs.items():
             spec = entry["tensors"][name]
