@@ -15,6 +15,7 @@ entry and the field in its errors.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Collection, Mapping
@@ -33,6 +34,22 @@ _MISSING: Any = object()
 
 #: The class of a reader's errors (anything with AclcheckError.at).
 ErrorType = type[AclcheckError]
+
+
+#: how content_digest writes a digest (and what reads one back checks)
+DIGEST_PREFIX = "blake2b:"
+
+
+def content_digest(flag: str, path: str) -> str:
+    """'blake2b:<64 hex>' of a list file's bytes (at most MAX_CONFIG_BYTES read): what a
+    run's --tolerances or --xfail was, by content rather than by name (a report's
+    verdict_options, a campaign's record). ConfigError when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot read: {exc.strerror or exc}") from None
+    return DIGEST_PREFIX + hashlib.blake2b(data, digest_size=32).hexdigest()
 
 
 def syntax_of(path: Path) -> str:

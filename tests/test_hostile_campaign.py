@@ -109,6 +109,20 @@ def test_a_campaign_record_of_another_command_is_refused_naming_the_field_and_co
     assert made_by in line and "another folder" in line, line
 
 
+def test_a_tolerance_file_changed_under_its_name_is_another_campaign(
+        cli_run: CliRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The campaign records its tolerance file by content: the same path holding other
+    tolerances cannot resume it (its recorded verdicts were judged under the old ones)."""
+    tolerances = tmp_path / "tolerances.toml"
+    tolerances.write_text("[aclcheck]\n")
+    code, text = cli_run(*_base(tmp_path, "--tolerances", str(tolerances)))
+    assert code == 0, text
+    tolerances.write_text("# edited\n[aclcheck]\n")
+    monkeypatch.setattr(hunt_cli, "live_setup", lambda *a, **k: pytest.fail("a call"))
+    code, text = cli_run(*_base(tmp_path, "--tolerances", str(tolerances)))
+    assert code == 2 and "tolerances_digest 'blake2b:" in _error(text), text
+
+
 def _edit_spec(edit: Callable[[dict[str, Any]], Any]) -> Callable[[Path], None]:
     def apply(spec: Path) -> None:
         data = json.loads(spec.read_text())

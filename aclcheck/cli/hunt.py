@@ -25,6 +25,7 @@ from aclcheck.cli.shrink import (
     repro_commands,
     say,
 )
+from aclcheck.configfile import content_digest
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteError, UsageError
 from aclcheck.executors import parse_executor
@@ -156,7 +157,8 @@ def hunt(impl: str, standards: tuple[str, ...], tolerances: str | None,
             parse_executor(executor)  # a malformed --executor before any kernel code
         definition = Campaign(seed, budget, impl, tuple(products), tuple(dtypes),
                               tuple(standards), accumulate, batch, chosen.name, tolerances,
-                              spin_rule)
+                              spin_rule, tolerances_digest=None if tolerances is None else
+                              content_digest("--tolerances", tolerances))
         _campaign(definition, config, ckpt, executor, shrink_time, where, mode, op_flag,
                   force=force, begun=begun)
     opened, opts = live_setup(config)

@@ -10,7 +10,6 @@ the working directory or the umask moves or locks nothing).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import sys
@@ -24,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.configfile import MAX_CONFIG_BYTES
-from aclcheck.errors import ConfigError, UsageError
+from aclcheck.configfile import content_digest
+from aclcheck.errors import UsageError
 from aclcheck.executors import open_executor
 from aclcheck.impls.aclnn_options import configure_environment
 from aclcheck.impls.base import Implementation
@@ -354,19 +353,9 @@ def verdict_options(config: VerifyConfig) -> dict[str, Any]:
         if f.name == "standards":
             value = config.standard_names
         elif f.name in ("tolerances", "xfail") and value is not None:
-            value = _content_digest(f.metadata["flag"], value)
+            value = content_digest(f.metadata["flag"], value)
         options[f.metadata["flag"]] = list(value) if isinstance(value, tuple) else value
     return options
-
-
-def _content_digest(flag: str, path: str) -> str:
-    """'blake2b:<hex>' of a list the run has just read (at most MAX_CONFIG_BYTES)."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{flag} {path}: cannot read: {exc.strerror or exc}") from None
-    return "blake2b:" + hashlib.blake2b(data, digest_size=32).hexdigest()
 
 
 def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: FactsLog) -> RunDiagnosis:

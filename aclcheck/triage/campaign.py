@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from aclcheck.cases import Case
+from aclcheck.configfile import DIGEST_PREFIX
 from aclcheck.judging.verdicts import FAILING, Verdict
 from aclcheck.ops import OPERATORS, operator
 from aclcheck.options import ACCUMULATE_CHOICES, DEFAULT_OPERATOR, SPIN_RULE
@@ -31,6 +33,8 @@ from aclcheck.options import ACCUMULATE_CHOICES, DEFAULT_OPERATOR, SPIN_RULE
 #: Version of the campaign files (campaign.json, journal.jsonl); 2 added spin_rule and
 #: earlier (the budgets before an extension).
 CAMPAIGN_VERSION = 2
+#: a tolerance file's digest as configfile.content_digest writes it
+_DIGEST = re.compile(re.escape(DIGEST_PREFIX) + "[0-9a-f]{64}")
 #: Calls per batch: a batch is one task on a worker and one journal line.
 DEFAULT_BATCH = 32
 #: a failing verdict's message is kept up to this many characters in the journal
@@ -61,6 +65,9 @@ class Campaign:
     tolerances: str | None = None  # the tolerance file's path, as given
     spin_rule: str = str(SPIN_RULE.default)
     earlier: tuple[int, ...] = ()
+    #: the tolerance file by content (configfile.content_digest): the same path holding
+    #: other tolerances is another campaign
+    tolerances_digest: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"version": CAMPAIGN_VERSION, **asdict(self)}
@@ -95,7 +102,13 @@ class Campaign:
             accumulate=_choice(data, "accumulate", ACCUMULATE_CHOICES),
             tolerances=_choice(data, "tolerances", None),
             spin_rule=str(_choice(data, "spin_rule", SPIN_RULE.choices, optional=False)),
-            earlier=tuple(_ints(data, "earlier")))
+            earlier=tuple(_ints(data, "earlier")),
+            tolerances_digest=_choice(data, "tolerances_digest", None))
+        digest = campaign.tolerances_digest
+        if (digest is None) != (campaign.tolerances is None) or (
+                digest is not None and not _DIGEST.fullmatch(digest)):
+            raise ValueError(f"tolerances_digest {digest!r}: not 'blake2b:' and 64 hex "
+                             "digits beside a tolerance file (null without one)")
         bounds = (*campaign.earlier, campaign.budget)
         if len(bounds) > MAX_EXTENSIONS or any(a >= b for a, b in pairwise(bounds)) \
                 or not campaign.products:
