@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import stat
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,14 +67,14 @@ def read_document(path: str | Path, what: str, *, syntax: str | None = None,
     source = str(p)
     kind = syntax or syntax_of(p)
     try:
-        if not p.is_file():
-            reason = "no such file" if not p.exists() else "not a regular file"
-            raise error.at(source, f"cannot read {what}: {reason}")
-        size = p.stat().st_size
-        if size > max_bytes:
-            raise error.at(source, f"cannot read {what}: {size} bytes, over the "
-                                      f"{max_bytes}-byte limit")
-        raw = p.read_bytes()
+        raw = _read_regular(p, max_bytes)
+    except FileNotFoundError:
+        raise error.at(source, f"cannot read {what}: no such file") from None
+    except _NotRegular:
+        raise error.at(source, f"cannot read {what}: not a regular file") from None
+    except _TooLarge as exc:
+        raise error.at(source, f"cannot read {what}: {exc.args[0]} bytes or more, over "
+                               f"the {max_bytes}-byte limit") from None
     except OSError as exc:
         raise error.at(source, f"cannot read {what}: {exc.strerror or exc}") from None
     try:
@@ -92,6 +94,34 @@ def read_document(path: str | Path, what: str, *, syntax: str | None = None,
     if depth > MAX_DEPTH:
         raise error.at(source, f"nested {depth} levels deep (at most {MAX_DEPTH})")
     return data
+
+
+class _NotRegular(OSError):
+    pass
+
+
+class _TooLarge(OSError):
+    pass
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes:
+    """A regular file's bytes, read from the file opened (never blocking on a FIFO,
+    checked on the open file, so a swap after a check cannot slip past) and never past
+    `max_bytes` (a file that grows while read included)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _NotRegular(str(path))
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                raise _TooLarge(size)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def nesting_depth(data: Any) -> int:

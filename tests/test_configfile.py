@@ -57,6 +57,14 @@ def test_size_limit_and_non_regular_files(tmp_path: Path) -> None:
             read_document(tmp_path / "pipe.toml", "file")
 
 
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
+def test_the_limit_binds_what_is_read_not_what_stat_says() -> None:
+    """/proc files are regular and report size 0, as a file swapped or grown after a
+    size check would: the limit counts the bytes read."""
+    with pytest.raises(ConfigError, match="over the 10-byte limit"):
+        read_document("/proc/self/maps", "file", max_bytes=10, syntax="json")
+
+
 def test_nesting_depth_is_iterative() -> None:
     deep: list = []
     node = deep
