@@ -106,6 +106,11 @@ class InputFileError(AclcheckError):
         return self.message if self.source == str(path) else str(self)
 
 
+class WorkerLost(AclcheckError):
+    """An executor's worker died twice on the same piece of aclcheck's own work (killed,
+    or out of memory): nothing is wrong with the input, and nothing half-made is kept."""
+
+
 def message_of(exc: AclcheckError) -> str:
     """The one line the CLI prints for an error (ImplementationUnavailable names the
     --impl value it is about)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aclcheck import interrupts
-from aclcheck.errors import UsageError
+from aclcheck.errors import UsageError, WorkerLost, first_sentence
 
 #: how often a pool worker looks whether the process that started it is still there
 PARENT_LOOK_S = 0.5
@@ -74,7 +74,7 @@ class ProcessPool(ProcessPoolExecutor):
 
 
 class RenewingPool:
-    """--jobs N's pool for verify: where a worker died (a kernel that ended its process
+    """--jobs N's pool for verify and generate: where a worker died (a kernel that ended its process
     under --no-isolate), the broken pool is replaced by a fresh one at the next submit,
     so the cases after it (and the lost one's retry: aclcheck.running.parallel) still
     run."""
@@ -96,6 +96,12 @@ class RenewingPool:
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+    def __enter__(self) -> RenewingPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown(wait=True)
 
 
 def _refuses_connections(address: str) -> str | None:
@@ -263,3 +269,23 @@ LOST_WORKER = frozenset({"KilledWorker", "BrokenProcessPool"})
 def worker_lost(exc: BaseException) -> bool:
     """Whether a future failed because its worker died, not because its task raised."""
     return any(t.__name__ in LOST_WORKER for t in type(exc).__mro__)
+
+
+def result_once_more(executor: Any, future: Future[Any], what: str,
+                     fn: Callable[..., Any], *args: Any) -> Any:
+    """A future's result; where its worker died, `fn(*args)` sent once more (aclcheck's
+    own work, safe to redo), and a second loss a WorkerLost naming `what`."""
+    try:
+        return future.result()
+    except Exception as exc:
+        if not worker_lost(exc):
+            raise
+    try:
+        return executor.submit(fn, *args).result()
+    except Exception as exc:
+        if not worker_lost(exc):
+            raise
+        raise WorkerLost(f"the executor lost the worker making {what} twice (killed, or out "
+                         f"of memory? {first_sentence(exc)}): nothing was written; rerun, "
+                         "with fewer --jobs or a smaller selection if memory is short"
+                         ) from None

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import hostile_modules as hm
@@ -23,7 +24,11 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
+from aclcheck.errors import WorkerLost
 from aclcheck.store import open_golden
+from aclcheck.store.packed_writer import Prepared
+from aclcheck.suite.generate import CaseStream, iter_prepared
+from aclcheck.suite.selection import Selection
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -166,3 +171,43 @@ def test_a_kernel_that_kills_its_executor_worker_is_an_error_not_a_hang(
     assert all("worker" in c["message"] and "retried once" in c["message"] for c in rank3)
     with open_golden(valid_3d_4d_golden) as gf:
         assert len(cases) == len(gf.ids())  # every case judged: the run went on
+
+
+class BrokenProcessPool(Exception):
+    """Named as the exception a process pool's future raises when its worker died."""
+
+
+class DyingExecutor:
+    """Runs each submitted task here; the first `deaths` submissions fail as a dead
+    worker's would."""
+
+    def __init__(self, deaths: int) -> None:
+        self.deaths, self.submitted = deaths, 0
+
+    def submit(self, fn, *args):  # type: ignore[no-untyped-def]
+        self.submitted += 1
+        future: Future = Future()
+        if self.submitted <= self.deaths:
+            future.set_exception(BrokenProcessPool("a worker was terminated abruptly"))
+        else:
+            future.set_result(fn(*args))
+        return future
+
+
+@pytest.mark.parametrize("shard", [None, (1, 2)], ids=["places", "cases"])
+def test_generate_redoes_a_batch_whose_worker_died_once_and_stops_clearly_on_two(
+        shard: tuple[int, int] | None) -> None:
+    """generate's work is its own and deterministic: a batch lost once is made again
+    (the same cases and bytes as with no loss); lost twice, a WorkerLost naming it, not exit 4's
+    internal error."""
+    stream = CaseStream(Selection(count=1, seed=2, families=("divisible", "rank3")), shard,
+                        1 << 30)
+    def made(batches: list[Prepared]) -> tuple[list[str], bytes]:
+        ids = [c.id for p in batches for c in p.cases]
+        data = b"".join(p.pools[k].tobytes() for p in batches for k in sorted(p.pools))
+        return ids, data
+
+    again = list(iter_prepared(stream, executor=DyingExecutor(1)))
+    assert made(again) == made(list(iter_prepared(stream, executor=DyingExecutor(0))))
+    with pytest.raises(WorkerLost, match="lost the worker making a batch"):
+        list(iter_prepared(stream, executor=DyingExecutor(2)))

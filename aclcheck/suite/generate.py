@@ -26,6 +26,7 @@ from aclcheck.cases.acl import normalize_format
 from aclcheck.cores import idle_cores
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import SuiteError
+from aclcheck.executors import result_once_more
 from aclcheck.ops import DEFAULT, operator, operator_of
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
@@ -274,9 +275,9 @@ def iter_prepared(cases: Iterable[Case], jobs: int = 1, executor: Any | None = N
             interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
             yield prepare([(case, make_tensors(case, buffers=buffers))])
         return
-    from aclcheck.executors import ProcessPool
+    from aclcheck.executors import RenewingPool
 
-    with ProcessPool(jobs) as pool:
+    with RenewingPool(jobs) as pool:
         try:
             yield from _fan_out(cases, pool, 2 * jobs)
         except BaseException:  # interrupted, failed, or closed early: nothing more to wait for
@@ -309,13 +310,18 @@ def _fan_out(cases: Iterable[Case], executor: Any, window: int) -> Iterator[Prep
             pending.append((batch, executor.submit(_prepare_batch, batch)))
             if len(pending) >= window:
                 interrupts.check()  # before blocking: a Ctrl-C swallowed on the way
-                yield pending.popleft()[1].result()
+                yield _prepared(executor, *pending.popleft())
         while pending:
             interrupts.check()
-            yield pending.popleft()[1].result()
+            yield _prepared(executor, *pending.popleft())
     finally:
         for _, fut in pending:
             fut.cancel()
+
+
+def _prepared(executor: Any, batch: list[Case], fut: Future[Any]) -> Prepared:
+    return result_once_more(executor, fut, f"a batch of {len(batch)} cases",  # type: ignore[no-any-return]
+                            _prepare_batch, batch)
 
 
 def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[Prepared]:
@@ -333,7 +339,8 @@ def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[
         nonlocal size, resent
         interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
         slots, fut = pending.popleft()
-        taken, batch = fut.result()
+        taken, batch = result_once_more(executor, fut, f"a batch of {len(slots)} places",
+                                        _plan_batch, stream, slots)
         resent = taken < len(slots)
         if resent:
             rest = slots[taken:]
