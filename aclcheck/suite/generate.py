@@ -26,7 +26,6 @@ from aclcheck.cases.acl import normalize_format
 from aclcheck.cores import idle_cores
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import SuiteError
-from aclcheck.executors import result_once_more
 from aclcheck.ops import DEFAULT, operator, operator_of
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.store import GoldenWriter, check_ids, check_output_path
@@ -320,6 +319,8 @@ def _fan_out(cases: Iterable[Case], executor: Any, window: int) -> Iterator[Prep
 
 
 def _prepared(executor: Any, batch: list[Case], fut: Future[Any]) -> Prepared:
+    from aclcheck.executors import result_once_more  # fan-out only: a serial run skips it
+
     return result_once_more(executor, fut, f"a batch of {len(batch)} cases",  # type: ignore[no-any-return]
                             _prepare_batch, batch)
 
@@ -339,6 +340,8 @@ def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[
         nonlocal size, resent
         interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
         slots, fut = pending.popleft()
+        from aclcheck.executors import result_once_more
+
         taken, batch = result_once_more(executor, fut, f"a batch of {len(slots)} places",
                                         _plan_batch, stream, slots)
         resent = taken < len(slots)
