@@ -74,10 +74,10 @@ class ProcessPool(ProcessPoolExecutor):
 
 
 class RenewingPool:
-    """--jobs N's pool for verify and generate: where a worker died (a kernel that ended its process
-    under --no-isolate), the broken pool is replaced by a fresh one at the next submit,
-    so the cases after it (and the lost one's retry: aclcheck.running.parallel) still
-    run."""
+    """--jobs N's pool for verify and generate: where a worker died (a kernel that ended
+    its process under --no-isolate, an out-of-memory kill), the broken pool is replaced by
+    a fresh one at the next submit, so the work after it (and the lost piece's retry)
+    still runs."""
 
     def __init__(self, jobs: int, mp_context: Any = None) -> None:
         self._max_workers, self._context = jobs, mp_context

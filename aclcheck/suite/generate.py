@@ -332,6 +332,8 @@ def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[
     flight at most: only the first pending batch can be a rest), and the workers keep
     the window's batches to make meanwhile. The batches after a cut take as many places
     as the cut one did, doubling again up to BATCH_PLACES as they come back whole."""
+    from aclcheck.executors import result_once_more  # fan-out only: a serial run skips it
+
     pending: Pending = deque()
     size = BATCH_PLACES
     resent = False  # pending[0] is the rest of a batch cut short
@@ -340,8 +342,6 @@ def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[
         nonlocal size, resent
         interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
         slots, fut = pending.popleft()
-        from aclcheck.executors import result_once_more
-
         taken, batch = result_once_more(executor, fut, f"a batch of {len(slots)} places",
                                         _plan_batch, stream, slots)
         resent = taken < len(slots)
