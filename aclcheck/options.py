@@ -216,6 +216,16 @@ EXECUTOR = Option(
     help="Fan cases out over a Dask cluster: dask://HOST:PORT (a running scheduler), or "
          "dask-local:N (N worker processes on this machine, started and stopped here; "
          "docs/campaign.md).")
+PROBE = Option(
+    "probe", "--probe", True, kind=Kind.SWITCH, doc="measure the kernel's M on failures",
+    help="When cases FAIL, measure the kernel's own windows, weights and plane mapping on "
+         "one-hot values of the input it is linear in (extra calls, within --probe-budget) "
+         "and lead the diagnosis with the difference from the contract (docs/diagnosis.md). "
+         "Never changes a verdict. On by default.")
+PROBE_BUDGET = Option(
+    "probe_budget", "--probe-budget", 200, kind=Kind.INT, minimum=0, metavar="N",
+    show_default=True, doc="calls the probe may make",
+    help="Calls the measuring probe may make in all (a few failing shapes, smallest first).")
 MAX_TIME = Option(
     None, "--max-time", MAX_TIME_S, kind=Kind.FLOAT, minimum=0.0, metavar="S",
     show_default=True, commands=frozenset({SHRINK, HUNT}), doc="seconds of the search",
@@ -261,5 +271,6 @@ SELECTION: tuple[Option, ...] = (PRODUCTS, DTYPES, FORMATS, FAMILIES, IDS)
 JUDGEMENT: tuple[Option, ...] = (STANDARDS, TOLERANCES, ACCUMULATE, OVERFLOW_MODE, XFAIL,
                                  STRICT_XFAIL)
 RUNNING: tuple[Option, ...] = (ISOLATE, TIMEOUT, SPIN_RULE, MEMORY_LIMIT, REPEAT, DETERMINISTIC,
-                               STALE_CHECK, SHARD, JOBS, EXECUTOR, MAX_TIME)
+                               STALE_CHECK, SHARD, JOBS, EXECUTOR, PROBE, PROBE_BUDGET,
+                               MAX_TIME)
 REPORTING: tuple[Option, ...] = (BASELINE, VERBOSE, WIDTH, JSON, JUNIT, HTML)

@@ -12,6 +12,12 @@ kernel; a control is right when nothing is diagnosed).
     python benchmarks/bench_diagnosis.py --kernel end_floor --kernel ties_away
     python benchmarks/bench_diagnosis.py --suite suite.h5 --markdown
     python benchmarks/bench_diagnosis.py --suite suite.h5 --cost end_floor   # its price
+    python benchmarks/bench_diagnosis.py --probe-cost end_floor --probe-cost plane_slip
+
+The table is the what-if models' ranking (`verify --no-probe`); the measuring probe's
+own table is benchmarks/probe_zoo_table.py, and `--probe-cost KERNEL` (a kernel of
+tests/kernels_zoo.py or tests/kernels_probe_zoo.py) prices the probe stage: `verify`
+with it beside `verify --no-probe`, as a markdown table.
 
 Run from the repository root with the package installed (`pip install -e .`).
 """
@@ -56,7 +62,7 @@ def run_kernel(suite: Path, name: str, out_dir: Path) -> tuple[dict, float]:
     """The JSON report of `verify SUITE --impl tests/kernels_zoo.py:NAME` and its time."""
     report = out_dir / f"{name}.json"
     cmd = [*_aclcheck(), "verify", str(suite), "--impl", f"{ZOO_FILE}:{name}",
-           "--json", str(report)]
+           "--json", str(report), "--no-probe"]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
@@ -147,6 +153,40 @@ def cost(suite: Path, name: str, rounds: int = 3) -> tuple[float, float]:
     return statistics.median(times[True]), statistics.median(times[False])
 
 
+def probe_cost(suite: Path, names: list[str], rounds: int = 3) -> str:
+    """Markdown: median seconds of `verify --no-isolate` (in this process) of each kernel
+    with the probe and with --no-probe, interleaved, the ratio, and the probe calls."""
+    import statistics
+
+    from click.testing import CliRunner
+
+    from aclcheck.cli import cli
+    from tests.kernels_probe_zoo import ZOO as PROBE_ZOO
+
+    probe_names = {e.name for e in PROBE_ZOO}
+    lines = ["| kernel | with probe (s) | --no-probe (s) | ratio | probe calls |",
+             "|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "r.json"
+        for name in names:
+            zoo = "tests/kernels_probe_zoo.py" if name in probe_names else ZOO_FILE
+            args = ["verify", str(suite), "--impl", f"{ROOT / zoo}:{name}", "--no-isolate",
+                    "--json", str(report)]
+            times: dict[bool, list[float]] = {True: [], False: []}
+            calls = 0
+            for _ in range(rounds):
+                for probed in (True, False):
+                    start = time.perf_counter()
+                    CliRunner().invoke(cli, args + ([] if probed else ["--no-probe"]))
+                    times[probed].append(time.perf_counter() - start)
+                    if probed:
+                        entries = json.loads(report.read_text()).get("diagnosis") or []
+                        calls = max((e.get("calls", 0) for e in entries), default=0)
+            on, off = statistics.median(times[True]), statistics.median(times[False])
+            lines.append(f"| {name} | {on:.2f} | {off:.2f} | {on / off:.2f} | {calls} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", type=Path, help="golden file (default: generate the "
@@ -157,7 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="folder to keep the JSON reports in")
     parser.add_argument("--cost", metavar="KERNEL", help="instead: the time verify takes "
                         "on KERNEL with and without the diagnosis, side by side")
+    parser.add_argument("--probe-cost", metavar="KERNEL", action="append", default=[],
+                        help="instead: verify on KERNEL with the probe and with --no-probe "
+                             "(repeatable), a markdown table")
     args = parser.parse_args(argv)
+    if args.probe_cost:
+        with tempfile.TemporaryDirectory() as tmp:
+            suite = args.suite.resolve() if args.suite else make_suite(Path(tmp))
+            print(probe_cost(suite, args.probe_cost))
+        return 0
     if args.cost:
         with tempfile.TemporaryDirectory() as tmp:
             suite = args.suite.resolve() if args.suite else make_suite(Path(tmp))

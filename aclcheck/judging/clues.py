@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from aclcheck.dtypes import FloatFormat
 from aclcheck.judging.codes import DiagnosisCode
+from aclcheck.judging.roundings import Rounding, explaining, is_neighbour
 
 #: A finding about a region covering more than this share of the elements says nothing.
 REGION_MAX = 0.75
@@ -110,6 +112,29 @@ def unwritten_findings(wrong: np.ndarray, golden: np.ndarray,
     return [Finding(DiagnosisCode.UNWRITTEN, _share(n, total), (
         f"{n} wrong elements hold NaN or 0 where the golden has a value: never written, "
         "or read from memory the tensor does not cover"))]
+
+
+#: the words of each rounding of a final conversion
+ROUNDING_WORDS = {Rounding.TIES_AWAY: "to nearest, ties away from zero",
+                  Rounding.TOWARD_ZERO: "toward zero", Rounding.UP: "up (toward +inf)",
+                  Rounding.DOWN: "down (toward -inf)", Rounding.TO_ODD: "to odd"}
+
+
+def rounding_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
+                      fmt: FloatFormat) -> list[Finding]:
+    """A one-ULP failure whose every element is the exact value rounded one other way
+    (aclcheck.judging.roundings.explaining): the final conversion's rounding, named."""
+    total = int(np.count_nonzero(wrong))
+    g = np.asarray(golden, dtype=np.float64)
+    a = np.asarray(actual, dtype=np.float64)
+    if not total or not np.all(is_neighbour(a[wrong], g[wrong], fmt)):
+        return []
+    modes = [m for m in explaining(a, g, fmt) if m in ROUNDING_WORDS]
+    if not modes:
+        return []
+    return [Finding(DiagnosisCode.CAST_ROUNDING, 1.0, (
+        f"every element is the exact value rounded {ROUNDING_WORDS[modes[0]]}: the final "
+        "conversion's rounding mode"))]
 
 
 def findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,

@@ -19,6 +19,7 @@ class Kind(StrEnum):
     MODEL = "model"
     RULE = "rule"
     FINDING = "finding"
+    MEASURED = "measured"  # the kernel's own M, measured by the probe (judging.probe)
 
 
 class DiagnosisCode(StrEnum):
@@ -68,9 +69,18 @@ class DiagnosisCode(StrEnum):
     UNWRITTEN = "unwritten"
     TIES_AWAY = "ties-away"
     NOT_RNE = "not-rne"
+    CAST_ROUNDING = "cast-rounding"  # one rounding mode explains every wrong element
+    # -- measured by the probe (the kernel's own M against the contract's)
+    MEASURED_WINDOW_START = "measured-window-start"
+    MEASURED_WINDOW_END = "measured-window-end"
+    MEASURED_UNWRITTEN = "measured-unwritten"
+    MEASURED_WEIGHT = "measured-weight"
+    MEASURED_PLANES = "measured-planes"
 
     @property
     def kind(self) -> Kind:
+        if self.value.startswith("measured-"):
+            return Kind.MEASURED
         if self in _RULES:
             return Kind.RULE
         if self in _FINDINGS:
@@ -89,5 +99,5 @@ _FINDINGS = frozenset({
     DiagnosisCode.BATCH_STRIDE, DiagnosisCode.LAST_PLANE, DiagnosisCode.LAST_ROW,
     DiagnosisCode.LAST_COLUMN, DiagnosisCode.LAST_ROW_AND_COLUMN,
     DiagnosisCode.OVERLAP_ONLY, DiagnosisCode.BIASED, DiagnosisCode.UNWRITTEN,
-    DiagnosisCode.TIES_AWAY, DiagnosisCode.NOT_RNE,
+    DiagnosisCode.TIES_AWAY, DiagnosisCode.NOT_RNE, DiagnosisCode.CAST_ROUNDING,
 })

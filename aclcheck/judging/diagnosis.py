@@ -28,6 +28,7 @@ from typing import Any
 from aclcheck.judging.codes import DiagnosisCode, Kind
 from aclcheck.judging.magnitude import ClassSummary, Magnitude, MagnitudeClass
 from aclcheck.judging.magnitude import summarize as summarize_magnitudes
+from aclcheck.judging.probe_fit import Difference, Quantity, describe
 from aclcheck.judging.reproduce import CaseEvidence, ModelResult
 from aclcheck.judging.signature import (
     CaseFacts,
@@ -71,6 +72,8 @@ class Entry:
     score: int  # what the ranking counted (see the module doc)
     accumulate: str | None = None  # a precision model's wider accumulation
     alternatives: tuple[DiagnosisCode, ...] = ()  # models that explain the same equally
+    measured: Difference | None = None  # the probe's finding (Kind.MEASURED)
+    calls: int = 0  # the probe calls it took (Kind.MEASURED)
 
     @property
     def kind(self) -> Kind:
@@ -80,6 +83,9 @@ class Entry:
         n, f = self.cases_explained, self.cases_failing
         if self.kind is Kind.RULE:
             return self.summary
+        if self.kind is Kind.MEASURED:
+            return (f"{self.summary} (in {n} of {f} failing shapes measured, "
+                    f"{self.calls} probe calls)")
         if self.kind is Kind.FINDING:
             return f"{self.summary} (in {n} of {f} failing cases)"
         if self.exact == n:
@@ -100,7 +106,8 @@ class Entry:
                 "cases_failing": self.cases_failing, "exact": self.exact,
                 "alternatives": [c.value for c in self.alternatives],
                 "summary": self.summary, "score": self.score,
-                "accumulate": self.accumulate}
+                "accumulate": self.accumulate, "calls": self.calls,
+                "measured": None if self.measured is None else self.measured.to_json()}
 
     @classmethod
     def from_json(cls, data: object) -> Entry:
@@ -111,9 +118,12 @@ class Entry:
             counts = [int(data[k]) for k in ("cases_explained", "cases_failing", "exact",
                                              "score")]
             accumulate = data.get("accumulate")
+            measured = data.get("measured")
             return cls(DiagnosisCode(data["code"]), str(data["summary"]), *counts,
                        None if accumulate is None else str(accumulate),
-                       tuple(DiagnosisCode(c) for c in data.get("alternatives", ())))
+                       tuple(DiagnosisCode(c) for c in data.get("alternatives", ())),
+                       None if measured is None else Difference.from_json(measured),
+                       int(data.get("calls", 0)))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"a diagnosis entry: {exc}") from None
 
@@ -153,10 +163,30 @@ def _finding_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]
             if f.share >= FINDING_SHARE:
                 counts[f.code] = counts.get(f.code, 0) + 1
                 texts.setdefault(f.code, f.text)
-    return [Entry(code, texts[code], n, failing, 0, n) for code, n in counts.items()]
+    return [Entry(code, texts[code], n, failing, n if code in EXACT_FINDINGS else 0, n)
+            for code, n in counts.items()]
 
 
-_TIER = {Kind.MODEL: 0, Kind.FINDING: 1, Kind.RULE: 2}
+#: findings that reproduce every element of a case bit for bit: ranked as models are
+EXACT_FINDINGS = frozenset({DiagnosisCode.CAST_ROUNDING})
+
+
+_TIER = {Kind.MEASURED: -1, Kind.MODEL: 0, Kind.FINDING: 1, Kind.RULE: 2}
+
+#: the code of each measured quantity
+MEASURED_CODES = {Quantity.START: DiagnosisCode.MEASURED_WINDOW_START,
+                  Quantity.END: DiagnosisCode.MEASURED_WINDOW_END,
+                  Quantity.UNWRITTEN: DiagnosisCode.MEASURED_UNWRITTEN,
+                  Quantity.WEIGHT: DiagnosisCode.MEASURED_WEIGHT,
+                  Quantity.PLANES: DiagnosisCode.MEASURED_PLANES}
+
+
+def measured_entries(found: Sequence[tuple[Difference, int]], shapes: int, calls: int,
+                     failing: int) -> tuple[Entry, ...]:
+    """The probe's differences (each with the number of measured shapes showing it) as
+    the diagnosis's leading entries, in the probe's order."""
+    return tuple(Entry(MEASURED_CODES[d.quantity], describe(d), n, shapes, 0, failing,
+                       measured=d, calls=calls) for d, n in found)
 
 
 def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
@@ -178,9 +208,12 @@ def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
 
 def _strength(e: Entry) -> tuple[bool, int, float, int, str]:
     """Sort key of the ranking (see the module doc)."""
+    if e.kind is Kind.MEASURED:  # measured, not inferred: ahead of every model
+        return (False, -1, 0.0, 0, "")
     share = e.score / e.cases_failing if e.cases_failing else 0.0
     lead = share >= MOST
-    return (not lead, _TIER[e.kind] if lead else 0, -share, -e.exact, e.code.value)
+    tier = 0 if e.code in EXACT_FINDINGS else _TIER[e.kind]
+    return (not lead, tier if lead else 0, -share, -e.exact, e.code.value)
 
 
 def merge_entries(shards: Sequence[Sequence[Entry]], failed: int, failing: int
@@ -190,19 +223,25 @@ def merge_entries(shards: Sequence[Sequence[Entry]], failed: int, failing: int
     every shard that had a diagnosis (rules are all-or-none), against every failing case
     (`failing`); ranked again."""
     shards = [s for s in shards if s]
-    merged: dict[DiagnosisCode, Entry] = {}
+    merged: dict[tuple[DiagnosisCode, str], Entry] = {}
+    shapes: dict[tuple[DiagnosisCode, str], int] = {}
     for entries in shards:
         for e in entries:
-            was = merged.get(e.code)
+            key = (e.code, e.measured.axis if e.measured is not None else "")
+            shapes[key] = shapes.get(key, 0) + e.cases_failing
+            was = merged.get(key)
             if was is None:
-                merged[e.code] = e
+                merged[key] = e
             else:
-                merged[e.code] = replace(
+                merged[key] = replace(
                     was, cases_explained=was.cases_explained + e.cases_explained,
-                    exact=was.exact + e.exact, score=was.score + e.score)
+                    exact=was.exact + e.exact, score=was.score + e.score,
+                    calls=was.calls + e.calls)
     out = []
-    for code, e in merged.items():
-        if code.kind is Kind.RULE:
+    for (code, axis), e in merged.items():
+        if code.kind is Kind.MEASURED:  # each shard probed its own failing shapes
+            out.append(replace(e, cases_failing=shapes[code, axis]))
+        elif code.kind is Kind.RULE:
             if all(any(x.code is code for x in entries) for entries in shards):
                 out.append(replace(e, cases_explained=failing, cases_failing=failing,
                                    score=failing))
@@ -271,8 +310,8 @@ def magnitude_json(magnitudes: Iterable[Magnitude]) -> list[dict[str, Any]]:
     return _classes_json(summarize_magnitudes(magnitudes))
 
 
-def diagnose(verdicts: Sequence[CaseVerdict], facts: Iterable[CaseFacts] | Tally
-             ) -> RunDiagnosis:
+def diagnose(verdicts: Sequence[CaseVerdict], facts: Iterable[CaseFacts] | Tally,
+             measured: tuple[Entry, ...] = ()) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (FAILs carry their evidence) and the
     signature facts of its cases (any order, or counted: a Tally; cases without facts
     are not grouped)."""
@@ -291,5 +330,5 @@ def diagnose(verdicts: Sequence[CaseVerdict], facts: Iterable[CaseFacts] | Tally
     sig = signature(counted)
     found = [RuleEvidence(r.code, r.message, r.failing) for r in rules(counted)]
     entries = rank(evidence, found, failing=failing) if failing else ()
-    return RunDiagnosis(magnitude, sig, differing(sig), entries)
+    return RunDiagnosis(magnitude, sig, differing(sig), measured + entries)
 

@@ -22,6 +22,8 @@ class Rounding(StrEnum):
     TOWARD_ZERO = "toward-zero"
     TIES_AWAY = "ties-away"  # nearest, ties away from zero
     UP = "up"  # toward +inf
+    DOWN = "down"  # toward -inf
+    TO_ODD = "to-odd"  # an inexact value takes the neighbour whose last bit is odd
     NEAREST_FTZ = "nearest-ftz"  # nearest even, then subnormal results flushed to zero
 
 
@@ -67,11 +69,39 @@ def rounded(values: np.ndarray, fmt: FloatFormat, mode: Rounding) -> np.ndarray:
             return np.where(x < 0, up, down)
         if mode is Rounding.UP:
             return up
+        if mode is Rounding.DOWN:
+            return down
+        if mode is Rounding.TO_ODD:
+            odd_down = (ordered_bits(_held(down, fmt), fmt).astype(np.int64) % 2) != 0
+            return np.where(down == up, down, np.where(odd_down, down, up))
         # ties away: the nearer neighbour; at a tie the one away from zero
         nearer = np.where((x - down) < (up - x), down, up)
         tie = (x - down) == (up - x)
         away = np.where(x < 0, down, up)
         return np.where(tie & (down != up), away, nearer)
+
+
+def _held(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """float64 values of fmt as fmt's own numpy dtype (for bit reads)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.nan_to_num(values, nan=0.0).astype(np.float32).astype(fmt.np_dtype)
+
+
+#: the roundings of a final conversion that `explaining` tries, the contract's first
+CONVERSIONS: tuple[Rounding, ...] = (Rounding.NEAREST, Rounding.TIES_AWAY,
+                                     Rounding.TOWARD_ZERO, Rounding.UP, Rounding.DOWN,
+                                     Rounding.TO_ODD)
+
+
+def explaining(actual: np.ndarray, exact: np.ndarray, fmt: FloatFormat
+               ) -> tuple[Rounding, ...]:
+    """The roundings of CONVERSIONS under which `exact` (float64) becomes `actual` (values
+    of fmt) at every element: what a one-ULP failure's final cast did (empty: none)."""
+    a = np.asarray(actual, dtype=np.float64).ravel()
+    x = np.asarray(exact, dtype=np.float64).ravel()
+    keep = np.isfinite(a) & np.isfinite(x)
+    a, x = a[keep], x[keep]
+    return tuple(m for m in CONVERSIONS if np.array_equal(rounded(x, fmt, m), a))
 
 
 def is_neighbour(actual: np.ndarray, exact: np.ndarray, fmt: FloatFormat) -> np.ndarray:

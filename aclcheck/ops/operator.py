@@ -119,6 +119,17 @@ class Diagnosis:
     family: Callable[[Case], str]
 
 
+@dataclass(frozen=True)
+class Probe:
+    """How the measuring probe (aclcheck.judging.probe) reaches this operator: the input
+    role the operator is linear in (one-hot values go there; the case's other inputs,
+    shapes, dtype and layout stay), and the contract's M of a case (its windows per
+    spatial axis and weight per cell: a judging.probe.Geometry)."""
+
+    linear_role: str
+    geometry: Callable[[Case], Any]
+
+
 class CaseSpace(Protocol):
     """The operator's space of calls, for shrink and hunt (aclcheck.triage)."""
 
@@ -185,6 +196,8 @@ class Operator:
     display: Display
     # -- how its failures are diagnosed (None: by magnitude and signature counts only)
     diagnosis: Diagnosis | None = None
+    #: how the measuring probe calls it (None: not linear in an input; no probe)
+    probe: Probe | None = None
     #: family -> what it aims at (`aclcheck families`); every family has one
     family_notes: Mapping[str, FamilyNote] = field(default_factory=dict)
     #: which edges a file's cases reach (`aclcheck inspect --coverage`; None: no report)

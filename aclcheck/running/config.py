@@ -73,6 +73,8 @@ class VerifyConfig:
     stale_check: bool | None = config_field(o.STALE_CHECK)
     jobs: int = config_field(o.JOBS)
     executor: str | None = config_field(o.EXECUTOR)
+    probe: bool | None = config_field(o.PROBE)
+    probe_budget: int = config_field(o.PROBE_BUDGET)
     # -- what is reported
     baseline: str | None = config_field(o.BASELINE)
     verbose: bool = config_field(o.VERBOSE)

@@ -33,7 +33,7 @@ from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
 from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
 from aclcheck.judging.signature import CaseFacts, Tally
 from aclcheck.judging.spool import VerdictSpool
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.report import json_report, junit
 from aclcheck.report.diff import Diff, run_mismatch
@@ -42,9 +42,10 @@ from aclcheck.report.files import file_mode, write_all
 from aclcheck.running.config import ACLNN_ONLY, VerifyConfig
 from aclcheck.running.isolation import Heartbeat
 from aclcheck.running.parallel import iter_verdicts_parallel
+from aclcheck.running.probing import measured, probe_failures
 from aclcheck.running.readahead import read_ahead
 from aclcheck.running.remote import OpenedImpl, StartingImpl
-from aclcheck.running.runner import CaseSource, ProgressFn, RunOptions, iter_verdicts
+from aclcheck.running.runner import CaseRunner, CaseSource, ProgressFn, RunOptions, iter_verdicts
 from aclcheck.store import GoldenFile, IndexEntry, open_golden
 from aclcheck.store.digest import golden_digest
 from aclcheck.store.file_guard import Snapshot
@@ -173,6 +174,8 @@ class RunState:
     facts: FactsLog = field(default_factory=FactsLog)
     golden_digest: str | None = None
     verdict_options: dict[str, Any] = field(default_factory=dict)
+    failed: list[Case] = field(default_factory=list)  # FAIL cases' records (the probe)
+    measured: tuple[Any, ...] = ()  # the probe's diagnosis entries (running.probing)
 
     def judged(self, case: Case, verdict: CaseVerdict) -> None:
         """Note a verdict's case (its facts, without its id: the signature groups by the
@@ -243,20 +246,35 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
         adapter, zygote = opened.impl, opened.zygote
         if on_open is not None:
             on_open(adapter)
-        with progress(state.planned) as step, open_executor(config.jobs, config.executor) as pool:
-            if pool is None:
-                stream = iter_verdicts(adapter, cases, source, opts, step,
-                                       heartbeat=heartbeat, zygote=zygote)
-            else:
-                if not adapter.spec:
-                    raise UsageError(f"{adapter.name} cannot run in worker processes; "
-                                     "drop --jobs / --executor")
-                stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
-                                                window=max(2 * config.jobs, 8), progress=step)
-            for v in stream:
-                case, position = seen.pop(v.case_id)
-                state.judged(case, v)
-                done.append(replace(v, index=position, repro=config.repro(v.case_id)))
+        runner: CaseRunner | None = None  # the serial run's, reused by the probe
+        try:
+            with progress(state.planned) as step, \
+                    open_executor(config.jobs, config.executor) as pool:
+                if pool is None:
+                    runner = CaseRunner(adapter, opts, heartbeat, zygote)
+                    stream = iter_verdicts(adapter, cases, source, opts, step, runner=runner)
+                else:
+                    if not adapter.spec:
+                        raise UsageError(f"{adapter.name} cannot run in worker processes; "
+                                         "drop --jobs / --executor")
+                    stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
+                                                    window=max(2 * config.jobs, 8),
+                                                    progress=step)
+                for v in stream:
+                    case, position = seen.pop(v.case_id)
+                    state.judged(case, v)
+                    if v.verdict is Verdict.FAIL:
+                        state.failed.append(case)
+                    done.append(replace(v, index=position, repro=config.repro(v.case_id)))
+            if state.failed and config.probe is not False and not config.results \
+                    and config.probe_budget > 0:  # never a verdict: the diagnosis only
+                runner = runner or CaseRunner(adapter, opts)
+                state.measured = measured(
+                    probe_failures(runner, state.failed, source.load, config.probe_budget),
+                    len(state.failed))
+        finally:
+            if runner is not None:
+                runner.close()
 
 
 def run_verify(config: VerifyConfig, progress: Progress, say: Say,
@@ -330,7 +348,7 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
                   catch_all_entries=catch_all(xfails.entries, judged, adapter.name)
                   if xfails is not None else (), problems=problems)
     mode = isolation_mode(config, opened)
-    diagnosis = run_diagnosis(judged, state.facts)
+    diagnosis = run_diagnosis(judged, state.facts, state.measured)
     lost = write_reports(config, targets, adapter.name, state, judged, interrupted, mode,
                          diagnosis)
     return VerifyRun(config, adapter.name, mode, judged, gate, changes, lost, interrupted,
@@ -358,11 +376,12 @@ def verdict_options(config: VerifyConfig) -> dict[str, Any]:
     return options
 
 
-def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: FactsLog) -> RunDiagnosis:
+def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: FactsLog,
+                  measured: tuple[Any, ...] = ()) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (known failures applied) and the
     signature facts of the cases they judged, in the same order: counted, so it costs
-    the distinct facts, not a record a case."""
-    return diagnose(verdicts, facts.tally(verdicts))
+    the distinct facts, not a record a case; the probe's entries (`measured`) lead."""
+    return diagnose(verdicts, facts.tally(verdicts), measured)
 
 
 def write_reports(config: VerifyConfig, targets: ReportTargets, implementation: str,

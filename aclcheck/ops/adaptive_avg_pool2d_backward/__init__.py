@@ -20,7 +20,7 @@ from aclcheck.ops.adaptive_avg_pool2d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.space import SPACE
 from aclcheck.ops.adaptive_avg_pool2d_backward.values import tensor_values
-from aclcheck.ops.operator import Diagnosis, Display, Hook, Operator
+from aclcheck.ops.operator import Diagnosis, Display, Hook, Operator, Probe
 
 
 def late(module: str, name: str) -> Hook:
@@ -67,4 +67,5 @@ OPERATOR = Operator(
     coverage=late("coverage", "case_coverage"),
     diagnosis=Diagnosis(facts=late("diagnose", "facts"), evidence=late("diagnose", "evidence"),
                         windows=late("diagnose", "windows"), family=late("diagnose", "family")),
+    probe=Probe(linear_role="grad_output", geometry=late("glue", "probe_geometry")),
 )

@@ -18,7 +18,7 @@ import numpy as np
 from aclcheck.cases import Case, CaseData
 from aclcheck.dtypes import FLOAT_FORMATS, float_format, plane_quanta
 from aclcheck.judging.budget import BudgetModel
-from aclcheck.judging.clues import findings
+from aclcheck.judging.clues import findings, rounding_findings
 from aclcheck.judging.exactness import proven_mask
 from aclcheck.judging.pieces import load
 from aclcheck.judging.reproduce import (
@@ -208,4 +208,5 @@ def _evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
     found = findings(wrong, sc.golden, actual, batch_rank=sc.golden.ndim - 2)
     found += window_findings(wrong, sc.golden, actual, windows,
                              float_format(case.dtype).precision)
+    found += rounding_findings(wrong, sc.golden, actual, float_format(case.dtype))
     return CaseEvidence(case.id, tuple(results), tuple(found))

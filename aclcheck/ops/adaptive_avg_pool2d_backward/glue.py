@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aclcheck.cases import Case
 from aclcheck.ops.operator import AclnnSignature, Glue
 
 
@@ -61,3 +62,10 @@ GLUE = Glue(
     paddle=paddle_call, paddle_name="F.adaptive_avg_pool2d",
     aclnn=AclnnSignature("aclnnAdaptiveAvgPool2dBackward", ("grad_output", "self", "out")),
 )
+
+
+def probe_geometry(case: Case) -> Any:
+    """The contract's M of a case for the measuring probe (aclcheck.ops.adaptive.probe)."""
+    from aclcheck.ops.adaptive.probe import geometry  # judging: only when a probe runs
+
+    return geometry(case, ("H", "W"))

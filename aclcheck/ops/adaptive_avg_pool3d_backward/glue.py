@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aclcheck.cases import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
 from aclcheck.ops.operator import AclnnSignature, Glue
 
@@ -71,3 +72,10 @@ GLUE = Glue(
     paddle=paddle_backward, paddle_name="F.adaptive_avg_pool3d",
     aclnn=AclnnSignature(contract.API, tuple(r.name for r in contract.ROLES)),
 )
+
+
+def probe_geometry(case: Case) -> Any:
+    """The contract's M of a case for the measuring probe (aclcheck.ops.adaptive.probe)."""
+    from aclcheck.ops.adaptive.probe import geometry  # judging: only when a probe runs
+
+    return geometry(case, ("D", "H", "W"))
