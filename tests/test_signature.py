@@ -277,7 +277,7 @@ def test_every_diagnosis_code_is_documented() -> None:
 
 
 def test_shape_family_relabels_shrunk_cases() -> None:
-    from aclcheck.ops.adaptive_avg_pool2d_backward.diagnose import relabel, shape_family
+    from aclcheck.ops.adaptive.facts import relabel, shape_family
 
     assert shape_family([K.NONDIVISIBLE, K.DIVISIBLE]) == "nondivisible"
     assert shape_family([K.UPSAMPLING, K.NONDIVISIBLE]) == "upsampling"

@@ -12,7 +12,7 @@ bug could not have produced.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,8 @@ import numpy as np
 from aclcheck.dtypes import FloatFormat
 from aclcheck.judging.clues import Finding
 from aclcheck.judging.codes import DiagnosisCode
+from aclcheck.judging.exactness import proven_mask
+from aclcheck.judging.model import AxisTables, NumericModel
 from aclcheck.judging.roundings import Rounding, rounded
 
 
@@ -94,6 +96,34 @@ def inside(values: np.ndarray, actual: np.ndarray, extra: np.ndarray | float,
         hi = rounded(v + e, fmt, mode)
         ok = (a >= lo) & (a <= hi)
     return np.where(np.isnan(v), np.isnan(a), ok)
+
+
+def _whole(table: AxisTables, shape: tuple[int, ...]) -> np.ndarray:
+    """A per-axis table as one float64 array of `shape`."""
+    out = np.ones((), dtype=np.float64)
+    for size, v in zip(shape, table.vectors, strict=True):
+        out = np.multiply.outer(out, np.ones(size) if v is None else v.astype(np.float64))
+    return out
+
+
+def contract_interval(numbers: NumericModel, inputs: Mapping[str, np.ndarray],
+                      shape: tuple[int, ...], c: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """(E, proven) of the contract's own computation on a whole (small) output: the error
+    bound a correct kernel's sums may add on the case's product path, and the elements
+    the exactness proof computes exactly (None: none). With `inside` on the golden, the
+    elements no correct kernel could have written, for operators without what-if models
+    of their own."""
+    path = numbers.path
+    k = _whole(numbers.terms, shape)
+    m = np.asarray(numbers.numerics.magnitudes(inputs, ()), dtype=np.float64).reshape(shape)
+    u = path.accumulate.unit_roundoff
+    extra = (c * k * u + path.roundoff + path.scale_error) * m + c * k * path.underflow_unit
+    plan = numbers.exact
+    if plan is None or len(shape) < 2:
+        return extra, None
+    bounds = plan.plane_bounds(np.asarray(numbers.numerics.quanta(inputs, ())).reshape(-1))
+    proven = proven_mask(plan, m.reshape(-1, *shape[-2:]), bounds, shape[:-2])
+    return extra, proven.reshape(shape)
 
 
 def reproduce(values: np.ndarray, actual: np.ndarray, extra: np.ndarray | float,

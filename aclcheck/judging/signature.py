@@ -259,10 +259,12 @@ def rules(facts: Iterable[CaseFacts] | Tally) -> tuple[RuleFinding, ...]:
             f"only rank-{r} cases fail ({_share(_where(valid, lambda f: f.rank == r))}; other "
             f"ranks: {_share(_where(valid, lambda f: f.rank != r))}): the rank-{r} path"), n))
     if _only(failing, passing, lambda f: not f.square):
+        names = sorted({a for f in failing for a, _ in f.axes}, key="DHW".find)
+        axes = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else "the axes"
         out.append(RuleFinding(DiagnosisCode.AXIS_MIXUP, (
-            f"only cases with H != W or Ho != Wo fail ("
-            f"{_share(_where(valid, lambda f: not f.square))}; square: "
-            f"{_share(_where(valid, lambda f: f.square))}): H and W mixed up"), n))
+            f"only cases whose {axes} differ in size fail ("
+            f"{_share(_where(valid, lambda f: not f.square))}; alike: "
+            f"{_share(_where(valid, lambda f: f.square))}): {axes} mixed up"), n))
 
     def upsampling(f: CaseFacts) -> bool:
         return any(k is AxisKind.UPSAMPLING for _, k in f.axes)

@@ -1,8 +1,8 @@
 """Findings inside one failing case that read the window tables of adaptive pooling:
 
 - divisor-ratio: where one window alone reaches an element, actual/golden is the same
-  number across that window's elements (and not 1): the window's term is scaled, i.e. its
-  divisor kh*kw is wrong;
+  number across that window's elements (not 1, not 0): the window's term is scaled, i.e.
+  its divisor (kh*kw, kd*kh*kw) is wrong;
 - overlap-only: wrong elements only where windows overlap (k > 1): bounds or accumulation;
 - window-edges: wrong elements only on the first or last position of windows along an
   axis: off-by-one window bounds.
@@ -81,7 +81,7 @@ def window_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
         share, typical = ratio
         out.append(Finding(DiagnosisCode.DIVISOR_RATIO, share, (
             f"actual/golden is constant within each window (e.g. {typical:.4g}): the "
-            "window's divisor kh*kw")))
+            "window's divisor (the product of its sizes)")))
     return out
 
 
@@ -108,7 +108,8 @@ def _divisor_ratio(wrong: np.ndarray, g: np.ndarray, a: np.ndarray, single: np.n
     size = np.diff(np.concatenate((starts, [r.size])))
     tol = 2.0 ** (2 - precision)
     mid = (lo + hi) / 2
-    steady = (size >= 2) & (hi - lo <= tol * np.abs(mid)) & (np.abs(mid - 1) > tol)
+    steady = (size >= 2) & (hi - lo <= tol * np.abs(mid)) & (np.abs(mid - 1) > tol) \
+        & (np.abs(mid) > tol)  # a ratio of 0 is an unwritten window (clues.unwritten)
     if not steady.any():
         return None
     explained = int(size[steady].sum())

@@ -11,8 +11,6 @@ written it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from aclcheck.cases import Case, CaseData
@@ -29,9 +27,10 @@ from aclcheck.judging.reproduce import (
     inside,
     reproduce,
 )
-from aclcheck.judging.signature import AxisKind, CaseFacts, axis_kind
+from aclcheck.judging.signature import CaseFacts
 from aclcheck.ops.adaptive.clues import window_findings
-from aclcheck.ops.adaptive.windows import spread_plan, window_bounds
+from aclcheck.ops.adaptive.facts import WindowTable, case_facts, family_now, window_tables
+from aclcheck.ops.adaptive.windows import spread_plan
 from aclcheck.ops.adaptive_avg_pool2d_backward import bugs, contract
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import budget_model, numeric_model
 
@@ -42,69 +41,25 @@ REJUDGE_ELEMENTS = 1 << 18
 MODEL_C = 2.0
 
 
+#: the spatial axes of this operator's cases
+AXES = ("H", "W")
+
+
 def facts(case: Case, verdict: str) -> CaseFacts:
     """What a failure signature groups this case by."""
-    self_shape = tuple(case.tensor_desc("self").shape)
-    grad_shape = tuple(case.tensor_desc("grad_output").shape)
-    axes: tuple = ()
-    square = True
-    if len(self_shape) >= 2 and len(grad_shape) >= 2:
-        (h, w), (ho, wo) = self_shape[-2:], grad_shape[-2:]
-        axes = (("H", axis_kind(h, ho)), ("W", axis_kind(w, wo)))
-        square = h == w and ho == wo
     rules = contract.PRODUCTS.get(case.product)
-    return CaseFacts(case.id, verdict, case.family, case.layout, len(self_shape),
-                     case.product, case.dtype, case.expectation.success, axes, square,
-                     rules.accumulate if rules is not None else "")
+    return case_facts(case, verdict, AXES, rules.accumulate if rules is not None else "")
 
 
-def windows(case: Case) -> tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]:
+def windows(case: Case) -> tuple[WindowTable, ...]:
     """(axis, window starts, window ends) of each spatial axis: the tables a printed
     case shows beside its values."""
-    self_shape = tuple(case.tensor_desc("self").shape)
-    grad_shape = tuple(case.tensor_desc("grad_output").shape)
-    if len(self_shape) < 2 or len(grad_shape) < 2:
-        return ()
-    out = []
-    for name, i, o in zip(("H", "W"), self_shape[-2:], grad_shape[-2:], strict=True):
-        if i > 0 and o > 0:
-            start, end = window_bounds(int(o), int(i))
-            out.append((name, tuple(int(x) for x in start), tuple(int(x) for x in end)))
-    return tuple(out)
-
-
-#: Families whose cases are defined by their window shapes: a smaller case of one of
-#: them is named by what its shapes are now (shape_family).
-SHAPE_FAMILIES = frozenset({"divisible", "nondivisible", "upsampling", "global", "identity",
-                            "alignment", "index", "stress"})
-
-
-def shape_family(kinds: Sequence[AxisKind]) -> str:
-    """The shape family a set of window axes belongs to: upsampling or nondivisible if
-    any axis is, global or identity if every axis is, else divisible (empty: empty)."""
-    ks = set(kinds)
-    if AxisKind.EMPTY in ks:
-        return "empty"
-    if AxisKind.UPSAMPLING in ks:
-        return "upsampling"
-    if AxisKind.NONDIVISIBLE in ks:
-        return "nondivisible"
-    if ks == {AxisKind.IDENTITY}:
-        return "identity"
-    if ks == {AxisKind.GLOBAL}:
-        return "global"
-    return "divisible"
-
-
-def relabel(family: str, kinds: Sequence[AxisKind]) -> str:
-    """The family label of a case whose shapes changed (shrink): shape families are
-    named anew, families of values, layouts, ranks or rules keep their label."""
-    return shape_family(kinds) if family in SHAPE_FAMILIES else family
+    return window_tables(case, AXES)
 
 
 def family(case: Case) -> str:
-    """The family label of a case named for its shapes now (shrink): see relabel."""
-    return relabel(case.family, [kind for _, kind in facts(case, "").axes])
+    """The family label of a case named for its shapes now (shrink)."""
+    return family_now(case, AXES)
 
 
 def scene(data: CaseData) -> bugs.Scene | None:

@@ -20,7 +20,7 @@ from aclcheck.ops.adaptive_avg_pool3d_backward.glue import GLUE
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.space import SPACE
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import tensor_values
-from aclcheck.ops.operator import Display, Hook, Operator, Probe
+from aclcheck.ops.operator import Diagnosis, Display, Hook, Operator, Probe
 
 
 def late(module: str, name: str) -> Hook:
@@ -67,5 +67,7 @@ OPERATOR = Operator(
                       "161002. Atlas training: only a 1x1x1 output; Atlas inference: no "
                       "kernel for other sizes (unspecified). DOUBLE, NCHW/NDHWC: "
                       "undocumented (reported, not judged)."),
+    diagnosis=Diagnosis(facts=late("diagnose", "facts"), evidence=late("diagnose", "evidence"),
+                        windows=late("diagnose", "windows"), family=late("diagnose", "family")),
     probe=Probe(linear_role="grad_output", geometry=late("glue", "probe_geometry")),
 )
