@@ -69,6 +69,11 @@ def w_sum(k: tuple[np.ndarray, ...]) -> np.ndarray:
     return 1.0 / sum(np.broadcast_arrays(*k))
 
 
+def w_first_two(k: tuple[np.ndarray, ...]) -> np.ndarray:
+    """1/(kd*kh): the last axis's size left out (a 3D fill divisor D*H)."""
+    return 1.0 / (k[0] * k[1])
+
+
 def w_last_two(k: tuple[np.ndarray, ...]) -> np.ndarray:
     """1/(kh*kw) in 3D: kd ignored."""
     return 1.0 / (k[-2] * k[-1])
@@ -86,6 +91,8 @@ class Recipe:
     rounding: Rounding = Rounding.NEAREST
     #: the output's depth slices other than 0 left zero (3D)
     depth0_only: bool = False
+    #: only on a channels-last gradOutput (C the fastest axis); else correct
+    channels_last_only: bool = False
     #: only when every axis divides (a fast path); else the correct computation
     when: Callable[[tuple[int, ...], tuple[int, ...]], bool] = field(
         default=lambda out, inp: True)
@@ -99,7 +106,8 @@ def run(recipe: Recipe, g: np.ndarray, self_: np.ndarray) -> np.ndarray:
     """The recipe's result: float64 terms, dense window sums, the plane map, one cast."""
     r = recipe.rank
     outs, ins = g.shape[-r:], self_.shape[-r:]
-    broken = recipe.when(tuple(outs), tuple(ins))
+    broken = recipe.when(tuple(outs), tuple(ins)) and (
+        not recipe.channels_last_only or _channels_last(g, r))
     bounds = recipe.bounds if broken and recipe.bounds else (exact,) * r
     weight = recipe.weight if broken else w_contract
     if bounds == (exact,) * r and weight is w_contract:  # the reference's own sums
@@ -117,6 +125,13 @@ def run(recipe: Recipe, g: np.ndarray, self_: np.ndarray) -> np.ndarray:
     fmt = FLOAT_FORMATS[_fmt_of(self_.dtype)]
     mode = recipe.rounding if broken else Rounding.NEAREST
     return rounded(t, fmt, mode).astype(self_.dtype).reshape(self_.shape)
+
+
+def _channels_last(g: np.ndarray, rank: int) -> bool:
+    """C (the axis before the spatial ones) is the fastest-moving axis of g's memory."""
+    c = g.ndim - rank - 1
+    return c >= 0 and g.shape[c] > 1 and g.strides[c] == g.itemsize \
+        and int(np.prod(g.shape[-rank:])) > 1
 
 
 def _reference(g: np.ndarray, ins: tuple[int, ...]) -> np.ndarray:
@@ -178,6 +193,8 @@ class Entry:
     also: tuple[tuple[str, str], ...] = ()
     #: the formula the measured values follow, where the cause has one ("": any)
     formula: str = ""
+    #: the one memory layout the bug lives in ("": every layout)
+    layout: str = ""
 
     def names(self, quantity: str, axis: str) -> bool:
         """A measured difference of (quantity, axis) names this kernel's cause."""
@@ -217,6 +234,9 @@ RECIPES: dict[str, Recipe] = {
     "depth0_only_3d": Recipe(3, depth0_only=True),
     "divisor_no_kd_3d": Recipe(3, weight=w_last_two),
     "w_start_ceil_3d": Recipe(3, (exact, exact, ceil_start)),
+    "global_fill_no_w_3d": Recipe(3, weight=w_first_two,
+                                  when=lambda out, inp: all(o == 1 for o in out)),
+    "channels_last_slip_3d": Recipe(3, planes=lambda p: p - 1, channels_last_only=True),
 }
 
 ZOO: tuple[Entry, ...] = (
@@ -248,6 +268,10 @@ ZOO: tuple[Entry, ...] = (
           formula="1/(kh·kw)"),
     Entry("w_start_ceil_3d", "3d", "W window start ceil(i*W/Wo) instead of floor", "W",
           "start", False, formula="ceil(i·W/Wo)"),
+    Entry("global_fill_no_w_3d", "3d", "1x1x1 fill divides by D*H, not D*H*W", "", "weight",
+          False, formula="1/(kd·kh)"),
+    Entry("channels_last_slip_3d", "3d", "channels-last input: plane p written into p-1", "",
+          "planes", False, formula="q = p-1 (mod planes)", layout="channels_last"),
 )
 
 #: correct kernels of this engine (no probe may run for them)
@@ -296,6 +320,8 @@ d_end_floor_3d = _bind("d_end_floor_3d")
 depth0_only_3d = _bind("depth0_only_3d")
 divisor_no_kd_3d = _bind("divisor_no_kd_3d")
 w_start_ceil_3d = _bind("w_start_ceil_3d")
+global_fill_no_w_3d = _bind("global_fill_no_w_3d")
+channels_last_slip_3d = _bind("channels_last_slip_3d")
 RECIPES["correct_2d"] = Recipe(2)
 RECIPES["correct_3d"] = Recipe(3)
 correct_2d = _bind("correct_2d")

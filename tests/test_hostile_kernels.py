@@ -522,7 +522,8 @@ def test_stopped_spare_and_recall_workers_wait_no_longer_than_the_timeout(
                           capture_output=True, text=True, timeout=100)  # a guard: 120 s before
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     verdicts = {c["id"]: c for c in json.loads(report.read_text())["cases"]}
-    assert all(verdicts[cid]["verdict"] == "PASS" for cid in ids["4d"])
+    assert all(verdicts[cid]["verdict"] == "PASS" for cid in ids["4d"]), \
+        [(cid, verdicts[cid]["verdict"], verdicts[cid]["message"]) for cid in ids["4d"]]
     assert all(verdicts[cid]["verdict"] == "ERROR" for cid in ids["3d"])
     assert not any("120" in c["message"] for c in verdicts.values())
 

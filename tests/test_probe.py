@@ -16,7 +16,8 @@ from aclcheck.ops.adaptive.probe import shapes_geometry
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case as Case2d
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case as Case3d
 from aclcheck.ops.materialize import make_tensors
-from aclcheck.running.probing import probe_failures
+from aclcheck.running.probing import KEEP, MAX_SHAPES, Failing, probe_failures
+from aclcheck.running.probing import measured as probing_measured
 from aclcheck.running.runner import CaseRunner, RunOptions
 from tests.kernels_probe_zoo import CONTROLS, ZOO, Entry
 
@@ -100,8 +101,12 @@ def case_of(entry_op: str, dtype: str, name: str = "") -> object:
         w = 9 if name in W_DIVIDES else 8
         return Case2d("probe", "nondivisible", "atlas-a2", dtype, "NCHW", (2, 3, 11, w),
                       (2, 3, 5, 3), 3)
+    if name == "global_fill_no_w_3d":  # the 1x1x1 fill
+        return Case3d("probe", "global", "atlas-a2", dtype, "NCDHW", (1, 3, 7, 9, 5),
+                      (1, 3, 1, 1, 1), 3)
     return Case3d("probe", "nondivisible", "atlas-a2", dtype, "NCDHW", (1, 3, 7, 9, 5),
-                  (1, 3, 3, 4, 2), 3)
+                  (1, 3, 3, 4, 2), 3,
+                  layout="channels_last" if name == "channels_last_slip_3d" else "contiguous")
 
 
 def measured(kernel: str, op: str, dtype: str = "float16") -> tuple:
@@ -125,3 +130,37 @@ def test_each_zoo_kernel_is_measured_wrong_where_it_is(entry: Entry) -> None:
 def test_correct_kernels_measure_as_contracted(kernel: str) -> None:
     (result,) = measured(kernel, "2d" if kernel.endswith("2d") else "3d")
     assert result.differences == ()
+
+
+def test_every_failing_layout_is_measured_even_past_the_shape_cap() -> None:
+    """More small contiguous shapes than MAX_SHAPES do not crowd out the one failing
+    channels-last shape: the probe measures the smallest shape of every failing layout,
+    then the smallest others up to MAX_SHAPES."""
+    small = [Case3d(f"c{k}", "nondivisible", "atlas-a2", "float32", "NCDHW",
+                    (1, 2, 5 + 2 * k, 4, 3), (1, 2, 2, 3, 2), k) for k in range(MAX_SHAPES + 1)]
+    large = Case3d("cl", "nondivisible", "atlas-a2", "float32", "NCDHW", (1, 3, 10, 9, 5),
+                   (1, 3, 3, 4, 2), 7, layout="channels_last")
+    impl = create("tests/kernels_probe_zoo.py:d_end_floor_3d")
+    with CaseRunner(impl, RunOptions(isolate=False)) as runner:
+        results = probe_failures(runner, [large, *small], make_tensors)
+    assert sorted(r.layout for r in results) == \
+        ["channels_last"] + ["contiguous"] * (MAX_SHAPES - 1)
+    entries = probing_measured(results, failing=len(small) + 1)
+    assert entries[0].layouts == ("channels_last", "contiguous")
+    assert "layout channels_last, contiguous" in entries[0].message()
+
+
+def test_a_run_keeps_a_bounded_set_of_failing_cases_for_the_probe() -> None:
+    """However many cases fail, the run keeps the KEEP smallest and the smallest of each
+    layout (a large channels-last case past the KEEP smallest contiguous ones stays)."""
+    kept = Failing()
+    for k in range(KEEP * 3):
+        kept.add(Case3d(f"c{k}", "divisible", "atlas-a2", "float32", "NCDHW",
+                        (1, 1, 2 + k, 2, 2), (1, 1, 1, 1, 1), k))
+    cl = Case3d("cl", "divisible", "atlas-a2", "float32", "NCDHW", (1, 2, 500, 2, 2),
+                (1, 2, 1, 1, 1), 1, layout="channels_last")
+    kept.add(cl)
+    cases = kept.cases()
+    assert kept.count == KEEP * 3 + 1 and len(cases) == KEEP + 1
+    assert cl in cases
+    assert {c.id for c in cases if c.layout == "contiguous"} == {f"c{k}" for k in range(KEEP)}

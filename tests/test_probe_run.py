@@ -15,7 +15,7 @@ from aclcheck.cli import cli
 from tests.kernels_probe_zoo import ZOO, Entry
 
 FAMILIES_2D = ("nondivisible", "divisible", "upsampling", "layout", "rounding")
-FAMILIES_3D = ("nondivisible", "divisible")
+FAMILIES_3D = ("nondivisible", "divisible", "global", "layout")
 
 
 def generate(path: Path, op: str, families: tuple[str, ...]) -> Path:
@@ -53,6 +53,8 @@ def test_leading_diagnosis_names_the_cause(goldens: dict[str, Path], tmp_path: P
     assert entry.judged(first) == (True, True), (entry.name, first)
     if first["kind"] == "measured":
         assert 0 < first["calls"] <= 200
+        if entry.layout:
+            assert first["layouts"] == [entry.layout], first
     assert f"explained by: {first['message']}" in " ".join(out.split())
 
 

@@ -74,6 +74,8 @@ class Entry:
     alternatives: tuple[DiagnosisCode, ...] = ()  # models that explain the same equally
     measured: Difference | None = None  # the probe's finding (Kind.MEASURED)
     calls: int = 0  # the probe calls it took (Kind.MEASURED)
+    #: the memory layouts of the calls that measured it (Kind.MEASURED)
+    layouts: tuple[str, ...] = ()
 
     @property
     def kind(self) -> Kind:
@@ -84,7 +86,8 @@ class Entry:
         if self.kind is Kind.RULE:
             return self.summary
         if self.kind is Kind.MEASURED:
-            return (f"{self.summary} (in {n} of {f} failing shapes measured, "
+            where = f", layout {', '.join(self.layouts)}" if self.layouts else ""
+            return (f"{self.summary} (in {n} of {f} failing shapes measured{where}, "
                     f"{self.calls} probe calls)")
         if self.kind is Kind.FINDING:
             return f"{self.summary} (in {n} of {f} failing cases)"
@@ -107,6 +110,7 @@ class Entry:
                 "alternatives": [c.value for c in self.alternatives],
                 "summary": self.summary, "score": self.score,
                 "accumulate": self.accumulate, "calls": self.calls,
+                "layouts": list(self.layouts),
                 "measured": None if self.measured is None else self.measured.to_json()}
 
     @classmethod
@@ -123,7 +127,8 @@ class Entry:
                        None if accumulate is None else str(accumulate),
                        tuple(DiagnosisCode(c) for c in data.get("alternatives", ())),
                        None if measured is None else Difference.from_json(measured),
-                       int(data.get("calls", 0)))
+                       int(data.get("calls", 0)),
+                       tuple(str(x) for x in data.get("layouts", ())))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"a diagnosis entry: {exc}") from None
 
@@ -181,12 +186,13 @@ MEASURED_CODES = {Quantity.START: DiagnosisCode.MEASURED_WINDOW_START,
                   Quantity.PLANES: DiagnosisCode.MEASURED_PLANES}
 
 
-def measured_entries(found: Sequence[tuple[Difference, int]], shapes: int, calls: int,
-                     failing: int) -> tuple[Entry, ...]:
-    """The probe's differences (each with the number of measured shapes showing it) as
-    the diagnosis's leading entries, in the probe's order."""
+def measured_entries(found: Sequence[tuple[Difference, int, tuple[str, ...]]], shapes: int,
+                     calls: int, failing: int) -> tuple[Entry, ...]:
+    """The probe's differences (each with the number of measured shapes showing it and
+    the layouts they were called in) as the diagnosis's leading entries, in the probe's
+    order."""
     return tuple(Entry(MEASURED_CODES[d.quantity], describe(d), n, shapes, 0, failing,
-                       measured=d, calls=calls) for d, n in found)
+                       measured=d, calls=calls, layouts=layouts) for d, n, layouts in found)
 
 
 def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
@@ -236,7 +242,8 @@ def merge_entries(shards: Sequence[Sequence[Entry]], failed: int, failing: int
                 merged[key] = replace(
                     was, cases_explained=was.cases_explained + e.cases_explained,
                     exact=was.exact + e.exact, score=was.score + e.score,
-                    calls=was.calls + e.calls)
+                    calls=was.calls + e.calls,
+                    layouts=tuple(sorted({*was.layouts, *e.layouts})))
     out = []
     for (code, axis), e in merged.items():
         if code.kind is Kind.MEASURED:  # each shard probed its own failing shapes

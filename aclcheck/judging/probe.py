@@ -72,6 +72,7 @@ class ProbeResult:
     measured: Measured | None  # None: the calls failed or the budget ran out
     differences: tuple[Difference, ...]
     calls: int
+    layout: str = ""  # the memory layout of the calls (the caller's label)
 
 
 def spacing(starts: tuple[int, ...], ends: tuple[int, ...]) -> int:

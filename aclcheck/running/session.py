@@ -29,7 +29,7 @@ from aclcheck.executors import open_executor
 from aclcheck.impls.aclnn_options import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.judging import xfail
-from aclcheck.judging.diagnosis import RunDiagnosis, diagnose
+from aclcheck.judging.diagnosis import Entry, RunDiagnosis, diagnose
 from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
 from aclcheck.judging.signature import CaseFacts, Tally
 from aclcheck.judging.spool import VerdictSpool
@@ -42,7 +42,7 @@ from aclcheck.report.files import file_mode, write_all
 from aclcheck.running.config import ACLNN_ONLY, VerifyConfig
 from aclcheck.running.isolation import Heartbeat
 from aclcheck.running.parallel import iter_verdicts_parallel
-from aclcheck.running.probing import measured, probe_failures
+from aclcheck.running.probing import Failing, measured, probe_failures
 from aclcheck.running.readahead import read_ahead
 from aclcheck.running.remote import OpenedImpl, StartingImpl
 from aclcheck.running.runner import CaseRunner, CaseSource, ProgressFn, RunOptions, iter_verdicts
@@ -174,8 +174,8 @@ class RunState:
     facts: FactsLog = field(default_factory=FactsLog)
     golden_digest: str | None = None
     verdict_options: dict[str, Any] = field(default_factory=dict)
-    failed: list[Case] = field(default_factory=list)  # FAIL cases' records (the probe)
-    measured: tuple[Any, ...] = ()  # the probe's diagnosis entries (running.probing)
+    failed: Failing = field(default_factory=Failing)  # FAIL cases the probe may measure
+    measured: tuple[Entry, ...] = ()  # the probe's diagnosis entries (running.probing)
 
     def judged(self, case: Case, verdict: CaseVerdict) -> None:
         """Note a verdict's case (its facts, without its id: the signature groups by the
@@ -264,14 +264,14 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
                     case, position = seen.pop(v.case_id)
                     state.judged(case, v)
                     if v.verdict is Verdict.FAIL:
-                        state.failed.append(case)
+                        state.failed.add(case)
                     done.append(replace(v, index=position, repro=config.repro(v.case_id)))
-            if state.failed and config.probe is not False and not config.results \
+            if state.failed.count and config.probe is not False and not config.results \
                     and config.probe_budget > 0:  # never a verdict: the diagnosis only
                 runner = runner or CaseRunner(adapter, opts)
                 state.measured = measured(
-                    probe_failures(runner, state.failed, source.load, config.probe_budget),
-                    len(state.failed))
+                    probe_failures(runner, state.failed.cases(), source.load,
+                                   config.probe_budget), state.failed.count)
         finally:
             if runner is not None:
                 runner.close()
@@ -377,7 +377,7 @@ def verdict_options(config: VerifyConfig) -> dict[str, Any]:
 
 
 def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: FactsLog,
-                  measured: tuple[Any, ...] = ()) -> RunDiagnosis:
+                  measured: tuple[Entry, ...] = ()) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (known failures applied) and the
     signature facts of the cases they judged, in the same order: counted, so it costs
     the distinct facts, not a record a case; the probe's entries (`measured`) lead."""
