@@ -10,68 +10,32 @@ families draw from.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from aclcheck.cases import Case
 from aclcheck.cases.coverage import Coverage, Edge
-from aclcheck.dtypes import float_format
+from aclcheck.dtypes import FLOAT16, first_subnormal_reciprocal
+from aclcheck.ops.adaptive.coverage_rows import (
+    INDEX_2_24,
+    INDEX_2_31,
+    CaseShape,
+    Test,
+    count_edge,
+    max_index,
+)
 from aclcheck.ops.adaptive.tiling import (
     CUBE_CORES,
     VECTOR_CORES,
     a2_tiling,
-    atomic,
     core_split,
 )
 
-INDEX_2_24 = 2**24
-INDEX_2_31 = 2**31
 #: The widest row a generic column tiler is assumed to hold (no vendor kernel has one:
 #: section 9); rows past it are reported as such.
 COLUMN_TILE = 4096
 FP16_COUNT_LIMIT = 65520  # a count held in FLOAT16 overflows here
-FP16_SUBNORMAL_FILL = 16384  # 1/(H·W) is subnormal in FLOAT16 past this
-
-
-@dataclass(frozen=True)
-class CaseShape:
-    """What coverage needs of one valid call (a row of a golden file's index)."""
-
-    id: str
-    product: str
-    dtype: str
-    layout: str
-    distribution: str
-    self_shape: tuple[int, ...]
-    grad_shape: tuple[int, ...]
-
-    @property
-    def lanes(self) -> int:
-        return math.prod(self.grad_shape[:-2])
-
-    @property
-    def cells(self) -> int:
-        return math.prod(self.grad_shape[-2:])
-
-    @property
-    def is_global(self) -> bool:
-        return tuple(self.grad_shape[-2:]) == (1, 1)
-
-    @property
-    def atomic(self) -> bool:
-        return atomic(tuple(self.self_shape[-2:]), tuple(self.grad_shape[-2:]))
-
-    @property
-    def itemsize(self) -> int:
-        return int(float_format(self.dtype).np_dtype.itemsize)
-
-    @classmethod
-    def of(cls, case: Case) -> CaseShape:
-        return cls(case.id, case.product, case.dtype, case.layout, case.distribution,
-                   tuple(case.self_shape), tuple(case.grad_shape))
-
-
-Test = Callable[[CaseShape], bool]
+#: the least H·W whose FLOAT16 fill RN16(fl32(1/(H·W))) is subnormal (16 393)
+FP16_SUBNORMAL_FILL = first_subnormal_reciprocal(FLOAT16)
 
 
 def _uneven_cells(cores: int) -> Test:
@@ -104,12 +68,6 @@ def _sliced(c: CaseShape) -> bool:
     return plan.lanes_large and plan.tail_lanes < plan.slice_lanes
 
 
-def _max_index(c: CaseShape) -> int:
-    """The largest i·in (or (i+1)·in) a window bound computes on either axis."""
-    (h, w), (ho, wo) = c.self_shape[-2:], c.grad_shape[-2:]
-    return max(h * ho, w * wo)
-
-
 def _global_plane(c: CaseShape) -> int:
     return math.prod(c.self_shape[-2:]) if c.is_global else 0
 
@@ -130,16 +88,16 @@ def _hardware_tests() -> list[tuple[str, str, Test]]:
         ("exactly one spatial axis divides", "9.5",
          lambda c: not c.is_global and (c.self_shape[-2] % c.grad_shape[-2] == 0)
          != (c.self_shape[-1] % c.grad_shape[-1] == 0)),
-        (f"1x1 plane > {FP16_SUBNORMAL_FILL} in FLOAT16 (subnormal fill)", "9.6",
-         lambda c: c.dtype == "float16" and _global_plane(c) > FP16_SUBNORMAL_FILL),
+        (f"1x1 plane >= {FP16_SUBNORMAL_FILL} in FLOAT16 (subnormal fill)", "9.6",
+         lambda c: c.dtype == "float16" and _global_plane(c) >= FP16_SUBNORMAL_FILL),
         (f"1x1 plane >= {FP16_COUNT_LIMIT}", "9.6",
          lambda c: _global_plane(c) >= FP16_COUNT_LIMIT),
         ("1x1 plane >= 2^24", "9.6", lambda c: _global_plane(c) >= INDEX_2_24),
         ("i·in > 2^24 with W > 1", "9.7",
-         lambda c: c.self_shape[-1] > 1 and _max_index(c) > INDEX_2_24),
+         lambda c: c.self_shape[-1] > 1 and max_index(c) > INDEX_2_24),
         ("i·in > 2^24 with W = 1", "9.7",
-         lambda c: c.self_shape[-1] == 1 and _max_index(c) > INDEX_2_24),
-        ("i·in > 2^31", "9.7", lambda c: _max_index(c) > INDEX_2_31),
+         lambda c: c.self_shape[-1] == 1 and max_index(c) > INDEX_2_24),
+        ("i·in > 2^31", "9.7", lambda c: max_index(c) > INDEX_2_31),
         (f"W > {COLUMN_TILE} (rows past a 4 096-column tile)", "9.3",
          lambda c: c.self_shape[-1] > COLUMN_TILE),
         (f"H > {2 * COLUMN_TILE} (two 4 096-row blocks)", "9.7",
@@ -174,8 +132,7 @@ def coverage(rows: Iterable[CaseShape]) -> Coverage:
     edges: list[Edge] = []
 
     def count(group: str, label: str, section: str, test: Test) -> None:
-        hits = [c for c in cases if test(c)]
-        edges.append(Edge(group, label, section, len(hits), hits[0].id if hits else ""))
+        edges.append(count_edge(group, label, section, cases, test))
 
     for label, section, test in _hardware_tests():
         count("hardware", label, section, test)
@@ -202,7 +159,7 @@ def coverage(rows: Iterable[CaseShape]) -> Coverage:
         ("largest Wo", max((c.grad_shape[-1] for c in cases), default=0)),
         ("largest H", max((c.self_shape[-2] for c in cases), default=0)),
         ("largest 1x1 plane H·W", max((_global_plane(c) for c in cases), default=0)),
-        ("largest i·in", max((_max_index(c) for c in cases), default=0)),
+        ("largest i·in", max((max_index(c) for c in cases), default=0)),
     )
     return Coverage(len(every), tuple(edges), extremes)
 

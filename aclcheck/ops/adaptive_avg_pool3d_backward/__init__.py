@@ -59,6 +59,7 @@ OPERATOR = Operator(
     case_bytes=reference.case_bytes,
     glue=GLUE,
     family_notes=families.NOTES,
+    coverage=late("coverage", "case_coverage"),
     display=Display(
         axis_names=late("numerics", "axis_names"), map_axes=("H", "W"), shapes_text=shapes_text,
         magnitude_source="|gradOutput|",
