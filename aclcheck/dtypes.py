@@ -103,9 +103,18 @@ class FloatFormat:
         return 2.0 ** (self.min_exp - self.precision + 1)
 
     @property
+    def smallest_normal(self) -> float:
+        return 2.0 ** self.min_exp
+
+    @property
     def overflow_threshold(self) -> float:
         """Smallest magnitude that rounds to infinity (max + half an ULP at max)."""
         return self.max_value + 2.0 ** (int(np.floor(np.log2(self.max_value))) - self.precision)
+
+    @property
+    def first_inexact_integer(self) -> int:
+        """2^p + 1: where a count or an index held in the format starts to round."""
+        return 2 ** self.precision + 1
 
 
 FLOAT16 = FloatFormat(
@@ -197,6 +206,18 @@ def bfloat16_rounded(values: np.ndarray) -> np.ndarray:
     bits += 0x7FFF
     bits &= np.int32(-65536)
     return near
+
+
+def first_subnormal_reciprocal(fmt: FloatFormat) -> int:
+    """The least n with RN_fmt(fl32(1/n)) subnormal (a fill 1/n made in double, narrowed
+    to FLOAT32, then to fmt): not 1/smallest normal + 1, which rounds up to it."""
+    lo = int(round(1.0 / fmt.smallest_normal))  # normal(lo), not normal(2 lo): bisect
+    hi = 2 * lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        normal = correctly_rounded(np.float64(np.float32(1.0 / mid)), fmt) >= fmt.smallest_normal
+        lo, hi = (mid, hi) if normal else (lo, mid)
+    return hi
 
 
 def correctly_rounded(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:

@@ -17,7 +17,8 @@ cubeMathType 1 does there), FLOAT32 accumulation and saturating casts.
 BROKEN kernels carry one bug at a hardware edge; each family of
 `aclcheck/ops/adaptive_avg_pool2d_backward/hardware.py` is the only one that reaches its
 bug (tests/test_hardware_families.py): `plane_split_remainder` (cores), `pass_overrun`
-(ubpass), `slice_overrun` (ncslice), `fill_count_fp16` (bigglobal), `float_bounds_wide`
+(ubpass), `slice_overrun` (ncslice), `fill_count_fp16` and `fill_flushed_fp16`
+(bigglobal), `float_bounds_wide`
 (tall), `merged_planes_fp32` (layoutnc).
 
 STATEFUL kernels are correct on the first call of a process and wrong on a later one:
@@ -352,6 +353,22 @@ def fill_count_fp16(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
     return _global(grad_output, self, count)
 
 
+def fill_flushed_fp16(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """BROKEN (bigglobal): the 1x1 path's FLOAT16 fill flushed to zero when subnormal
+    (a flush-to-zero conversion of the scalar): every output 0 from H·W = 16 393, right
+    up to 16 392 (where the fill still rounds up to the smallest normal)."""
+    empty = _empty(grad_output, self)
+    if empty is not None:
+        return empty
+    if grad_output.shape[-2:] != (1, 1):
+        return a2_tiled(grad_output, self)
+    h, w = self.shape[-2:]
+    out = _global(grad_output, self, float(h * w))
+    if self.dtype == np.float16 and abs(float(_fill_scale(float(h * w), self.dtype))) < 2.0**-14:
+        out[...] = 0
+    return out
+
+
 # -- window bounds on a W > 1 (vector) path ---------------------------------------------------
 
 
@@ -513,7 +530,7 @@ BROKEN: dict[str, tuple[Kernel, ...]] = {
     "cores": (plane_split_remainder, plane_split_remainder_48, plane_split_remainder_20),
     "ubpass": (pass_overrun, pass_overrun_48),
     "ncslice": (slice_overrun,),
-    "bigglobal": (fill_count_fp16,),
+    "bigglobal": (fill_count_fp16, fill_flushed_fp16),
     "tall": (float_bounds_wide,),
     "layoutnc": (merged_planes_fp32,),
 }
@@ -526,6 +543,7 @@ TWIN: dict[Kernel, Kernel] = {
     pass_overrun_48: a2_tiled_48,
     slice_overrun: a2_tiled,
     fill_count_fp16: global_fill,
+    fill_flushed_fp16: global_fill,
     float_bounds_wide: window_sum_fp32,
     merged_planes_fp32: a2_tiled,
 }

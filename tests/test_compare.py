@@ -176,7 +176,7 @@ def test_paths_and_accumulation() -> None:
 
 
 def test_global_path_scale_rounding() -> None:
-    # 1/(H*W) rounded to fp16: exact for powers of two, subnormal past 16384, zero past 2^25
+    # 1/(H*W) rounded to fp16: exact for powers of two, subnormal from 16393, zero past 2^25
     assert product_path("atlas-a2", "float16", (1, 1), (64, 64)).scale_error == 0.0
     eps = product_path("atlas-a2", "float16", (1, 1), (100, 200)).scale_error
     fill = float(np.float16(1 / 20000))

@@ -26,6 +26,7 @@ from aclcheck.ops.adaptive.tiling import (
     pass_edge_cells,
 )
 from aclcheck.ops.adaptive_avg_pool2d_backward.coverage import CaseShape, coverage
+from aclcheck.ops.adaptive_avg_pool2d_backward.families import shape_case
 from aclcheck.ops.adaptive_avg_pool2d_backward.hardware import (
     FAMILIES,
     GLOBAL_STRESS,
@@ -192,7 +193,36 @@ class TestFamilies:
             big[slot.dtype] = max(big.get(slot.dtype, 0), hw)
         assert all(v >= 65520 for v in big.values()) and len(big) == 3
         sizes = {math.prod(d.self_shape[-2:]) for _, d in _draws("bigglobal")}
-        assert {2049, 16385, 257, 65520} <= sizes
+        assert {2049, 16393, 16392, 257, 65520} <= sizes
+
+    def test_each_fill_and_count_threshold_is_derived_and_drawn_on_both_sides(self):
+        """Each threshold derived here again, with numpy and ml_dtypes (not aclcheck's
+        rounding): the FLOAT16 fill RN16(fl32(1/n)) first subnormal, the first count
+        FLOAT16 / BFLOAT16 cannot hold, the first count FLOAT16 overflows at; the
+        family's default draws (one per product x dtype) reach each and its other side
+        (the fill: 16 393 and 16 392 exactly, both FLOAT16; a count: a smaller plane)."""
+        def fill_is_normal(n: int) -> bool:
+            return float(np.float16(np.float32(1.0 / n))) >= 2.0**-14
+
+        subnormal = next(n for n in range(2**14, 2**15) if not fill_is_normal(n))
+        assert subnormal == 16393 and fill_is_normal(16392)
+        fp16_count = next(n for n in range(1, 2**12) if float(np.float16(n)) != n)
+        bf16_count = next(n for n in range(1, 2**10)
+                          if float(np.array(n, dtype=ml_dtypes.bfloat16)) != n)
+        with np.errstate(over="ignore"):
+            overflow = next(n for n in range(65500, 65600) if np.isinf(np.float16(n)))
+        assert (fp16_count, bf16_count, overflow) == (2049, 257, 65520)
+        sizes = {math.prod(d.self_shape[-2:]): s for s, d in _draws("bigglobal")}
+        assert sizes[subnormal].dtype == sizes[subnormal - 1].dtype == "float16"
+        # a count's other side: any smaller 1x1 plane of the default suite (the global
+        # family's, the same product and dtype)
+        for n in (fp16_count, bf16_count, overflow):
+            slot = sizes[n]
+            smaller = [shape_case(f, slot.product, slot.dtype, "NCHW", 0, 0)
+                       for f in ("global", "bigglobal")]
+            assert any(c is not None and math.prod(c.self_shape[-2:]) < n
+                       and tuple(c.grad_shape[-2:]) == (1, 1) for c in smaller), n
+        assert sizes[bf16_count].dtype == "bfloat16"
 
     def test_tall_crosses_2_24_with_w_above_1(self):
         kinds = {}

@@ -101,7 +101,7 @@ def test_no_path_for_non_float_dtypes_and_an_accumulation_override():
 
 
 def test_global_factor_is_rounded_to_the_dtype():
-    """FLOAT16: 1/(D*H*W) is subnormal past 16384 elements: a large scale error, which
+    """FLOAT16: 1/(D*H*W) is subnormal from 16393 elements: a large scale error, which
     the budget carries (the kernel's own error, by design)."""
     path = numerics.product_path("atlas-a2", "float16", (1, 1, 1), (20, 25, 41))
     assert path is not None and path.scale_error > 2.0**-11

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aclcheck.dtypes import float_format
+from aclcheck.dtypes import BFLOAT16, FLOAT16, first_subnormal_reciprocal, float_format
 from aclcheck.ops.adaptive.tiling import (
     CUBE_CORES,
     VECTOR_CORES,
@@ -218,16 +218,36 @@ def _ncslice(slot: Slot) -> Draw | None:
 
 # -- bigglobal: the 1x1 fill of every product ----------------------------------------------
 
-#: (H, W) of the global edges: H·W = 16 385 (the FLOAT16 fill 1/(H·W) is subnormal),
-#: 65 520 (a count held in FLOAT16 overflows), 65 536, 65 519 (one wide row), 257 (a
-#: count held in BFLOAT16 rounds), 2 049 (a count held in FLOAT16 rounds).
+#: H·W where the FLOAT16 fill RN16(fl32(1/(H·W))) turns subnormal (16 393: just below
+#: 2^-14 the reciprocal still rounds up to the smallest normal), and where a count held
+#: in FLOAT16 / BFLOAT16 first rounds (2 049, 257) or overflows (65 520): derived from
+#: the formats (aclcheck.dtypes), each drawn with its neighbour on the other side.
+FILL_SUBNORMAL = first_subnormal_reciprocal(FLOAT16)
+FP16_COUNT_INEXACT = FLOAT16.first_inexact_integer
+BF16_COUNT_INEXACT = BFLOAT16.first_inexact_integer
+FP16_COUNT_OVERFLOW = int(FLOAT16.overflow_threshold)
+
+
+def _plane(n: int, widest: int = 4095) -> tuple[int, int]:
+    """(H, W) with H·W = n: the fewest rows whose row is at most `widest` wide (a
+    prime past it gives one row)."""
+    for h in range(1, n + 1):
+        if n % h == 0 and n // h <= widest:
+            return h, n // h
+    return 1, n
+
+
+#: (H, W) of the global edges, by H·W: both sides of the subnormal fill, the FLOAT16
+#: count's overflow (65 520, and 65 519 as one wide row), 65 536, and the first counts
+#: FLOAT16 and BFLOAT16 cannot hold.
 GLOBAL_EDGES: dict[str, tuple[int, int]] = {
-    "16385": (113, 145),
-    "65520": (16, 4095),
+    str(FILL_SUBNORMAL): _plane(FILL_SUBNORMAL),
+    str(FILL_SUBNORMAL - 1): _plane(FILL_SUBNORMAL - 1),
+    str(FP16_COUNT_OVERFLOW): _plane(FP16_COUNT_OVERFLOW),
     "65536": (256, 256),
-    "65519": (1, 65519),
-    "257": (257, 1),
-    "2049": (3, 683),
+    str(FP16_COUNT_OVERFLOW - 1): (1, FP16_COUNT_OVERFLOW - 1),
+    str(BF16_COUNT_INEXACT): (BF16_COUNT_INEXACT, 1),
+    str(FP16_COUNT_INEXACT): _plane(FP16_COUNT_INEXACT, 683),
 }
 #: Stress only: FLOAT32 count exactness (2^24, 2^24 + 1), FLOAT16 fill 0 (2^25, 2^25 + 1).
 GLOBAL_STRESS: dict[str, tuple[int, int]] = {
@@ -236,19 +256,25 @@ GLOBAL_STRESS: dict[str, tuple[int, int]] = {
     "2^25": (4096, 8192),
     "2^25+1": (8283, 4051),
 }
-#: The slot drawing a plane of >= 65 520 per dtype; every other slot a cheap edge.
-_BIG_GLOBAL = {("atlas-a2", "float32"): "65520", ("atlas-training", "float16"): "65520",
-               ("atlas-a3", "bfloat16"): "65536"}
+#: The slot drawing a plane of >= 65 520 per dtype, and the FLOAT16 slots drawing each
+#: side of the subnormal fill; every other slot a cheap edge.
+_BIG_GLOBAL = {("atlas-a2", "float32"): str(FP16_COUNT_OVERFLOW),
+               ("atlas-training", "float16"): str(FP16_COUNT_OVERFLOW),
+               ("atlas-a3", "bfloat16"): "65536",
+               ("atlas-a2", "float16"): str(FILL_SUBNORMAL),
+               ("atlas-a3", "float16"): str(FILL_SUBNORMAL - 1)}
+#: the order of the other edges (a slot's later indices)
+_GLOBAL_ORDER = (str(FP16_COUNT_INEXACT), str(FILL_SUBNORMAL), str(FILL_SUBNORMAL - 1),
+                 str(BF16_COUNT_INEXACT), str(FP16_COUNT_OVERFLOW),
+                 str(FP16_COUNT_OVERFLOW - 1))
 
 
 def _bigglobal(slot: Slot) -> Draw | None:
     if slot.rank != 4:
         return None
-    first = _BIG_GLOBAL.get((slot.product, slot.dtype))
-    cheap = ("16385" if (slot.product, slot.dtype) == ("atlas-a2", "float16")
-             else "257" if slot.dtype == "bfloat16" else "2049")
-    order = [first or cheap] + [k for k in ("2049", "16385", "257", "65520", "65519")
-                                if k != (first or cheap)]
+    first = _BIG_GLOBAL.get((slot.product, slot.dtype)) or (
+        str(BF16_COUNT_INEXACT) if slot.dtype == "bfloat16" else str(FP16_COUNT_INEXACT))
+    order = [first] + [k for k in _GLOBAL_ORDER if k != first]
     if slot.index >= len(order):
         return None
     h, w = GLOBAL_EDGES[order[slot.index]]
@@ -342,8 +368,9 @@ FAMILIES: dict[str, HardwareFamily] = {
             "9.4", "A2/A3", _ncslice),
         HardwareFamily(
             "bigglobal", "gbig",
-            "1x1 outputs over planes of 16 385 to 65 536 elements: the fill 1/(H·W) rounded "
-            "to the dtype (FLOAT16 subnormal), counts FLOAT16 cannot hold",
+            "1x1 outputs over planes of 257 to 65 536 elements: the fill 1/(H·W) rounded "
+            "to the dtype (FLOAT16: the last normal fill at 16 392, subnormal from 16 393), "
+            "counts FLOAT16 and BFLOAT16 cannot hold",
             "9.6", "every product", _bigglobal),
         HardwareFamily(
             "tall", "tall",

@@ -5,7 +5,7 @@ Three paths, chosen by gradOutput's (Do, Ho, Wo) and the product:
 
 - global-1x1x1 (every product, Do = Ho = Wo = 1): out = RN_T(g * F_T) with
   F_T = RN_T(fl32(fl64(1 / (D*H*W)))): the factor is rounded to the dtype before the
-  multiply (FLOAT16: subnormal past D*H*W = 16384, zero from 2^25). One rounding of the
+  multiply (FLOAT16: subnormal from D*H*W = 16393, zero from 2^25). One rounding of the
   product, so where F_T is exact the output is the correctly rounded golden.
 - fp32-disjoint (A2/A3, D % Do = H % Ho = W % Wo = 0): the windows tile the input; each
   element gets one term fl32(g * fl32(1/k)), written directly (FP32) or rounded once to
