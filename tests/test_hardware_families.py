@@ -35,9 +35,9 @@ from aclcheck.ops.adaptive_avg_pool2d_backward.hardware import (
     core_edges,
     draw,
     slice_edges,
-    stress_draws,
     ub_edge,
 )
+from aclcheck.ops.adaptive_avg_pool2d_backward.stress import dealt, edges, order, stress_draw
 from tests import kernels_hardware as K
 
 PRODUCT_DTYPES = {
@@ -245,12 +245,31 @@ class TestFamilies:
         assert all(v == {"channels_last", "strided"} for v in kinds.values())
 
     def test_stress_draws_hold_the_big_edges(self):
-        draws = stress_draws(Slot("atlas-a2", "float16", 4, 0))
+        slot = Slot("atlas-a2", "float16", 4, 0)
+        draws = [stress_draw(Slot("atlas-a2", "float16", 4, i)) for i in range(len(order(slot)))]
         planes = {math.prod(d.self_shape[-2:]) for d in draws if d.grad_shape[-2:] == (1, 1)}
         assert planes == {h * w for h, w in GLOBAL_STRESS.values()}
         lanes = {math.prod(d.grad_shape[:-2]) for d in draws}
         assert set(slice_edges(2)) <= lanes
 
+    def test_stress_at_count_1_draws_every_edge_once_where_it_means_something(self):
+        """The deal: index 0 of the family's slots holds each stress edge once; the 2^24
+        count on FLOAT32, the 2^25 fill on FLOAT16, slices and UB passes on the tiled
+        products, each slicing edge on its own element size."""
+        own = dealt()
+        assert sorted(e for es in own.values() for e in es) == sorted(e for e, _ in edges())
+        assert all(len(es) <= 1 for es in own.values())  # 21 edges, 30 slots
+        for edge, slots in ((es[0], [Slot(*key, 0)]) for key, es in own.items() if es):
+            assert order(slots[0])[0] == edge
+            slot = slots[0]
+            if edge.startswith("global:2^24"):
+                assert slot.dtype == "float32"
+            if edge.startswith("global:2^25"):
+                assert slot.dtype == "float16"
+            if edge.startswith(("slice", "ub")):
+                assert slot.product in ("atlas-a2", "atlas-a3")
+            if edge.startswith("slice"):
+                assert slot.itemsize == int(edge[5])
 
 # -- the kernels -----------------------------------------------------------------------------
 
@@ -373,8 +392,7 @@ class TestCoverage:
         missing = {e.label for e in cov.missing() if e.group == "hardware"}
         assert missing == self.STRESS_ONLY | {"i·in > 2^24 with W = 1"}  # the index family's
         assert dict(cov.extremes)["largest N·C"] == 15873  # FLOAT32's 23 809: --count 2
-        stress = [(Slot("atlas-a2", "float16", 4, 0), d)
-                  for d in stress_draws(Slot("atlas-a2", "float16", 4, 0))]
+        stress = [(s, d) for s in _slots(0) if (d := stress_draw(s)) is not None]  # --count 1
         covered = {e.label for e in coverage(_rows(stress)).edges if e.covered}
         assert self.STRESS_ONLY <= covered
 

@@ -17,6 +17,7 @@ cases are the default suite's own, with their values, layouts and products.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pytest
@@ -119,10 +120,22 @@ def test_families_command_lists_each_family_with_its_fact() -> None:
         assert note.section.startswith("9.") and note.aims[:30] in res.output
 
 
-def test_stress_reaches_the_hardware_edges_past_its_index_variants() -> None:
+def test_stress_reaches_every_big_edge_at_count_1() -> None:
+    """Index 0 of the stress family's slots: the 2^25 FLOAT16 fill, the 2^24 FLOAT32
+    count, i·in past 2^31 with W > 1, and the N·C slices of both element sizes."""
     from aclcheck.ops.adaptive_avg_pool2d_backward.families import shape_case
+    from aclcheck.ops.adaptive_avg_pool2d_backward.hardware import slice_edges
 
-    assert shape_case("stress", "atlas-a2", "float16", "NCHW", 0, 0).self_shape[-2] > 4096
-    big = shape_case("stress", "atlas-a2", "float16", "NCHW", 2, 0)
-    assert big is not None and big.grad_shape[-2:] == (1, 1)
-    assert big.self_shape[-2] * big.self_shape[-1] >= 2**24
+    firsts = [c for p, dts in (("atlas-training", ("float16", "float32")),
+                               ("atlas-inference", ("float16", "float32")),
+                               ("atlas-a2", ("bfloat16", "float16", "float32")),
+                               ("atlas-a3", ("bfloat16", "float16", "float32")))
+              for d in dts for f in ("ND", "NCHW", "NCL")
+              if (c := shape_case("stress", p, d, f, 0, 0)) is not None]
+    planes = {(c.dtype, math.prod(c.self_shape[-2:])) for c in firsts
+              if tuple(c.grad_shape[-2:]) == (1, 1)}
+    assert {("float16", 2**25), ("float32", 2**24)} <= planes
+    assert any(c.self_shape[-1] > 1 and c.self_shape[-2] * c.grad_shape[-2] > 2**31
+               for c in firsts)
+    lanes = {math.prod(c.grad_shape[:-2]) for c in firsts}
+    assert set(slice_edges(2)) | set(slice_edges(4)) <= lanes

@@ -89,7 +89,7 @@ class HardwareFamily:
 # -- shape helpers -------------------------------------------------------------------------
 
 
-def _lead(nc: int, rank: int) -> tuple[int, ...]:
+def lead_dims(nc: int, rank: int) -> tuple[int, ...]:
     """Leading dims holding N·C = nc: (C,) for rank 3; (N, C) for rank 4 with the
     smallest factor N >= 2 of nc when it has one (N > 1 exercises the batch stride)."""
     if rank == 3:
@@ -144,7 +144,7 @@ def _cores(slot: Slot) -> Draw | None:
         return None
     ho, wo = _cells(cells[pos])
     h, w = _spread_in(ho, wo, 4)
-    lead = _lead(planes[pos % len(planes)], _rank(slot, 4 if pos % 2 else 3))
+    lead = lead_dims(planes[pos % len(planes)], _rank(slot, 4 if pos % 2 else 3))
     return Draw(lead + (h, w), lead + (ho, wo))
 
 
@@ -176,7 +176,7 @@ def _ubpass(slot: Slot) -> Draw | None:
     t = ub_edge(1, slot.itemsize, counts[slot.index])
     # one row of T cells over a row of about T/8 inputs: each input takes ~8 terms, so a
     # term counted twice shows; W > 4096 also crosses any 4096-column tile
-    lead = _lead(1, slot.rank or 3)
+    lead = lead_dims(1, slot.rank or 3)
     return Draw(lead + (1, t // 8 + 1), lead + (1, t), EXACT)
 
 
@@ -210,7 +210,7 @@ def _ncslice(slot: Slot) -> Draw | None:
     index = slot.index - (0 if first is not None else 1)
     if not 0 <= index < len(order):
         return None
-    lead = _lead(edges[order[index]], 4)
+    lead = lead_dims(edges[order[index]], 4)
     # two input rows under two one-wide windows: lanes that run past N·C land in the
     # second row's lanes, where they show (the cheapest atomic, non-global call)
     return Draw(lead + (2, 1), lead + (1, 2), EXACT)
@@ -389,27 +389,6 @@ FAMILIES: dict[str, HardwareFamily] = {
 def draw(family: str, slot: Slot) -> Draw | None:
     """The draw of a hardware family for one slot (None: nothing for this slot)."""
     return FAMILIES[family].recipe(slot)
-
-
-def stress_draws(slot: Slot) -> list[Draw]:
-    """The hardware edges too large for the default suite (the `stress` family's share):
-    every N·C slice edge at once, UB passes of FLOAT32 on both core counts with N·C = 17,
-    global planes around 2^24 and 2^25, and i·in around INT32_MAX with W > 1."""
-    out: list[Draw] = []
-    rank = slot.rank or 4
-    lead1 = _lead(1, rank)
-    for h, w in GLOBAL_STRESS.values():
-        out.append(Draw(lead1 + (h, w), lead1 + (1, 1)))
-    for h, ho, w, wo in TALL_STRESS:
-        out.append(Draw(lead1 + (h, w), lead1 + (ho, wo)))
-    for nc in slice_edges(slot.itemsize):
-        lead = _lead(nc, rank)
-        out.append(Draw(lead + (2, 1), lead + (1, 2)))
-    for cores in VECTOR_CORES:
-        t = ub_edge(17, slot.itemsize, cores)
-        lead = _lead(17, rank)
-        out.append(Draw(lead + (1, t // 4 + 1), lead + (1, t)))
-    return out
 
 
 def tiling_of(slot: Slot, d: Draw, cores: int):

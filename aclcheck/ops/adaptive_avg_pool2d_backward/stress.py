@@ -1,0 +1,104 @@
+"""The on-request `stress` family: every hardware edge too large for the default suite,
+dealt over the family's slots (product x dtype x format) so that `--count 1` reaches each
+edge once, on a slot where it means something (the 2^24 count on FLOAT32, the 2^25 fill
+on FLOAT16, N·C slices and UB passes on the tiled products); a larger count draws each
+slot's other edges after its own.
+
+Edges: i·in past 2^24 with W > 1 and past 2^31 with W = 1 (tall thin tensors), i·in
+around INT32_MAX with W > 1 and along W (hardware.TALL_STRESS), 1x1 planes of 2^24,
+2^24 + 1, 2^25 and 2^25 + 1 (hardware.GLOBAL_STRESS), the N·C slicing edges of each
+element size (hardware.slice_edges) and a second UB pass on both core counts.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from aclcheck.ops.adaptive.tiling import VECTOR_CORES
+from aclcheck.ops.adaptive_avg_pool2d_backward import contract
+from aclcheck.ops.adaptive_avg_pool2d_backward.hardware import (
+    GLOBAL_STRESS,
+    PRODUCT_CORES,
+    TALL_STRESS,
+    Draw,
+    Slot,
+    lead_dims,
+    slice_edges,
+    ub_edge,
+)
+
+#: the i·in edges of the first version (index 0 and 1 of every slot before the deal)
+INDEX_STRESS: tuple[tuple[int, int, int, int], ...] = ((8193, 4099, 3, 2), (65536, 32771, 1, 1))
+#: the element sizes whose N·C slicing edges differ
+ITEMSIZES = (2, 4)
+
+
+@functools.cache
+def edges() -> tuple[tuple[str, Callable[[Slot], bool]], ...]:
+    """(edge id, which slots it means something on), the most constrained first."""
+    tiled: Callable[[Slot], bool] = lambda s: s.product in PRODUCT_CORES  # noqa: E731
+    out: list[tuple[str, Callable[[Slot], bool]]] = []
+    for size in ITEMSIZES:  # slicing edges are per element size
+        for k in range(len(slice_edges(size))):
+            out.append((f"slice{size}:{k}",
+                        lambda s, size=size: tiled(s) and s.itemsize == size))
+    out += [(f"ub:{cores}", tiled) for cores in VECTOR_CORES]
+    for name in GLOBAL_STRESS:
+        dtype = "float32" if name.startswith("2^24") else "float16"
+        out.append((f"global:{name}", lambda s, dtype=dtype: s.dtype == dtype))
+    out += [(f"tall:{k}", lambda s: True) for k in range(len(TALL_STRESS))]
+    out += [(f"index:{k}", lambda s: True) for k in range(len(INDEX_STRESS))]
+    return tuple(out)
+
+
+def _slots() -> list[tuple[str, str, int | None]]:
+    """Every (product, dtype, rank) slot of the family, in the contract's order."""
+    return [(p, d, contract.FORMAT_RANK.get(f)) for p, rules in contract.PRODUCTS.items()
+            for d in rules.dtypes for f in contract.FORMATS]
+
+
+@functools.cache
+def dealt() -> dict[tuple[str, str, int | None], tuple[str, ...]]:
+    """Each slot's own edges: every edge goes to the least-loaded slot it means
+    something on (the contract's order among equals)."""
+    slots = _slots()
+    own: dict[tuple[str, str, int | None], list[str]] = {s: [] for s in slots}
+    for edge, fits in edges():
+        able = [s for s in slots if fits(Slot(*s, 0))]
+        if able:
+            own[min(able, key=lambda s: len(own[s]))].append(edge)
+    return {s: tuple(e) for s, e in own.items()}
+
+
+def order(slot: Slot) -> tuple[str, ...]:
+    """The edges a slot draws at index 0, 1, ...: its own, then every other edge (the
+    slicing edges of its own element size), the small ones first."""
+    mine = dealt().get((slot.product, slot.dtype, slot.rank), ())
+    other = f"slice{6 - slot.itemsize}:"  # 2 <-> 4
+    return mine + tuple(e for e, _ in reversed(edges())
+                        if e not in mine and not e.startswith(other))
+
+
+def _draw(edge: str, slot: Slot) -> Draw:
+    kind, _, key = edge.partition(":")
+    rank = slot.rank or 4
+    lead1 = lead_dims(1, rank)
+    if kind == "index" or kind == "tall":
+        h, ho, w, wo = (INDEX_STRESS if kind == "index" else TALL_STRESS)[int(key)]
+        return Draw(lead1 + (h, w), lead1 + (ho, wo))
+    if kind == "global":
+        h, w = GLOBAL_STRESS[key]
+        return Draw(lead1 + (h, w), lead1 + (1, 1))
+    if kind == "ub":
+        t = ub_edge(17, slot.itemsize, int(key))
+        lead = lead_dims(17, rank)
+        return Draw(lead + (1, t // 4 + 1), lead + (1, t))
+    lead = lead_dims(slice_edges(slot.itemsize)[int(key)], rank)  # this slot's element size
+    return Draw(lead + (2, 1), lead + (1, 2))
+
+
+def stress_draw(slot: Slot) -> Draw | None:
+    """The stress draw of a slot at its index (None past its last edge)."""
+    edges = order(slot)
+    return _draw(edges[slot.index], slot) if slot.index < len(edges) else None
