@@ -55,3 +55,25 @@ def test_the_table_marks_missing_edges_and_counts_valid_cases(hardware_golden: P
 def test_coverage_is_exclusive_with_check(hardware_golden: Path) -> None:
     res = CliRunner().invoke(cli, ["inspect", str(hardware_golden), "--coverage", "--check"])
     assert res.exit_code == 2
+
+
+def test_the_committed_default_suite_lost_no_hardware_edge() -> None:
+    """The CI gate (.ci/run): golden/ci-suite.h5, the default 2D suite, reaches every
+    hardware edge but those only the on-request stress family reaches."""
+    golden = Path(__file__).parent.parent / "golden" / "ci-suite.h5"
+    res = CliRunner().invoke(cli, ["inspect", str(golden), "--coverage", "--json",
+                                   "--require-edges"])
+    assert res.exit_code == 0, res.output
+    edges = json.loads(res.output)["coverage"]["edges"]
+    stress = {e["label"] for e in edges if e["group"] == "hardware" and not e["cases"]}
+    assert stress and all(e["on_request"] for e in edges if e["label"] in stress)
+
+
+def test_a_suite_that_lost_an_edge_fails_the_gate_naming_it(hardware_golden: Path) -> None:
+    res = CliRunner().invoke(cli, ["inspect", str(hardware_golden), "--coverage",
+                                   "--require-edges", "--family", "!ubpass"])
+    assert res.exit_code == 1
+    assert "second UB pass on 40 cores (§9.3)" in res.output
+    assert "i·in > 2^31" not in res.output.split("reached by no case")[-1]  # stress only
+    res = CliRunner().invoke(cli, ["inspect", str(hardware_golden), "--require-edges"])
+    assert res.exit_code == 2 and "goes with --coverage" in res.output

@@ -16,6 +16,8 @@ class Edge:
     section: str  # docs/contract.md section ("" where none)
     cases: int
     example: str  # id of the first case reaching it ("" when none)
+    #: only an on-request family (stress) reaches it: a default suite need not
+    on_request: bool = False
 
     @property
     def covered(self) -> bool:
@@ -33,8 +35,13 @@ class Coverage:
     def missing(self) -> tuple[Edge, ...]:
         return tuple(e for e in self.edges if not e.covered)
 
+    def lost(self) -> tuple[Edge, ...]:
+        """The hardware edges a default suite must reach and this file does not."""
+        return tuple(e for e in self.missing() if e.group == "hardware" and not e.on_request)
+
     def to_dict(self) -> dict[str, object]:
         return {"valid_cases": self.valid_cases,
                 "edges": [{"group": e.group, "label": e.label, "section": e.section,
-                           "cases": e.cases, "example": e.example} for e in self.edges],
+                           "cases": e.cases, "example": e.example,
+                           "on_request": e.on_request} for e in self.edges],
                 "extremes": dict(self.extremes)}

@@ -33,7 +33,9 @@ def coverage_table(title: str, cov: Coverage) -> Table:
         table.add_column(col, justify="right" if col == "cases" else "left",
                          no_wrap=col in ("group", "first case"))
     for e in cov.edges:
-        count = Text(str(e.cases)) if e.covered else Text("none", style="bold red")
+        count = (Text(str(e.cases)) if e.covered else
+                 Text("none (stress)", style="yellow") if e.on_request else
+                 Text("none", style="bold red"))
         table.add_row(e.group, e.label, e.section, count, e.example)
     missing = len(cov.missing())
     extremes = ", ".join(f"{name} {value}" for name, value in cov.extremes)
@@ -42,9 +44,21 @@ def coverage_table(title: str, cov: Coverage) -> Table:
     return table
 
 
-def show_coverage(title: str, cases: Sequence[Case], as_json: bool) -> None:
+def show_coverage(title: str, cases: Sequence[Case], as_json: bool) -> Coverage:
     cov = coverage_of(cases)
     if as_json:
         click.echo(json.dumps({"file": title, "coverage": cov.to_dict()}, indent=2))
-        return
-    stdout_console().print(coverage_table(f"{title}: coverage", cov))
+    else:
+        stdout_console().print(coverage_table(f"{title}: coverage", cov))
+    return cov
+
+
+def require_edges(title: str, cov: Coverage) -> None:
+    """Exit 1 naming each hardware edge a default suite must reach and `title` does not
+    (the CI gate: a suite that lost an edge)."""
+    lost = cov.lost()
+    if lost:
+        names = "; ".join(f"{e.label} (§{e.section})" for e in lost)
+        click.echo(f"aclcheck: {title}: {len(lost)} hardware edge(s) reached by no case: "
+                   f"{names}", err=True)
+        raise SystemExit(1)

@@ -16,6 +16,7 @@ from rich.table import Table
 from aclcheck.cases import CaseData
 from aclcheck.cases.acl import UNSPECIFIED
 from aclcheck.cli.common import handle_errors, stdout_console
+from aclcheck.cli.coverage_view import require_edges as require_edges_of
 from aclcheck.cli.coverage_view import show_coverage
 from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
@@ -226,6 +227,10 @@ def _results_listing(path: Path, as_json: bool, id_pattern: tuple[str, ...] | No
               help="Which hardware edges, shape classes, layouts, value classes and dtypes "
                    "the listed valid cases reach, edge by edge (none: what a trimmed suite "
                    "no longer covers); reads the index and case records only.")
+@click.option("--require-edges", is_flag=True,
+              help="With --coverage: exit 1 naming every hardware edge no listed case "
+                   "reaches (edges only the on-request stress family reaches aside): the "
+                   "gate that a default suite lost no edge.")
 @click.option("--ties", is_flag=True,
               help="Count each listed case's exact rounding ties (elements whose exact "
                    "result is halfway between two values of the dtype, on the product's "
@@ -234,7 +239,7 @@ def _results_listing(path: Path, as_json: bool, id_pattern: tuple[str, ...] | No
 def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
             format_: tuple[str, ...], family: tuple[str, ...], id_pattern: tuple[str, ...] | None,
             case_id: str | None, check: bool, as_json: bool, coverage: bool,
-            ties: bool) -> None:
+            require_edges: bool, ties: bool) -> None:
     """List the cases of a golden file, show one case, or check the file's integrity.
 
     Listing reads only the file's index, so it stays fast on large suites (--ties
@@ -248,9 +253,12 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
       aclcheck inspect suite.h5 --case a2-bf16-NCHW-nondiv0-n2c3h17w9-o5x4-normal
       aclcheck inspect suite.h5 --check
       aclcheck inspect suite.h5 --coverage --product atlas-a2
+      aclcheck inspect golden/ci-suite.h5 --coverage --require-edges
     """
     if sum((check, case_id is not None, coverage)) > 1:
         raise click.UsageError("--check, --case and --coverage are exclusive")
+    if require_edges and not coverage:
+        raise click.UsageError("--require-edges goes with --coverage")
     if check:
         try:
             report = check_file(file)
@@ -281,7 +289,9 @@ def inspect(file: Path, product: tuple[str, ...], dtype: tuple[str, ...],
         rows = select(gf.index, products=product, dtypes=dtype, formats=format_,
                       families=family, id_pattern=id_pattern)
         if coverage:
-            show_coverage(str(file), [gf.case(e.id) for e in rows], as_json)
+            cov = show_coverage(str(file), [gf.case(e.id) for e in rows], as_json)
+            if require_edges:
+                require_edges_of(str(file), cov)
             return
         if as_json:
             click.echo(json.dumps({"file": str(file), "meta": _json_meta(gf.meta),

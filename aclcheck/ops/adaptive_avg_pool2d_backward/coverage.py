@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import replace
 
 from aclcheck.cases import Case
 from aclcheck.cases.coverage import Coverage, Edge
@@ -70,6 +71,11 @@ def _sliced(c: CaseShape) -> bool:
 
 def _global_plane(c: CaseShape) -> int:
     return math.prod(c.self_shape[-2:]) if c.is_global else 0
+
+
+#: the hardware edges only the on-request stress family reaches (too large by default)
+ON_REQUEST = frozenset({"1x1 plane >= 2^24", "i·in > 2^31",
+                        f"H > {2 * COLUMN_TILE} (two 4 096-row blocks)"})
 
 
 def _hardware_tests() -> list[tuple[str, str, Test]]:
@@ -135,7 +141,8 @@ def coverage(rows: Iterable[CaseShape]) -> Coverage:
         edges.append(count_edge(group, label, section, cases, test))
 
     for label, section, test in _hardware_tests():
-        count("hardware", label, section, test)
+        edge = count_edge("hardware", label, section, cases, test)
+        edges.append(replace(edge, on_request=label in ON_REQUEST))
     empty = [c for c in every if c not in cases]
     edges.append(Edge("shape", "empty tensor (no kernel runs)", "4", len(empty),
                       empty[0].id if empty else ""))
