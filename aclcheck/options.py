@@ -40,6 +40,16 @@ JUDGING = frozenset({VERIFY, SHRINK, HUNT, PLUGIN})
 LIVE = frozenset({VERIFY, SHRINK, HUNT})
 
 
+class Predecessor(StrEnum):
+    """The call the sequence stage makes right before a case (aclcheck.running.sequences;
+    --after): its kinds, in the order the stage tries them."""
+
+    OTHER_DTYPE = "other-dtype"  # the same shapes and layout in another float dtype
+    OTHER_SELF = "other-self"  # the same gradOutput, self one smaller (larger where 1)
+    LARGER = "larger"  # the same dtype, every spatial size of self doubled
+    FP16_SUBNORMALS = "fp16-subnormals"  # FLOAT16 subnormal values (non-FLOAT16 cases)
+
+
 class Kind(StrEnum):
     TEXT = "text"
     FILE = "file"  # a path to a file (not a folder)
@@ -226,6 +236,20 @@ PROBE_BUDGET = Option(
     "probe_budget", "--probe-budget", 200, kind=Kind.INT, minimum=0, metavar="N",
     show_default=True, doc="calls the probe may make",
     help="Calls the measuring probe may make in all (a few failing shapes, smallest first).")
+SEQUENCES = Option(
+    "sequences", "--sequences", 8, kind=Kind.INT, minimum=0, metavar="N", show_default=True,
+    repro=True, doc="valid cases called again after a chosen predecessor",
+    help="Call N valid cases (a deterministic sample, the most unlike first) again after a "
+         "chosen different call in the same worker (another dtype, another self, a larger "
+         "call, FLOAT16 subnormals) and judge that answer too: right alone and wrong after "
+         "it is reported as 'depends on earlier calls', with a repro naming the call "
+         "(--after). 0 turns it off (docs/verify.md, 'Call sequences').")
+AFTER = Option(
+    "after", "--after", None, kind=Kind.CHOICE, choices=tuple(k.value for k in Predecessor),
+    metavar="KIND", repro=True, doc="call each selected case right after this predecessor",
+    help="Call each selected case right after its predecessor of this kind (other-dtype, "
+         "other-self, larger, fp16-subnormals), before the run, and judge that answer too: "
+         "the repro of a 'depends on earlier calls' the sequence stage found. Use with --id.")
 MAX_TIME = Option(
     None, "--max-time", MAX_TIME_S, kind=Kind.FLOAT, minimum=0.0, metavar="S",
     show_default=True, commands=frozenset({SHRINK, HUNT}), doc="seconds of the search",
@@ -271,6 +295,6 @@ SELECTION: tuple[Option, ...] = (PRODUCTS, DTYPES, FORMATS, FAMILIES, IDS)
 JUDGEMENT: tuple[Option, ...] = (STANDARDS, TOLERANCES, ACCUMULATE, OVERFLOW_MODE, XFAIL,
                                  STRICT_XFAIL)
 RUNNING: tuple[Option, ...] = (ISOLATE, TIMEOUT, SPIN_RULE, MEMORY_LIMIT, REPEAT, DETERMINISTIC,
-                               STALE_CHECK, SHARD, JOBS, EXECUTOR, PROBE, PROBE_BUDGET,
-                               MAX_TIME)
+                               STALE_CHECK, SEQUENCES, AFTER, SHARD, JOBS, EXECUTOR, PROBE,
+                               PROBE_BUDGET, MAX_TIME)
 REPORTING: tuple[Option, ...] = (BASELINE, VERBOSE, WIDTH, JSON, JUNIT, HTML)

@@ -71,6 +71,8 @@ class VerifyConfig:
     repeat: int = config_field(o.REPEAT)
     deterministic: bool = config_field(o.DETERMINISTIC)
     stale_check: bool | None = config_field(o.STALE_CHECK)
+    sequences: int = config_field(o.SEQUENCES)
+    after: str | None = config_field(o.AFTER)
     jobs: int = config_field(o.JOBS)
     executor: str | None = config_field(o.EXECUTOR)
     probe: bool | None = config_field(o.PROBE)
@@ -115,7 +117,7 @@ class VerifyConfig:
         """Usage errors found before anything is loaded or run: unknown standards, a bad
         shard, unwritable report paths, a report that would replace an input. The one
         check of a run's options (the CLI, the pytest plugin and shrink/hunt call it)."""
-        from aclcheck.errors import SuiteError
+        from aclcheck.errors import SuiteError, UsageError
         from aclcheck.judging.standards import STANDARDS
         from aclcheck.report.files import check_writable
         from aclcheck.store.file_guard import check_apart
@@ -131,6 +133,9 @@ class VerifyConfig:
             from aclcheck.executors import parse_executor
 
             parse_executor(self.executor)
+        if self.after is not None and self.results is not None:
+            raise UsageError("--after calls the implementation: not with --results",
+                             option=o.AFTER.flag)
         check_writable(self.outputs)
         check_apart(*self.file_roles())
 
@@ -188,11 +193,15 @@ class VerifyConfig:
             args += _flag_args(f.metadata["flag"], getattr(self, f.name), default)
         return args
 
-    def repro(self, case_id: str) -> str:
+    def repro(self, case_id: str, after: str | None = None) -> str:
         """The shell command that reruns exactly this case with the same options
         (`shlex.join` of repro_args() and `--id ID`; the options' part is joined once
-        per config: a run asks for every case's line)."""
-        return f"{self._repro_head} --id {shlex.quote(glob.escape(case_id))}"
+        per config: a run asks for every case's line). `after`: the case is called right
+        after this predecessor (--after; aclcheck.running.sequences)."""
+        head = self._repro_head
+        if after is not None and self.after is None:
+            head += f" {o.AFTER.flag} {shlex.quote(after)}"
+        return f"{head} --id {shlex.quote(glob.escape(case_id))}"
 
     @cached_property
     def _repro_head(self) -> str:

@@ -39,6 +39,7 @@ from aclcheck.report import json_report, junit
 from aclcheck.report.diff import Diff, run_mismatch
 from aclcheck.report.diff import diff as baseline_diff
 from aclcheck.report.files import file_mode, write_all
+from aclcheck.running import sequences
 from aclcheck.running.config import ACLNN_ONLY, VerifyConfig
 from aclcheck.running.isolation import Heartbeat
 from aclcheck.running.parallel import iter_verdicts_parallel
@@ -176,6 +177,7 @@ class RunState:
     verdict_options: dict[str, Any] = field(default_factory=dict)
     failed: Failing = field(default_factory=Failing)  # FAIL cases the probe may measure
     measured: tuple[Entry, ...] = ()  # the probe's diagnosis entries (running.probing)
+    changed: dict[int, CaseVerdict] = field(default_factory=dict)  # by running.sequences
 
     def judged(self, case: Case, verdict: CaseVerdict) -> None:
         """Note a verdict's case (its facts, without its id: the signature groups by the
@@ -222,7 +224,9 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
     """Select cases from the golden file, read cases ahead while the adapter loads, open
     it (`on_open` sees it first), run them (serially or fanned out), in order, appending
     each verdict (with its repro line) to `state` as it comes, so an interruption keeps
-    them. The runner owns the adapter's zygote from here."""
+    them; then the sequence stage (running.sequences; --after's calls come first) notes
+    the verdicts it changes in `state.changed`. The runner owns the adapter's zygote from
+    here."""
     shard = sharding.parse_shard(config.shard) if config.shard else None
     done = state.verdicts
     with open_golden(config.golden) as gf:
@@ -246,6 +250,9 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
         adapter, zygote = opened.impl, opened.zygote
         if on_open is not None:
             on_open(adapter)
+        early = sequences.first(config, adapter, opts, case_records(gf, chosen, {}),
+                                GoldenSource(gf).load)  # --after: before the run
+        sample = sequences.Sample.of(config, early)
         runner: CaseRunner | None = None  # the serial run's, reused by the probe
         try:
             with progress(state.planned) as step, \
@@ -265,7 +272,13 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
                     state.judged(case, v)
                     if v.verdict is Verdict.FAIL:
                         state.failed.add(case)
-                    done.append(replace(v, index=position, repro=config.repro(v.case_id)))
+                    v = replace(v, index=position, repro=config.repro(v.case_id))
+                    sample.offer(case, len(done), v)
+                    done.append(v)
+            if sample.due:  # verdicts change where a call before changes the answer
+                runner = runner or CaseRunner(adapter, opts)
+            state.changed = sequences.stage(runner if sample.due else None, sample, done,
+                                            source.load, config.repro, early)
             if state.failed.count and config.probe is not False and not config.results \
                     and config.probe_budget > 0:  # never a verdict: the diagnosis only
                 runner = runner or CaseRunner(adapter, opts)
@@ -334,7 +347,7 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
     opened = starting.opened
     assert opened is not None
     adapter = opened.impl
-    judged: Sequence[CaseVerdict] = state.verdicts
+    judged = sequences.with_changes(state.verdicts, state.changed)
     if xfails is not None:
         judged = xfail.applied(judged, xfails, adapter.name)  # read, not kept
     problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
