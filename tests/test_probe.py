@@ -164,3 +164,22 @@ def test_a_run_keeps_a_bounded_set_of_failing_cases_for_the_probe() -> None:
     assert kept.count == KEEP * 3 + 1 and len(cases) == KEEP + 1
     assert cl in cases
     assert {c.id for c in cases if c.layout == "contiguous"} == {f"c{k}" for k in range(KEEP)}
+
+
+def test_a_one_ulp_failure_no_single_rounding_explains_is_said_so() -> None:
+    """1 + 1/4 ULP rounded up and 1 + 3/4 ULP rounded down (FLOAT16): each one ULP off,
+    no one conversion gives both (to odd takes the first only, up or down one each):
+    no-cast-rounding, not a guess; all rounded up is named."""
+    from aclcheck.judging.clues import rounding_findings
+    from aclcheck.judging.codes import DiagnosisCode
+
+    f16 = FLOAT_FORMATS["float16"]
+    exact = np.array([1.0 + 2.0**-12, 1.0 + 3 * 2.0**-12])
+    nearest = rounded(exact, f16, Rounding.NEAREST)
+    actual = np.array([1.0 + 2.0**-10, 1.0])
+    assert np.all(actual != nearest)
+    (finding,) = rounding_findings(actual != nearest, exact, actual, f16)
+    assert finding.code is DiagnosisCode.NO_CAST_ROUNDING
+    up = rounded(exact, f16, Rounding.UP)
+    (named,) = rounding_findings(up != nearest, exact, up, f16)
+    assert named.code is DiagnosisCode.CAST_ROUNDING

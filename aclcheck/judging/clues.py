@@ -123,15 +123,20 @@ ROUNDING_WORDS = {Rounding.TIES_AWAY: "to nearest, ties away from zero",
 def rounding_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
                       fmt: FloatFormat) -> list[Finding]:
     """A one-ULP failure whose every element is the exact value rounded one other way
-    (aclcheck.judging.roundings.explaining): the final conversion's rounding, named."""
+    (aclcheck.judging.roundings.explaining): the final conversion's rounding, named; or
+    that no single rounding explains it."""
     total = int(np.count_nonzero(wrong))
     g = np.asarray(golden, dtype=np.float64)
     a = np.asarray(actual, dtype=np.float64)
     if not total or not np.all(is_neighbour(a[wrong], g[wrong], fmt)):
         return []
     modes = [m for m in explaining(a, g, fmt) if m in ROUNDING_WORDS]
-    if not modes:
-        return []
+    if not modes:  # said, so the one-ULP failure is not left to a guess
+        return [Finding(DiagnosisCode.NO_CAST_ROUNDING, 1.0, (
+            "every wrong element is one ULP from the exact value, but no single rounding "
+            "of the final conversion (to nearest either way, toward zero, up, down, to "
+            "odd) gives them all: rounding before the last step (accumulation order or "
+            "precision)"))]
     return [Finding(DiagnosisCode.CAST_ROUNDING, 1.0, (
         f"every element is the exact value rounded {ROUNDING_WORDS[modes[0]]}: the final "
         "conversion's rounding mode"))]

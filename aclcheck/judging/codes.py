@@ -70,6 +70,8 @@ class DiagnosisCode(StrEnum):
     TIES_AWAY = "ties-away"
     NOT_RNE = "not-rne"
     CAST_ROUNDING = "cast-rounding"  # one rounding mode explains every wrong element
+    #: one-ULP wrong elements no single rounding of the final conversion explains
+    NO_CAST_ROUNDING = "no-cast-rounding"
     # -- measured by the probe (the kernel's own M against the contract's)
     MEASURED_WINDOW_START = "measured-window-start"
     MEASURED_WINDOW_END = "measured-window-end"
@@ -100,4 +102,5 @@ _FINDINGS = frozenset({
     DiagnosisCode.LAST_COLUMN, DiagnosisCode.LAST_ROW_AND_COLUMN,
     DiagnosisCode.OVERLAP_ONLY, DiagnosisCode.BIASED, DiagnosisCode.UNWRITTEN,
     DiagnosisCode.TIES_AWAY, DiagnosisCode.NOT_RNE, DiagnosisCode.CAST_ROUNDING,
+    DiagnosisCode.NO_CAST_ROUNDING,
 })
