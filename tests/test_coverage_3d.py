@@ -179,3 +179,23 @@ def test_a_trimmed_suite_and_the_table(suite3d: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "i·in > 2^31 on D" in res.output and "none" in res.output
     assert "edges not reached" in res.output
+
+
+def test_the_committed_3d_suite_lost_no_edge_and_stress_reaches_the_rest() -> None:
+    """golden/ci-suite-3d.h5 reaches every hardware edge but the on-request ones (the CI
+    gate), and the stress family's --count 1 draws reach each of those but the flat index
+    past 2^31 (about 8 GB a case: drawn nowhere)."""
+    from aclcheck.ops.adaptive_avg_pool3d_backward import contract
+    from aclcheck.ops.adaptive_avg_pool3d_backward import coverage as cov3d
+    from aclcheck.ops.adaptive_avg_pool3d_backward.families import shape_case
+
+    golden = Path(__file__).parent.parent / "golden" / "ci-suite-3d.h5"
+    res = CliRunner().invoke(cli, ["inspect", str(golden), "--coverage", "--json",
+                                   "--require-edges"])
+    assert res.exit_code == 0, res.output
+    edges = json.loads(res.output)["coverage"]["edges"]
+    assert {e["label"] for e in edges if e["on_request"]} == cov3d.ON_REQUEST
+    stress = [c for p, rules in contract.PRODUCTS.items() for d in rules.dtypes
+              for f in contract.FORMATS if (c := shape_case("stress", p, d, f, 0, 0))]
+    reached = {e.label for e in cov3d.case_coverage(stress).edges if e.covered}
+    assert cov3d.ON_REQUEST - reached == {"N·C·D·H·W > 2^31 (flat input index)"}

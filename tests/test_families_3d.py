@@ -14,6 +14,7 @@ from aclcheck.dtypes import FLOAT_FORMATS
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract, families
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.reference import backward, plans
+from aclcheck.ops.adaptive_avg_pool3d_backward.stress import NC_LARGE
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id, shape_tag, tensor_values
 from aclcheck.store.codec import is_safe_id
 
@@ -46,7 +47,10 @@ def test_a_few_hundred_small_cases_with_unique_safe_ids(default_suite):
     assert 300 <= len(default_suite) <= 600
     ids = [c.id for c in default_suite]
     assert len(set(ids)) == len(ids) and all(is_safe_id(i) for i in ids)
-    assert max(math.prod(c.self_shape) + math.prod(c.grad_shape) for c in default_suite) < 20000
+    small = [c for c in default_suite if c.family not in families.HARDWARE_FAMILIES]
+    assert max(math.prod(c.self_shape) + math.prod(c.grad_shape) for c in small) < 20000
+    # the hardware edges need bigger planes and axes (aclcheck/ops/.../hardware.py)
+    assert max(math.prod(c.self_shape) + math.prod(c.grad_shape) for c in default_suite) < 2**17
     assert {c.family for c in default_suite} == set(families.DEFAULT_FAMILIES)
 
 
@@ -116,8 +120,8 @@ def test_index_family_crosses_2_24_on_every_axis():
 def test_alignment_varies_n_times_c_around_8_and_16(default_suite):
     ncs = {math.prod(c.self_shape[:-3]) for c in default_suite if c.family == "alignment"}
     assert {15, 16, 17} & ncs and {7, 8, 9, 31, 32, 33} & ncs
-    stress = families.shape_case("stress", "atlas-a2", "float16", "NCDHW", 1, 0)
-    assert stress is not None and stress.self_shape[1] in families.NC_LARGE
+    stress = families.shape_case("stress", "atlas-a2", "float16", "NCDHW", 0, 0)
+    assert stress is not None and stress.self_shape[1] in NC_LARGE
     assert "stress" not in families.DEFAULT_FAMILIES
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from aclcheck.ops.adaptive.deal import deal
+from aclcheck.ops.adaptive.deal import order as deal_order
 from aclcheck.ops.adaptive.tiling import VECTOR_CORES
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 from aclcheck.ops.adaptive_avg_pool2d_backward.hardware import (
@@ -34,50 +36,48 @@ INDEX_STRESS: tuple[tuple[int, int, int, int], ...] = ((8193, 4099, 3, 2), (6553
 ITEMSIZES = (2, 4)
 
 
+#: a slot's key: (product, dtype, rank)
+Key = tuple[str, str, int | None]
+
+
 @functools.cache
-def edges() -> tuple[tuple[str, Callable[[Slot], bool]], ...]:
+def edges() -> tuple[tuple[str, Callable[[Key], bool]], ...]:
     """(edge id, which slots it means something on), the most constrained first."""
-    tiled: Callable[[Slot], bool] = lambda s: s.product in PRODUCT_CORES  # noqa: E731
-    out: list[tuple[str, Callable[[Slot], bool]]] = []
+    def itemsize(k: Key) -> int:
+        return Slot(*k, 0).itemsize
+
+    def tiled(k: Key) -> bool:
+        return k[0] in PRODUCT_CORES
+
+    out: list[tuple[str, Callable[[Key], bool]]] = []
     for size in ITEMSIZES:  # slicing edges are per element size
-        for k in range(len(slice_edges(size))):
-            out.append((f"slice{size}:{k}",
-                        lambda s, size=size: tiled(s) and s.itemsize == size))
+        for n in range(len(slice_edges(size))):
+            out.append((f"slice{size}:{n}",
+                        lambda k, size=size: tiled(k) and itemsize(k) == size))
     out += [(f"ub:{cores}", tiled) for cores in VECTOR_CORES]
     for name in GLOBAL_STRESS:
         dtype = "float32" if name.startswith("2^24") else "float16"
-        out.append((f"global:{name}", lambda s, dtype=dtype: s.dtype == dtype))
-    out += [(f"tall:{k}", lambda s: True) for k in range(len(TALL_STRESS))]
-    out += [(f"index:{k}", lambda s: True) for k in range(len(INDEX_STRESS))]
+        out.append((f"global:{name}", lambda k, dtype=dtype: k[1] == dtype))
+    out += [(f"tall:{n}", lambda k: True) for n in range(len(TALL_STRESS))]
+    out += [(f"index:{n}", lambda k: True) for n in range(len(INDEX_STRESS))]
     return tuple(out)
 
 
-def _slots() -> list[tuple[str, str, int | None]]:
+def _slots() -> list[Key]:
     """Every (product, dtype, rank) slot of the family, in the contract's order."""
     return [(p, d, contract.FORMAT_RANK.get(f)) for p, rules in contract.PRODUCTS.items()
             for d in rules.dtypes for f in contract.FORMATS]
 
 
 @functools.cache
-def dealt() -> dict[tuple[str, str, int | None], tuple[str, ...]]:
-    """Each slot's own edges: every edge goes to the least-loaded slot it means
-    something on (the contract's order among equals)."""
-    slots = _slots()
-    own: dict[tuple[str, str, int | None], list[str]] = {s: [] for s in slots}
-    for edge, fits in edges():
-        able = [s for s in slots if fits(Slot(*s, 0))]
-        if able:
-            own[min(able, key=lambda s: len(own[s]))].append(edge)
-    return {s: tuple(e) for s, e in own.items()}
+def dealt() -> dict[Key, tuple[str, ...]]:
+    """Each slot's own edges (aclcheck.ops.adaptive.deal)."""
+    return deal(_slots(), edges())
 
 
 def order(slot: Slot) -> tuple[str, ...]:
-    """The edges a slot draws at index 0, 1, ...: its own, then every other edge (the
-    slicing edges of its own element size), the small ones first."""
-    mine = dealt().get((slot.product, slot.dtype, slot.rank), ())
-    other = f"slice{6 - slot.itemsize}:"  # 2 <-> 4
-    return mine + tuple(e for e, _ in reversed(edges())
-                        if e not in mine and not e.startswith(other))
+    """The edges a slot draws at index 0, 1, ...: its own, then every other it fits."""
+    return deal_order((slot.product, slot.dtype, slot.rank), dealt(), edges())
 
 
 def _draw(edge: str, slot: Slot) -> Draw:

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import numpy as np
 
 from aclcheck.cases import Case
 from aclcheck.cases.coverage import Coverage, Edge
@@ -30,7 +33,8 @@ from aclcheck.ops.adaptive.coverage_rows import (
     max_index,
     window_sizes,
 )
-from aclcheck.ops.adaptive.tiling import BLOCK_BYTES, VECTOR_CORES, a2_tiling
+from aclcheck.ops.adaptive.tiling import BLOCK_BYTES, VECTOR_CORES, a2_tiling, core_split
+from aclcheck.ops.adaptive.windows import window_bounds
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
 from aclcheck.ops.adaptive_avg_pool3d_backward.families import (
     RANDOM_DISTS,
@@ -51,6 +55,7 @@ KINDS: tuple[tuple[AxisKind, str], ...] = (
 #: the least D·H·W whose FLOAT16 factor RN16(fl32(1/(D·H·W))) is subnormal (16 393)
 FP16_SUBNORMAL_FILL = first_subnormal_reciprocal(FLOAT16)
 FP16_ZERO_FILL = 2**25  # ... and rounds to 0 from here
+FILL_CHUNK = 2**14  # planes past it: an elementwise chunk of the fill holds a plane edge
 #: The distributions the families draw (others are listed where a file has them).
 AIMED_DISTS = frozenset(RANDOM_DISTS + SPECIAL_DISTS + ("exact-int", "ties"))
 #: Families' layouts, each with the memory order it means for a rank-5 call.
@@ -103,6 +108,19 @@ def _rank5_nc(c: CaseShape) -> bool:
     return len(c.self_shape) == 5 and c.self_shape[0] > 1 and c.self_shape[1] > 1
 
 
+def _d_span(c: CaseShape) -> bool:
+    """Some core's span of output cells (40 cores) holds D windows of two sizes."""
+    if c.is_global or len(window_sizes(c.ins[0], c.outs[0])) < 2:
+        return False
+    plane = c.outs[1] * c.outs[2]
+    split = core_split(c.cells, VECTOR_CORES[0])
+    if split.per_core < 2:
+        return False
+    sizes = np.diff(np.stack(window_bounds(c.outs[0], c.ins[0])), axis=0)[0]
+    return any(len({int(sizes[i // plane]) for i in range(*split.span(k))}) > 1
+               for k in range(min(split.used, 4096)))
+
+
 def _hardware_tests() -> list[tuple[str, str, Test]]:
     tests: list[tuple[str, str, Test]] = [
         ("every axis divides: direct writes", "9.5", lambda c: not c.is_global
@@ -122,6 +140,21 @@ def _hardware_tests() -> list[tuple[str, str, Test]]:
         ("1x1x1, D·H·W >= 2^25 in FLOAT16 (factor 0)", "12",
          lambda c: c.dtype == "float16" and _volume(c) >= FP16_ZERO_FILL),
     ]
+    tests += [  # the 3D hardware edges (docs/contract-3d.md §9)
+        ("1x1x1, D·H·W > 2^14 with N·C > 1 (fill chunks across planes)", "9",
+         lambda c: _volume(c) > FILL_CHUNK and c.lanes > 1),
+        (f"1x1x1, {FILL_CHUNK} < D·H·W < {FP16_SUBNORMAL_FILL} in FLOAT16 (last normal "
+         "factors)", "9", lambda c: c.dtype == "float16"
+         and FILL_CHUNK < _volume(c) < FP16_SUBNORMAL_FILL),
+        ("D windows of two sizes in one core's span of cells (40 cores)", "9", _d_span),
+        ("channels_last, N > 1, C whole lane blocks (windowed)", "9",
+         lambda c: c.layout == "channels_last" and len(c.self_shape) == 5
+         and c.self_shape[0] > 1 and not c.is_global
+         and c.self_shape[1] % lane_width(c.dtype) == 0)]
+    for k, a in enumerate(AXES):
+        tests.append((f"i·in > 2^24 on {a}, the other two axes > 1", "9",
+                      lambda c, k=k: axis_index(c, k) > INDEX_2_24 and all(
+                          max(c.ins[j], c.outs[j]) > 1 for j in range(3) if j != k)))
     for bound, name in ((INDEX_2_24, "2^24"), (INDEX_2_31, "2^31")):
         for k, a in enumerate(AXES):
             tests.append((f"i·in > {name} on {a}", "9.7",
@@ -129,6 +162,15 @@ def _hardware_tests() -> list[tuple[str, str, Test]]:
         tests.append((f"N·C·D·H·W > {name} (flat input index)", "9.7",
                       lambda c, b=bound: math.prod(c.self_shape) > b))
     return tests
+
+
+#: the hardware edges only the on-request stress family reaches (too large by default;
+#: the flat index past 2^31, about 8 GB a case, is drawn nowhere)
+ON_REQUEST = frozenset({
+    "N·C sliced (lanes past one UB pass)", "N·C sliced, short last slice",
+    "1x1x1, D·H·W >= 2^25 in FLOAT16 (factor 0)", "N·C·D·H·W > 2^24 (flat input index)",
+    "i·in > 2^31 on D", "i·in > 2^31 on H", "i·in > 2^31 on W",
+    "N·C·D·H·W > 2^31 (flat input index)"})
 
 
 def _shape_tests() -> list[tuple[str, Test]]:
@@ -193,7 +235,8 @@ def coverage(rows: Iterable[CaseShape]) -> Coverage:
               ("value", [(label, "", t) for label, t in _value_tests(
                   {c.distribution for c in cases})]),
               ("dtype", [(label, "12", t) for label, t in _product_tests()]))
-    edges: list[Edge] = [count_edge(group, label, section, cases, test)
+    edges: list[Edge] = [replace(count_edge(group, label, section, cases, test),
+                                 on_request=group == "hardware" and label in ON_REQUEST)
                          for group, tests in groups for label, section, test in tests]
     extremes = (
         ("largest N·C", max((c.lanes for c in cases), default=0)),

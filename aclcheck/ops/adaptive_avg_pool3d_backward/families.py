@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck.cases import derive_seed
-from aclcheck.ops.adaptive_avg_pool3d_backward import contract
+from aclcheck.ops.adaptive_avg_pool3d_backward import contract, hardware
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool3d_backward.stress import stress_shapes
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id
 from aclcheck.ops.operator import FamilyNote
 
@@ -29,10 +30,6 @@ SPECIAL_DISTS = ("special", "inf-fill", "nan-fill", "subnormal", "near-max")
 LAYOUT_CYCLE = ("channels_last", "strided", "transposed")
 #: N*C around the kernel's 8 (FP32) and 16 (FP16/BF16) element alignment of the NC lane.
 ALIGN_NC = (7, 8, 9, 15, 16, 17, 31, 32, 33)
-#: N*C around the A2/A3 tiling's switch to slicing NC (a lane no longer fits the unified
-#: buffer: ncAlign >= 15,872 for FP16/BF16, 23,808 for FP32 with a 192 KB buffer; the
-#: buffer size is an assumption, so both sides are drawn): on request only (stress).
-NC_LARGE = (15871, 15872, 15873, 23807, 23808, 23809)
 #: Index boundaries (in, out) on one axis: i*in crosses 2^24 (the float32 window-bounds
 #: bug class: MindSpore CPU computes bounds in float32), 2^16, 2^15 and 2^11.
 INDEX_PAIRS = ((5999, 3000), (4097, 4098), (6005, 3003), (257, 256), (4099, 4098),
@@ -190,13 +187,6 @@ def _empty(rng, rank, index):
     return _shapes(tuple(lead), tuple(ins), tuple(outs), _dist(rng))
 
 
-def _stress(rng, rank, index):
-    # on request: N*C around the NC-slicing switch of the A2/A3 tiling
-    nc = NC_LARGE[index % len(NC_LARGE)]
-    lead = (1, nc) if rank == 5 else (nc,)
-    return _shapes(lead, (3, 2, 1), (2, 1, 1), "uniform")
-
-
 ShapeFn = Callable[[np.random.Generator, int, int], Shapes]
 
 #: family name -> (id label, shape function, drawn with a 1x1x1 output on products
@@ -220,8 +210,10 @@ FAMILIES: dict[str, tuple[str, ShapeFn, bool]] = {
 RULE_FAMILIES = ("invalid",)
 #: Large families: only when asked for.
 ON_REQUEST = ("stress",)
-ALL_FAMILIES: tuple[str, ...] = tuple(FAMILIES) + RULE_FAMILIES + ON_REQUEST
-DEFAULT_FAMILIES: tuple[str, ...] = tuple(FAMILIES) + RULE_FAMILIES
+#: Families at the hardware's edges (aclcheck.ops.adaptive_avg_pool3d_backward.hardware).
+HARDWARE_FAMILIES: tuple[str, ...] = tuple(hardware.FAMILIES)
+ALL_FAMILIES: tuple[str, ...] = tuple(FAMILIES) + HARDWARE_FAMILIES + RULE_FAMILIES + ON_REQUEST
+DEFAULT_FAMILIES: tuple[str, ...] = tuple(FAMILIES) + HARDWARE_FAMILIES + RULE_FAMILIES
 
 
 def _globalized(s: Shapes, rank: int) -> Shapes:
@@ -261,10 +253,13 @@ def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
     """One case of a shape family on one product/dtype/format (None if not applicable)."""
     if family == "rounding" and dtype not in TIE_DTYPES:
         return None  # FP32 output: no conversion from a wider accumulator to tie on
+    if family in hardware.FAMILIES:
+        return hardware.hardware_case(family, product, dtype, fmt,
+                                      contract.FORMAT_RANK.get(fmt), index, suite_seed,
+                                      windowed(product))
     if family == "stress":
-        label, fn, globalize = "stress", _stress, False
-    else:
-        label, fn, globalize = FAMILIES[family]
+        return _stress_case(product, dtype, fmt, index, suite_seed)
+    label, fn, globalize = FAMILIES[family]
     if not windowed(product) and not globalize:
         return None
     seed = derive_seed(suite_seed, "3d", family, product, dtype, fmt, index)
@@ -279,6 +274,19 @@ def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
                   s.distribution, s.layout)
     return Case(cid, family, product, dtype, fmt, s.self_shape, s.grad_shape, seed,
                 s.distribution, s.layout)
+
+
+def _stress_case(product: str, dtype: str, fmt: str, index: int,
+                 suite_seed: int) -> Case | None:
+    """The stress family's case of a slot: its dealt edges first (stress.py)."""
+    d = stress_shapes((product, dtype, contract.FORMAT_RANK.get(fmt)), index)
+    if d is None:
+        return None
+    seed = derive_seed(suite_seed, "3d", "stress", product, dtype, fmt, index)
+    cid = make_id(product, dtype, fmt, f"stress{index}", d.self_shape, d.grad_shape,
+                  d.distribution, d.layout)
+    return Case(cid, "stress", product, dtype, fmt, d.self_shape, d.grad_shape, seed,
+                d.distribution, d.layout)
 
 
 # -- invalid calls: one case per rule of the contract ------------------------------------------
@@ -410,6 +418,8 @@ NOTES: dict[str, FamilyNote] = {
                         "12"),
     "invalid": FamilyNote("every first-phase rule, and the calls page and implementation "
                           "disagree on (unspecified)", "12"),
-    "stress": FamilyNote("N*C around the A2/A3 tiling's switch to slicing N*C (on request)",
-                         "12", _A2A3),
+    **{name: f.note for name, f in hardware.FAMILIES.items()},
+    "stress": FamilyNote("on request: N*C around the switch to slicing N*C, i*in past "
+                         "2^31 and 2^24 per axis, 1x1x1 planes of 2^16 and 2^25; each once "
+                         "at --count 1 (about 1 GB)", "12", _A2A3),
 }
