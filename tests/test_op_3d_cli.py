@@ -96,8 +96,9 @@ def test_a_bit_exact_a2_emulation_passes(tmp_path: Path, suite3d: Path) -> None:
 ])
 def test_broken_3d_kernels_fail(tmp_path: Path, suite3d: Path, kernel: str, family: str,
                                 words: str) -> None:
-    code, cases = verdicts(tmp_path, suite3d, f"tests.kernels3d:{kernel}", *NUMERIC)
-    failed = [c for c in cases if c["verdict"] == "FAIL"]
+    code, cases = verdicts(tmp_path, suite3d, f"tests.kernels3d:{kernel}", *NUMERIC,
+                           "--no-probe")  # the verdicts: the probe's calls of these
+    failed = [c for c in cases if c["verdict"] == "FAIL"]  # loop kernels are slow
     assert code == 1 and failed
     assert any(c["family"] == family and words in c["message"] for c in failed), failed
 
