@@ -222,8 +222,10 @@ class Entry:
             raise self.error(key, f"must be a list{valid}")
         return tuple(value)
 
-    def dims(self, key: str, max_rank: int, max_dim: int) -> tuple[int, ...]:
-        """A shape: 1..max_rank non-negative integers, each at most max_dim."""
+    def dims(self, key: str, max_rank: int, max_dim: int, *, negative: bool = False
+             ) -> tuple[int, ...]:
+        """A shape: 1..max_rank integers, each at most max_dim in size (non-negative
+        unless `negative`: the dims of a call that must be refused)."""
         value = self._get(key, _MISSING)
         if not isinstance(value, list | tuple):
             raise self.error(key, f"must be a list of integers, got {type(value).__name__}")
@@ -232,11 +234,19 @@ class Entry:
         for d in value:
             if isinstance(d, bool) or not isinstance(d, int):
                 raise self.error(key, f"dims must be integers, got {d!r}")
-            if d < 0:
+            if d < 0 and not negative:
                 raise self.error(key, f"negative dim {d}")
-            if d > max_dim:
+            if abs(d) > max_dim:
                 raise self.error(key, f"dim {d} is over the limit of {max_dim}")
         return tuple(value)
+
+    def numbers(self, key: str) -> tuple[float, ...]:
+        """A non-empty list of numbers (integers or floats, TOML's inf and nan too)."""
+        value = self._get(key, _MISSING)
+        if not isinstance(value, list | tuple) or not value or not all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            raise self.error(key, "must be a non-empty list of numbers")
+        return tuple(float(v) for v in value)
 
     def _get(self, key: str, default: Any) -> Any:
         if key in self.data:

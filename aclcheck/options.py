@@ -32,7 +32,7 @@ ACLNN_ONLY = "aclnn"
 VERIFY, SHRINK, HUNT, PLUGIN, INSPECT, EXPORT = (
     "verify", "shrink", "hunt", "plugin", "inspect", "export")
 GENERATE, PRODUCTS_CMD, TOLERANCES_CMD = "generate", "products", "tolerances"
-FAMILIES_CMD = "families"
+FAMILIES_CMD, IMPORT_CASES = "families", "import-cases"
 #: the commands that select cases of a golden file with the same filters
 SELECTING = frozenset({VERIFY, INSPECT, EXPORT})
 #: the commands that judge calls (and the plugin, which judges a golden file's)
@@ -285,7 +285,8 @@ HTML = Option(
 
 OP = Option(
     None, "--op", DEFAULT_OPERATOR, metavar="NAME", show_default=True, doc="operator",
-    commands=frozenset({GENERATE, PRODUCTS_CMD, TOLERANCES_CMD, FAMILIES_CMD, HUNT}),
+    commands=frozenset({GENERATE, PRODUCTS_CMD, TOLERANCES_CMD, FAMILIES_CMD, HUNT,
+                        IMPORT_CASES}),
     help="Operator, by name or alias (`aclcheck ops` lists them).")
 
 #: The options that run cases, in the order commands list them (the aclnn adapter's own

@@ -134,3 +134,35 @@ def fp16_accumulation(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
         out[..., d0:d1, h0:h1, w0:w1] = _round(region + delta.astype(np.float64)[
             ..., None, None, None], dt)
     return out
+
+
+# -- DOUBLE (contract code: the 1x1x1 path only) ----------------------------------------------
+
+
+def _double_fill(factor: Callable[[int, int, int], float]) -> Kernel:
+    """A DOUBLE 1x1x1 kernel: out = g * factor(D, H, W), the product rounded once in
+    double, broadcast over each plane (gradOutput (..., 1, 1, 1))."""
+
+    def kernel(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+        g = np.asarray(grad_output, dtype=np.float64)
+        d, h, w = (int(v) for v in self.shape[-3:])
+        return np.ascontiguousarray(np.broadcast_to(g * factor(d, h, w), self.shape))
+
+    return kernel
+
+
+#: the vendor's path: 1.0/(D*H*W) in double, narrowed to float, widened back exactly
+double_global = _double_fill(lambda d, h, w: float(F32(1.0 / (d * h * w))))
+#: the exact double factor: correct too (closer than the product)
+double_exact_factor = _double_fill(lambda d, h, w: 1.0 / (d * h * w))
+#: broken: the factor rounded to float16 (relative error up to 2^-11)
+double_fp16_factor = _double_fill(lambda d, h, w: float(np.float16(F32(1.0 / (d * h * w)))))
+#: broken: the divisor forgets W
+double_dh_divisor = _double_fill(lambda d, h, w: float(F32(1.0 / (d * h))))
+
+
+def double_three_divisions(grad_output: np.ndarray, self: np.ndarray) -> np.ndarray:
+    """PyTorch CPU's float64 1x1x1 backward: g / D / H / W, three double roundings."""
+    g = np.asarray(grad_output, dtype=np.float64)
+    d, h, w = (int(v) for v in self.shape[-3:])
+    return np.ascontiguousarray(np.broadcast_to(g / d / h / w, self.shape))

@@ -148,7 +148,7 @@ def test_products_and_dtypes_table():
     assert contract.product("atlas-a2").dtypes == ("bfloat16", "float16", "float32")
     assert contract.ACL_DTYPE_ENUM["bfloat16"] == 27 and contract.ACL_FORMAT_ENUM["NCL"] == 47
     assert contract.status_name(161002) == "ACLNN_ERR_PARAM_INVALID"
-    assert contract.status_name(561103) == "ACLNN_ERR_INNER_TILING_ERROR"
+    assert contract.status_name(561103) == "ACLNN_ERR_INNER_NULLPTR"
     assert contract.status_name(12345) == "12345"
     assert contract.supported_formats_for_rank(3) == ("ND", "NCL")
     assert contract.supported_formats_for_rank(4) == ("ND", "NCHW")
@@ -298,7 +298,7 @@ def test_assist_limit_only_on_matmul_products():
     self_shape, grad_shape = (1, 1, 2**15, 4), (1, 1, 2**14, 2)
     for product in ("atlas-training", "atlas-inference"):
         e = expected_status(call(product, self_shape=self_shape, grad_shape=grad_shape))
-        assert e.status == UNSPECIFIED and str(contract.INNER_TILING_ERROR) in e.reason
+        assert e.status == UNSPECIFIED and str(contract.INNER_NULLPTR) in e.reason
     for product in ("atlas-a2", "atlas-a3"):
         e = expected_status(call(product, self_shape=self_shape, grad_shape=grad_shape))
         assert e.status == SUCCESS

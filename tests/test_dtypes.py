@@ -16,6 +16,7 @@ from aclcheck.dtypes import (
     BFLOAT16,
     FLOAT16,
     FLOAT32,
+    FLOAT64,
     bfloat16_rounded,
     correctly_rounded,
     half_ulp,
@@ -78,7 +79,7 @@ def test_bfloat16_rounding_matches_exact_rounding_on_random_values() -> None:
     assert np.all(np.abs(mine - x) <= ulp(x, BFLOAT16) / 2)
 
 
-@pytest.mark.parametrize("fmt", [FLOAT16, BFLOAT16, FLOAT32])
+@pytest.mark.parametrize("fmt", [FLOAT16, BFLOAT16, FLOAT32, FLOAT64])
 def test_half_ulp_is_half_of_ulp_and_ordered_bits_step_by_one(fmt) -> None:
     x = np.array([0.0, fmt.smallest_subnormal, 1.0, 1.5, fmt.max_value])
     np.testing.assert_array_equal(half_ulp(x, fmt) * 2, ulp(x, fmt))
@@ -86,6 +87,17 @@ def test_half_ulp_is_half_of_ulp_and_ordered_bits_step_by_one(fmt) -> None:
     ob = ordered_bits(vals, fmt).astype(np.int64)
     assert ob[1] == ob[2] and ob[2] - ob[0] == ob[3] - ob[2]
     assert ulp_distance(vals[:1], vals[3:], fmt)[0] == 2 * (ob[3] - ob[2])
+
+
+def test_float64_distances_are_exact_and_never_wrap() -> None:
+    """64-bit ordered integers of opposite signs would overflow int64 when subtracted."""
+    big = np.finfo(np.float64).max
+    assert ulp_distance(np.array([1.0]), np.array([np.nextafter(1.0, 2.0)]), FLOAT64)[0] == 1
+    assert ulp_distance(np.array([-big]), np.array([big]), FLOAT64)[0] == np.iinfo(np.int64).max
+    far = max_ulp_distance(np.array([-big]), np.array([big]), FLOAT64)
+    assert far == 2 * int(ordered_bits(np.array([big]), FLOAT64)[0]) > 2**63
+    assert max_ulp_distance(np.array([-1.0, 1.0]), np.array([-1.0, 1.0 + 2**-52]), FLOAT64) == 1
+    assert correctly_rounded(np.array([1 + 2**-60]), FLOAT64)[0] == 1 + 2**-60
 
 
 

@@ -18,7 +18,7 @@ from aclcheck.store.diff import diff_golden
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 #: The committed suites: the 2D operator's and the 3D operator's.
-SUITES = ("ci-suite", "ci-suite-3d")
+SUITES = ("ci-suite", "ci-suite-3d", "vendor-ut-2d", "vendor-ut-3d")
 MAX_BYTES = 5 * 1024 * 1024
 
 

@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from aclcheck.dtypes import FLOAT16, FLOAT32, correctly_rounded, float_format
+from aclcheck.dtypes import FLOAT16, FLOAT32, FLOAT64, correctly_rounded, float_format
+from aclcheck.judging.compare import compare
 from aclcheck.judging.default_standard import DEFAULT_C
 from aclcheck.judging.exactness import is_tie, proven_mask
 from aclcheck.ops.adaptive_avg_pool3d_backward import families, numerics
@@ -91,7 +92,8 @@ def test_the_path_of_each_product(product, out_dhw, in_dhw, name):
 
 def test_no_path_for_non_float_dtypes_and_an_accumulation_override():
     assert numerics.product_path("atlas-a2", "int32", (2, 2, 2), (3, 3, 3)) is None
-    assert numerics.product_path("atlas-a2", "float64", (1, 1, 1), (3, 3, 3)) is None
+    # DOUBLE: the 1x1x1 path only (another output is 161002 or unspecified)
+    assert numerics.product_path("atlas-a2", "float64", (2, 2, 2), (3, 3, 3)) is None
     path = numerics.product_path("atlas-a2", "bfloat16", (2, 2, 2), (3, 3, 3), "input")
     assert path is not None and path.accumulate.name == "bfloat16"
     with pytest.raises(ValueError, match="unknown accumulation"):
@@ -112,6 +114,56 @@ def test_global_factor_is_rounded_to_the_dtype():
     exact_rne = correctly_rounded(g, FLOAT16)
     assert np.any(out != exact_rne)  # the path is not correctly rounded here
     assert verdict(case, kernels3d.window_order(grad, self_)) == (0, 0)
+
+
+# -- DOUBLE: the 1x1x1 path, contract code ----------------------------------------------------
+
+FP64_PLANES = ((2, 2, 2), (1, 1, 3), (3, 5, 7), (7, 11, 13), (20, 25, 41), (64, 64, 64))
+
+
+@pytest.mark.parametrize("product", ["atlas-a2", "atlas-a3", "atlas-training",
+                                     "atlas-inference"])
+def test_double_budget_is_derived_from_the_global_path(product):
+    """F = fl32(1/n) widened exactly, the product rounded once in double: a budget of
+    eps(F) + about 2^-52 relative, eps(F) = |F*n - 1| <= 2^-24 (0 for a power of two)."""
+    rng = np.random.default_rng(3)
+    for dhw in FP64_PLANES:
+        n = math.prod(dhw)
+        path = numerics.product_path(product, "float64", (1, 1, 1), dhw)
+        assert path is not None and path.name == numerics.GLOBAL
+        assert path.accumulate is FLOAT64 and path.extra_roundings == 0
+        assert path.scale_format is FLOAT32
+        eps = abs(float(np.float32(1.0 / n)) * n - 1.0)
+        assert path.scale_error == eps <= 2.0**-24
+        grad = rng.uniform(-5.0, 5.0, (2, 3, 1, 1, 1))
+        g = backward(grad, dhw)
+        rel = numerics.budget(g, grad, product, "float64", c=DEFAULT_C) / np.abs(g)
+        assert np.all(rel >= eps) and np.all(rel <= eps + 2.0**-51), dhw
+        numbers = numerics.numeric_model(product, "float64", grad.shape, dhw)
+        assert numbers is not None and numbers.fmt is FLOAT64 and numbers.exact is None
+
+
+def _fp64_verdict(kernel: kernels3d.Kernel, dhw: tuple[int, int, int]) -> bool:
+    grad = np.random.default_rng(5).uniform(-5.0, 5.0, (2, 3, 1, 1, 1))
+    self_ = np.zeros((2, 3, *dhw))
+    numbers = numerics.numeric_model("atlas-a2", "float64", grad.shape, dhw)
+    assert numbers is not None
+    return compare(numbers, {"grad_output": grad}, backward(grad, dhw),
+                   kernel(grad, self_)).passed
+
+
+@pytest.mark.parametrize("dhw", FP64_PLANES)
+def test_double_correct_kernels_pass(dhw):
+    for kernel in (kernels3d.double_global, kernels3d.double_exact_factor,
+                   kernels3d.double_three_divisions):
+        assert _fp64_verdict(kernel, dhw), (kernel, dhw)
+
+
+@pytest.mark.parametrize("dhw", [(3, 5, 7), (7, 11, 13), (20, 25, 41)])
+def test_double_wrong_factors_fail(dhw):
+    """A float16 factor (relative error up to 2^-11) and a divisor without W."""
+    assert not _fp64_verdict(kernels3d.double_fp16_factor, dhw)
+    assert not _fp64_verdict(kernels3d.double_dh_divisor, dhw)
 
 
 # -- the budget holds for every correct order ------------------------------------------------

@@ -123,6 +123,8 @@ def test_products_and_tolerances_show_the_3d_operator() -> None:
     code, out = result.exit_code, result.output
     assert code == 0, out
     assert "fill 1/(D*H*W) in bfloat16" in out and "none on this product" in out, out
+    # DOUBLE's 1x1x1 path (contract code): accumulates in float64, the fill in float32
+    assert "│ float64  │ float64 (u=2^-53)" in out and "none for this dtype" in out, out
 
 
 def test_families_lists_every_3d_family_and_coverage_reports(suite3d: Path) -> None:

@@ -13,7 +13,7 @@ from aclcheck.cli.tolerances import standard_table
 from aclcheck.errors import UsageError
 from aclcheck.judging.default_standard import DEFAULT_C
 from aclcheck.judging.overrides import load_overrides
-from aclcheck.judging.standards import PUBLISHED, STANDARDS, get_standard
+from aclcheck.judging.standards import PUBLISHED, STANDARDS, get_standard, judging, refusal
 from aclcheck.options import DEFAULT_STANDARD
 
 NAMES = ("aclcheck", "cann-mixed", "cann-mere", "msopst", "torch-npu", "msprobe-ulp",
@@ -68,13 +68,30 @@ def test_unknown_standard_lists_valid_names() -> None:
         ("assert-close", "float16", {"rtol": 1e-3, "atol": 1e-5}),
         ("assert-close", "bfloat16", {"rtol": 1.6e-2, "atol": 1e-5}),
         ("assert-close", "float32", {"rtol": 1.3e-6, "atol": 1e-5}),
+        ("assert-close", "float64", {"rtol": 1e-7, "atol": 1e-7}),  # torch's float64
         ("aclcheck", "float16", {"c": DEFAULT_C, "atol": 0.0, "accumulate": ""}),
+        ("aclcheck", "float64", {"c": DEFAULT_C, "atol": 0.0, "accumulate": ""}),
     ],
 )
 def test_published_numbers(name: str, dtype: str, expected: dict) -> None:
     params = get_standard(name).params_for(dtype)
     for key, value in expected.items():
         assert params[key] == value
+
+
+def test_float64_numbers_only_where_published(tmp_path: Path) -> None:
+    """aclcheck's budget and torch's assert_close have float64 numbers; the others
+    publish none and refuse by name."""
+    assert judging("float64") == ("aclcheck", "assert-close")
+    for name in set(NAMES) - {"aclcheck", "assert-close"}:
+        with pytest.raises(ValueError, match=f"{name} has no float64 numbers"):
+            get_standard(name).params_for("float64")
+        assert "judged by aclcheck, assert-close" in (refusal(name, "float64") or "")
+    assert refusal("assert-close", "float64") is None
+    ov = load_overrides(write(tmp_path, "[aclcheck.fp64]\nc = 3\n"))
+    assert get_standard("aclcheck").params_for("float64", "atlas-a2", ov)["c"] == 3.0
+    assert "float64" in render(standard_table("assert-close"))
+    assert "judges no float64 output" in render(standard_table("msopst"))
 
 
 def test_overrides_precedence(tmp_path: Path) -> None:
@@ -115,6 +132,7 @@ accumulate = "FLOAT16"
         ("[cann-mixed.float16]\nrtol = true\n", r"rtol: must be a number"),
         ("[cann-mixed.atlas-x]\nrtol = 1\n", r"\[cann-mixed.atlas-x\] unknown table"),
         ("[cann-mixed.atlas-a2.float16.x]\nrtol = 1\n", r"unexpected table"),
+        ("[cann-mixed.float64]\nrtol = 1\n", r"cann-mixed has no float64 numbers"),
         ("[aclcheck]\naccumulate = 'float64'\n", r"\[aclcheck\] accumulate: must be one of"),
         ("[torch-npu.float16]\nmode = 'exact'\n", r"mode: must be one of"),
         ("cann-mixed = 3\n", r"must be a table"),

@@ -14,7 +14,7 @@ SUCCESS = 0
 PARAM_NULLPTR = 161001
 PARAM_INVALID = 161002
 RUNTIME_ERROR = 361001
-INNER_TILING_ERROR = 561103
+INNER_NULLPTR = 561103
 #: Stored in place of a status where the documentation is silent or contradicts the
 #: implementation: any answer is acceptable and is reported as a divergence note.
 UNSPECIFIED = -1
@@ -24,7 +24,7 @@ STATUS_NAMES: dict[int, str] = {
     PARAM_NULLPTR: "ACLNN_ERR_PARAM_NULLPTR",
     PARAM_INVALID: "ACLNN_ERR_PARAM_INVALID",
     RUNTIME_ERROR: "ACLNN_ERR_RUNTIME_ERROR",
-    INNER_TILING_ERROR: "ACLNN_ERR_INNER_TILING_ERROR",
+    INNER_NULLPTR: "ACLNN_ERR_INNER_NULLPTR",
     UNSPECIFIED: "unspecified",
 }
 

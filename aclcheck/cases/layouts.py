@@ -112,6 +112,48 @@ def _layout_geometry(shape: tuple[int, ...], layout: str, spatial_rank: int
     raise ValueError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
 
 
+def view_extent(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Storage elements a view reaches from its offset: 1 + the last element's offset (0
+    for an empty view)."""
+    if not shape or math.prod(shape) == 0:
+        return 0 if shape else 1
+    return 1 + sum((d - 1) * s for d, s in zip(shape, strides, strict=True))
+
+
+def stated_geometry(shape: tuple[int, ...], strides: tuple[int, ...] | None,
+                    offset: int | None, storage: tuple[int, ...] | None
+                    ) -> tuple[tuple[int, ...], int, int]:
+    """The view a call states (vendor cases): its strides (row-major where not given),
+    its offset (0) and its storage (the storage shape's elements, else just what the
+    view reaches)."""
+    strides = tuple(strides) if strides is not None else contiguous_strides(shape)
+    offset = offset or 0
+    size = math.prod(storage) if storage is not None \
+        else offset + view_extent(shape, strides)
+    return strides, offset, size
+
+
+def geometry_problem(shape: tuple[int, ...], strides: tuple[int, ...] | None,
+                     offset: int | None, storage: tuple[int, ...] | None) -> str | None:
+    """Why a stated view cannot be laid out (strides of another rank, negative strides,
+    offset or storage dims, a view past its storage), or None."""
+    if strides is not None and len(strides) != len(shape):
+        return f"strides {list(strides)} for a rank-{len(shape)} shape"
+    if strides is not None and any(s < 0 for s in strides):
+        return f"negative strides {list(strides)}"
+    if (offset or 0) < 0:
+        return f"negative offset {offset}"
+    if storage is not None and any(d < 0 for d in storage):
+        return f"negative storage dims {list(storage)}"
+    if any(d < 0 for d in shape):
+        return None  # nothing is laid out: an invalid call
+    strides, offset, size = stated_geometry(shape, strides, offset, storage)
+    need = offset + view_extent(shape, strides)
+    if math.prod(shape) and need > size:
+        return f"the view reaches storage element {need - 1}, the storage has {size}"
+    return None
+
+
 def gap_fill(dtype: np.dtype) -> object:
     """Value written into storage that no view element covers: NaN for floats, so a
     kernel that ignores strides reads poison instead of plausible numbers."""
@@ -129,7 +171,15 @@ def place(values: np.ndarray, layout: str, spatial_rank: int = 2, *,
     owned: `values` is a fresh array nobody else holds (a case's values as they are
     drawn); a contiguous layout then takes its memory instead of a copy."""
     shape = tuple(values.shape)
-    strides, offset, size = layout_geometry(shape, layout, spatial_rank)
+    return place_at(values, layout_geometry(shape, layout, spatial_rank), owned=owned)
+
+
+def place_at(values: np.ndarray, geometry: tuple[tuple[int, ...], int, int], *,
+             owned: bool = False) -> StridedTensor:
+    """Lay out logical `values` in a fresh storage buffer of the view `geometry`
+    (strides, offset, storage elements): storage no element covers holds gap_fill."""
+    shape = tuple(values.shape)
+    strides, offset, size = geometry
     if strides == contiguous_strides(shape) and offset == 0:
         storage = np.ascontiguousarray(values).reshape(-1)
         if not owned or storage.base is not None and storage.base is not values:

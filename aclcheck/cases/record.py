@@ -22,17 +22,28 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from aclcheck.cases.acl import ALL_FORMATS, PRODUCTS, SUCCESS, UNSPECIFIED
-from aclcheck.cases.layouts import LAYOUTS, StridedTensor
+from aclcheck.cases.layouts import (
+    LAYOUTS,
+    StridedTensor,
+    contiguous_strides,
+    layout_geometry,
+    stated_geometry,
+)
 from aclcheck.dtypes import NUMPY_DTYPES, dtype_tag
 
 
 @dataclass(frozen=True)
 class TensorDesc:
-    """What the first phase sees of one tensor: shape, dtype, format."""
+    """What the first phase sees of one tensor: shape, dtype, format, and where the call
+    gives them, its element strides, storage offset and storage shape (None: the case's
+    layout decides)."""
 
     shape: tuple[int, ...]
     dtype: str
     format: str
+    strides: tuple[int, ...] | None = None
+    offset: int | None = None
+    storage: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,9 @@ class Call:
 
     product: str
     tensors: Mapping[str, TensorDesc | None]
+    #: what the prediction follows where the documentation and the vendor's code part:
+    #: "doc" (such calls are unspecified) or "code" (the code's answer)
+    contract: str = "doc"
 
     def __getitem__(self, role: str) -> TensorDesc | None:
         return self.tensors[role]
@@ -109,7 +123,15 @@ class Call:
 
 # -- the record ------------------------------------------------------------------------------
 
-TEXT, INT, SHAPE, NAMES = "text", "int", "shape", "names"
+TEXT, INT, SHAPE, NAMES, FLOATS = "text", "int", "shape", "names", "floats"
+#: How a call's predictions follow the sources where the documentation and the vendor's
+#: code part (Call.contract).
+CONTRACTS: tuple[str, ...] = ("doc", "code")
+#: Per-tensor facts of a vendor's call beyond shape, dtype and format: element strides,
+#: storage offset and storage shape (any role), the values of an input (one of a uniform
+#: range, a normal law, a constant fill or the values themselves).
+TENSOR_FACTS: tuple[str, ...] = ("view_strides", "view_offset", "storage_shape")
+VALUE_FACTS: tuple[str, ...] = ("range", "normal", "fill", "values")
 
 
 @dataclass(frozen=True)
@@ -117,7 +139,7 @@ class RecordField:
     """One field of a case record, as stores and case files see it."""
 
     name: str
-    kind: str  # TEXT, INT, SHAPE (tuple of ints), NAMES (tuple of texts)
+    kind: str  # TEXT, INT, SHAPE (tuple of ints), NAMES (tuple of texts), FLOATS
     required: bool  # no default: the record cannot be made without it
     nullable: bool = False  # None allowed (the default of an optional per-role fact)
     choices: tuple[str, ...] | None = None  # for TEXT and NAMES: the valid values
@@ -139,6 +161,9 @@ class Case:
     DISTRIBUTIONS: ClassVar[tuple[str, ...]]  # value distributions its values know
     #: case-file keys in writing order (every field, exactly once)
     FILE_ORDER: ClassVar[tuple[str, ...]]
+    #: the optional fields of what a vendor case states ({key}_{fact} of TENSOR_FACTS
+    #: and VALUE_FACTS, `contract`, `source`, `vendor_status`): stored only where set
+    STATED: ClassVar[tuple[str, ...]] = ()
 
     id: str
     family: str
@@ -186,8 +211,19 @@ class Case:
                 shape = descs[role.shape_of].shape
             descs[role.name] = TensorDesc(
                 tuple(shape), getattr(self, f"{role.key}_dtype") or self.dtype,
-                getattr(self, f"{role.key}_format") or self.format)
+                getattr(self, f"{role.key}_format") or self.format,
+                *(getattr(self, f"{role.key}_{fact}", None) for fact in TENSOR_FACTS))
         return descs
+
+    def view_geometry(self, name: str) -> tuple[tuple[int, ...], int, int]:
+        """(element strides, storage offset, storage elements) of one role's tensor: what
+        the case states (vendor cases) or else what its layout makes."""
+        desc = self.tensor_desc(name)
+        if min(desc.shape, default=0) < 0:  # a refused call's tensor: nothing laid out
+            return contiguous_strides(tuple(max(d, 0) for d in desc.shape)), 0, 0
+        if desc.strides is None and desc.offset is None and desc.storage is None:
+            return layout_geometry(desc.shape, self.layout, self.SPATIAL_RANK)
+        return stated_geometry(desc.shape, desc.strides, desc.offset, desc.storage)
 
     def __getstate__(self) -> dict[str, Any]:
         """The record's fields only: what is computed from them (descriptions, the
@@ -201,7 +237,7 @@ class Case:
                 for r in self.ROLES}
 
     def call(self) -> Call:
-        return Call(self.product, self.tensors())
+        return Call(self.product, self.tensors(), getattr(self, "contract", None) or "doc")
 
     @cached_property
     def expectation(self) -> Expectation:
@@ -263,6 +299,8 @@ class Case:
                 continue
             if kinds[key] == SHAPE and value is not None:
                 value = tuple(int(v) for v in value)
+            elif kinds[key] == FLOATS and value is not None:
+                value = tuple(float(v) for v in value)
             elif kinds[key] == NAMES and value is not None:
                 value = tuple(str(v) for v in value)
             kwargs[key] = value
@@ -271,6 +309,23 @@ class Case:
 
     def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def following(self, contract: str) -> Self:
+        """This case following `contract` where it names none itself (its own wins;
+        "doc", the default, stays unset: files of default cases keep their bytes)."""
+        if contract == "doc" or getattr(self, "contract", None) is not None:
+            return self
+        return self.replace(contract=contract)
+
+    def reshaped(self, *, all_values: bool = False, **changes: Any) -> Self:
+        """Another call derived from this one (other shapes or dtype: shrink, a
+        predecessor): what the case stated for its own shapes (views, the values
+        themselves) is dropped; `all_values` drops every value spec too."""
+        facts = TENSOR_FACTS + (VALUE_FACTS if all_values else ("values",))
+        names = {f.name for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        drop = {f"{r.key}_{fact}": None for r in self.ROLES for fact in facts} \
+            .keys() & names
+        return self.replace(**dict.fromkeys(drop), **changes)
 
 
 def derive_seed(suite_seed: int, *key: object) -> int:
@@ -332,14 +387,20 @@ def _record_fields(cls: type[Case]) -> tuple[RecordField, ...]:
     keys = {r.key: r for r in cls.ROLES}
     names = tuple(NUMPY_DTYPES)
     out = []
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    every = dataclasses.fields(cls)  # type: ignore[arg-type]
+    # the stated facts (a mixin's fields, which dataclasses put first) after the record's own
+    for f in sorted(every, key=lambda f: f.name in cls.STATED):
         required = f.default is dataclasses.MISSING \
             and f.default_factory is dataclasses.MISSING
         nullable = not required and f.default is None
-        key, _, fact = f.name.rpartition("_")
-        role = key if key in keys else None
-        if role is not None and fact == "shape":
+        role = next((k for k in keys if f.name.startswith(k + "_")), None)
+        fact = f.name[len(role) + 1:] if role is not None else ""
+        if role is not None and fact in ("shape", "view_strides", "storage_shape"):
             out.append(RecordField(f.name, SHAPE, required, nullable, role=role))
+        elif role is not None and fact == "view_offset" or f.name == "vendor_status":
+            out.append(RecordField(f.name, INT, required, nullable, role=role))
+        elif role is not None and fact in ("range", "normal", "values"):
+            out.append(RecordField(f.name, FLOATS, required, nullable, role=role))
         elif role is not None and fact in ("dtype", "format"):
             out.append(RecordField(f.name, TEXT, required, nullable,
                                    names if fact == "dtype" else ALL_FORMATS, role))
@@ -351,6 +412,6 @@ def _record_fields(cls: type[Case]) -> tuple[RecordField, ...]:
         else:
             choices = {"product": tuple(PRODUCTS), "dtype": names,
                        "format": ALL_FORMATS, "distribution": cls.DISTRIBUTIONS,
-                       "layout": LAYOUTS}.get(f.name)
+                       "layout": LAYOUTS, "contract": CONTRACTS}.get(f.name)
             out.append(RecordField(f.name, TEXT, required, nullable, choices))
     return tuple(out)

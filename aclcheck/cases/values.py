@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES
+from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, round_to
 
 #: Distributions of special values (special_floats draws them).
 SPECIAL_DISTS: tuple[str, ...] = ("special", "inf-fill", "nan-fill", "subnormal", "near-max")
@@ -77,7 +77,89 @@ def other_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -
         return rng.uniform(-5.0, 5.0, n).reshape(shape)
     if dtype == "bool":
         return rng.integers(0, 2, n).reshape(shape).astype(np.bool_)
+    if dtype.startswith("complex"):
+        return (rng.uniform(-5.0, 5.0, n) + 1j * rng.uniform(-5.0, 5.0, n)
+                ).reshape(shape).astype(NUMPY_DTYPES[dtype])
     np_dtype = NUMPY_DTYPES[dtype]
     info = np.iinfo(np_dtype)
     lo, hi = max(info.min, -5), min(info.max, 5)
     return rng.integers(lo, hi + 1, n).reshape(shape).astype(np_dtype)
+
+
+# -- values a case states (vendor cases: ranges, laws, fills, the values themselves) -------
+
+#: The constant fills a case may name besides a number.
+FILL_WORDS: dict[str, float] = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf,
+                                "nan": math.nan}
+
+
+def fill_value(text: str) -> float:
+    """The constant of a fill ("inf", "-inf", "nan" or a number); ValueError otherwise."""
+    key = text.strip().lower()
+    if key in FILL_WORDS:
+        return FILL_WORDS[key]
+    return float(key)
+
+
+def value_spec_problem(fact: str, spec: object, numel: int | None = None) -> str | None:
+    """Why a stated value spec (fact: range, normal, fill, values) cannot be drawn, or
+    None."""
+    if fact == "fill":
+        try:
+            fill_value(str(spec))
+        except ValueError:
+            return f"fill {spec!r}: not inf, -inf, nan or a number"
+        return None
+    vals = tuple(spec)  # type: ignore[call-overload]
+    if fact == "range":
+        if len(vals) != 2 or not all(math.isfinite(v) for v in vals) or vals[0] > vals[1]:
+            return f"range {list(vals)}: need [lo, hi], finite, lo <= hi"
+    elif fact == "normal":
+        if len(vals) not in (2, 4) or not all(math.isfinite(v) for v in vals):
+            return (f"normal {list(vals)}: need [mean, std] or [mean_lo, mean_hi, std_lo, "
+                    "std_hi], finite")
+        if len(vals) == 4 and (vals[0] > vals[1] or vals[2] > vals[3]):
+            return f"normal {list(vals)}: each range needs lo <= hi"
+        if min(vals[1:2] if len(vals) == 2 else vals[2:]) < 0:
+            return f"normal {list(vals)}: a std must be >= 0"
+    elif fact == "values":
+        if numel is not None and len(vals) != numel:
+            return f"values: {len(vals)} given, the tensor has {numel} elements"
+    return None
+
+
+def stated_values(rng: np.random.Generator, shape: tuple[int, ...], fact: str,
+                  spec: object) -> np.ndarray:
+    """float64 values a case states for a tensor (before conversion to its dtype): a
+    uniform range [lo, hi], a normal law (mean, std, or both drawn from ranges, as ATK's
+    "nd" does), a constant fill, or the values themselves in row-major order."""
+    n = math.prod(shape)
+    if fact == "fill":
+        return np.full(shape, fill_value(str(spec)))
+    vals = tuple(float(v) for v in spec)  # type: ignore[attr-defined]
+    if fact == "range":
+        return rng.uniform(vals[0], vals[1], n).reshape(shape)
+    if fact == "normal":
+        if len(vals) == 4:
+            mean, std = rng.uniform(vals[0], vals[1]), rng.uniform(vals[2], vals[3])
+        else:
+            mean, std = vals
+        return rng.normal(mean, std, n).reshape(shape)
+    return np.asarray(vals, dtype=np.float64).reshape(shape)
+
+
+def in_dtype(vals: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 values converted to `dtype` as a caller's host code would: rounded to
+    nearest for floats, truncated toward zero for integers (NaN and infinities to 0 and
+    the type's bounds), nonzero for bool."""
+    if dtype in FLOAT_FORMATS:
+        with np.errstate(over="ignore"):
+            return round_to(vals, FLOAT_FORMATS[dtype])
+    np_dtype = np.dtype(NUMPY_DTYPES[dtype])
+    if np_dtype.kind in "fc":
+        return vals.astype(np_dtype)
+    if np_dtype == np.bool_:
+        return vals != 0
+    info = np.iinfo(np_dtype)
+    clean = np.nan_to_num(np.trunc(vals), nan=0.0, posinf=info.max, neginf=info.min)
+    return np.clip(clean, info.min, info.max).astype(np_dtype)

@@ -12,6 +12,7 @@ import click
 
 from aclcheck.arrays import return_large_blocks
 from aclcheck.cases.acl import ALL_FORMATS
+from aclcheck.cases.record import CONTRACTS
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import click_option
 from aclcheck.errors import EXIT_CODES_HELP
@@ -40,6 +41,8 @@ def command_line(params: dict[str, Any]) -> str:
             parts += [f"--{opt.replace('_', '-')}", str(params[opt])]
     if params["compress"] != "none":
         parts += ["--compress", params["compress"]]
+    if params.get("contract", "doc") != "doc":
+        parts += ["--contract", params["contract"]]
     # not --jobs or --executor: they change who computes, not what is written
     return shlex.join(parts)
 
@@ -144,6 +147,11 @@ def progress_reporter(console: Console, total: int | None, path: Path) -> Iterat
 @click.option("--max-case-mb", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="MB", help="Refuse, before allocating, any case whose arrays need more "
               "than this [default: a quarter of the memory].")
+@click.option("--contract", type=click.Choice(CONTRACTS), default="doc", show_default=True,
+              help="What the expected statuses follow where the vendor's documentation "
+              "page and its code part: doc (such calls are unspecified) or code (the "
+              "status the code returns). Set on every case that does not set its own "
+              "`contract` (a case file's entry wins).")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @handle_errors
 def generate(**params: Any) -> None:
@@ -164,12 +172,13 @@ def generate(**params: Any) -> None:
       aclcheck generate -o one-core.h5 --count 10 --jobs 1
       aclcheck generate -o big.h5 --cases-file big.toml --max-case-mb 8000
       aclcheck generate -o huge.h5 --count 200 --executor dask://scheduler:8786
+      aclcheck generate -o code.h5 --contract code --cases-file vendor-ut.toml
     """
     suite = plan_suite(
         products=params["product"], dtypes=params["dtype"], formats=params["format"],
         families=params["family"], count=params["count"], seed=params["seed"],
         cases_file=params["cases_file"], shard_spec=params["shard"],
-        suite_name=params["suite_name"], op=params["op"],
+        suite_name=params["suite_name"], op=params["op"], contract=params["contract"],
         max_case_bytes=None if params["max_case_mb"] is None
         else int(params["max_case_mb"] * 1e6),
     )

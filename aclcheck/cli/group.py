@@ -63,6 +63,9 @@ COMMANDS: dict[str, Lazy] = {
                    "like case CASE of GOLDEN: fewer N, C, H, W, Ho, Wo, then simpler values "
                    "(ones, small exact integers), keeping product, dtype, format and layout, "
                    "the verdict and the diagnosis code that names the bug."),
+    "import-cases": Lazy("aclcheck.cli.import_cases:import_cases", "Write a vendor's own "
+                         "test cases (ATK case JSON, ops-nn op_api unit tests) as an aclcheck "
+                         "case file, with provenance and the vendor's expected statuses."),
     "hunt": Lazy("aclcheck.cli.hunt:hunt", "Judge random valid calls (shapes with divisible, "
                  "non-divisible and upsampling windows, every layout and value distribution, "
                  "special values) against the float64 reference, with no golden file, until "

@@ -17,7 +17,7 @@ from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.cli.options import click_option
 from aclcheck.errors import UsageError
 from aclcheck.judging.overrides import Overrides, load_overrides
-from aclcheck.judging.rule import DTYPES, ParamValue, Standard
+from aclcheck.judging.rule import DTYPES, FLOAT64_ROW, ParamValue, Standard
 from aclcheck.judging.standards import STANDARDS, get_standard
 from aclcheck.ops import default_operator, operator
 from aclcheck.ops.operator import Operator
@@ -47,12 +47,13 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None, op: Operat
     rank = op.spatial_rank
     axes = [a.upper() for a in op.display.axis_names(rank + 2)[-rank:]]  # H, W (D, H, W)
     for prod in op.products.values():
-        for dtype in prod.dtypes:
+        for dtype in (*prod.dtypes, *_code_only_dtypes(std, op, prod.id, prod.dtypes)):
             params = std.params_for(dtype, prod.id, overrides)
             general, global_ = op.paths(prod.id, dtype, str(params["accumulate"]) or None)
             acc = (general or global_).accumulate
             windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}"
-                       if general is not None else "none on this product")
+                       if general is not None else "none on this product"
+                       if dtype in prod.dtypes else "none for this dtype (contract code)")
             if general is not None and general.inner is not None:
                 windows += f" in {general.inner.name}"
             one = f"fill 1/({'*'.join(axes)}) in {global_.scale_format.name}"
@@ -69,6 +70,21 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None, op: Operat
     return table
 
 
+def _code_only_dtypes(std: type[Standard], op: Operator, product: str,
+                      listed: tuple[str, ...]) -> tuple[str, ...]:
+    """Dtypes the standard judges beyond the product's documented ones where the
+    operator has a numeric path for them (float64: the 3D operator's DOUBLE 1x1x1 calls,
+    valid under contract code)."""
+    found = []
+    for dtype in (d for d in std.dtypes() if d not in listed and d not in DTYPES):
+        try:
+            op.paths(product, dtype, None)
+        except (KeyError, ValueError):  # no path: the operator never computes this dtype
+            continue
+        found.append(dtype)
+    return tuple(found)
+
+
 def standard_table(name: str, overrides: Overrides | None = None,
                    op: Operator | None = None) -> Table:
     """A rich Table of one standard: its numbers per dtype (and per product where the
@@ -80,7 +96,7 @@ def standard_table(name: str, overrides: Overrides | None = None,
     table.add_column("dtype", no_wrap=True)
     for p in std.param_names:
         table.add_column(p, justify="right", no_wrap=True)
-    rows: list[tuple[str, str | None]] = [(d, None) for d in DTYPES]
+    rows: list[tuple[str, str | None]] = [(d, None) for d in std.dtypes()]
     if overrides is not None:
         rows += [(d, prod) for prod in overrides.products(std.name)
                  for d in default_operator().products[prod].dtypes]
@@ -88,7 +104,9 @@ def standard_table(name: str, overrides: Overrides | None = None,
         params = std.params_for(dtype, prod, overrides)
         label = dtype if prod is None else f"{dtype} on {prod}"
         table.add_row(label, *(_fmt_value(params[p]) for p in std.param_names))
-    table.caption = escape(f"{std.rule}. Source: {std.source}.")
+    missing = "" if std.judges(FLOAT64_ROW) else (
+        f" No {FLOAT64_ROW} numbers published: it judges no {FLOAT64_ROW} output.")
+    table.caption = escape(f"{std.rule}. Source: {std.source}.{missing}")
     return table
 
 

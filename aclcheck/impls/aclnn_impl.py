@@ -29,7 +29,7 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.cases.acl import ACL_FORMAT_ENUM, SUCCESS, status_name
 from aclcheck.cases.call import Outcome
-from aclcheck.cases.layouts import contiguous_strides, gap_fill
+from aclcheck.cases.layouts import StridedTensor, contiguous_strides, gap_fill
 from aclcheck.dtypes import ACL_DTYPE_ENUM, NUMPY_DTYPES
 from aclcheck.errors import (
     ImplementationUnavailable,
@@ -125,14 +125,15 @@ class _Resources:
                                   f"returned {rc}{_recent(self.api)}")
 
     def tensor(self, name: str, shape: Sequence[int], dtype: str, strides: Sequence[int],
-               offset: int, fmt: str, storage_len: int, data: int) -> int:
-        """aclCreateTensor with the case's geometry; storage shape = (storage length,)."""
+               offset: int, fmt: str, storage_dims: Sequence[int], data: int) -> int:
+        """aclCreateTensor with the case's geometry; storage shape: what the case states,
+        else (storage length,)."""
         dims = abi.int64_array(shape)
         strd = abi.int64_array(strides)
-        storage = abi.int64_array([storage_len])
+        storage = abi.int64_array(storage_dims)
         handle = self.api.aclCreateTensor(dims, len(shape), ACL_DTYPE_ENUM[dtype],
                                           strd, int(offset), ACL_FORMAT_ENUM[fmt],
-                                          storage, 1, data)
+                                          storage, len(storage_dims), data)
         if not handle:
             raise _RuntimeFailure(f"aclCreateTensor returned NULL for {name} (shape "
                                   f"{tuple(shape)}, dtype {dtype}, format {fmt})"
@@ -233,8 +234,10 @@ class AclnnImpl(Implementation):
             desc = case.tensor_desc(name)
             dev = res.upload(tensor.storage)
             handles[name] = res.tensor(name, tensor.shape, desc.dtype, tensor.strides,
-                                       tensor.offset, desc.format, int(tensor.storage.size), dev)
+                                       tensor.offset, desc.format,
+                                       desc.storage or (int(tensor.storage.size),), dev)
         out_host: np.ndarray | None = None
+        out_view: StridedTensor | None = None
         out_dev = 0
         out = case.output().name
         if out in case.null:
@@ -242,11 +245,18 @@ class AclnnImpl(Implementation):
         else:
             desc = case.tensor_desc(out)
             np_dtype = np.dtype(NUMPY_DTYPES[desc.dtype])
-            out_host = np.full(desc.shape, gap_fill(np_dtype), dtype=np_dtype)
+            # out is contiguous unless the case states its view (a vendor case)
+            stated = (desc.strides, desc.offset, desc.storage) != (None, None, None)
+            strides, offset, size = (
+                case.view_geometry(out) if stated and min(desc.shape, default=0) >= 0
+                else (contiguous_strides(tuple(max(d, 0) for d in desc.shape)), 0,
+                      max(0, math.prod(desc.shape)) if min(desc.shape, default=0) >= 0
+                      else 0))
+            out_host = np.full(size, gap_fill(np_dtype), dtype=np_dtype)
+            out_view = StridedTensor(out_host, tuple(desc.shape), strides, offset)
             out_dev = res.upload(out_host)
-            handles[out] = res.tensor(out, desc.shape, desc.dtype,
-                                      contiguous_strides(tuple(desc.shape)), 0, desc.format,
-                                      math.prod(desc.shape), out_dev)
+            handles[out] = res.tensor(out, desc.shape, desc.dtype, strides, offset,
+                                      desc.format, desc.storage or (size,), out_dev)
         size = ctypes.c_uint64(0)
         executor = ctypes.c_void_p()
         start = time.perf_counter()
@@ -263,9 +273,12 @@ class AclnnImpl(Implementation):
         if rc != abi.ACL_SUCCESS:
             raise _RuntimeFailure(f"aclrtSynchronizeStream returned {rc}{_recent(self.api)}")
         elapsed = time.perf_counter() - start
-        if out_host is not None:
-            res.download(out_host, out_dev)
-        return Outcome(status=SUCCESS, output=out_host, time_s=elapsed)
+        if out_host is None or out_view is None:
+            return Outcome(status=SUCCESS, output=None, time_s=elapsed)
+        res.download(out_host, out_dev)
+        output = out_host.reshape(out_view.shape) if out_view.contiguous \
+            else np.array(out_view.view())
+        return Outcome(status=SUCCESS, output=output, time_s=elapsed)
 
     def _rejected(self, status: int, phase: str, start: float) -> Outcome:
         elapsed = time.perf_counter() - start

@@ -11,7 +11,7 @@ from __future__ import annotations
 from aclcheck.arrays import ResultBuffers
 from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
 from aclcheck.cases.call import Outcome
-from aclcheck.dtypes import FLOAT_FORMATS, NUMPY_DTYPES, correctly_rounded
+from aclcheck.dtypes import NUMPY_DTYPES, correctly_rounded, judged_format
 from aclcheck.impls.base import CallInputs, Implementation, overflow_mode_of, timed_call
 from aclcheck.judging.overflow import OverflowMode, saturate
 from aclcheck.ops import operator_of
@@ -35,7 +35,7 @@ class ReferenceImpl(Implementation):
             return Outcome(status=expected)
         if expected == UNSPECIFIED:
             return Outcome(status=SUCCESS, notes=("reference accepts undocumented calls",))
-        fmt = FLOAT_FORMATS[case.dtype]
+        fmt = judged_format(case.dtype)  # FLOAT64 too: a DOUBLE call some code accepts
         values = {name: t.view() for name, t in call.inputs.items() if t is not None}
 
         def compute() -> object:

@@ -49,7 +49,9 @@ class TorchImpl(Implementation):
     has_status_codes = False
     models_products = False
     FORK_SAFE_DEVICES = ("cpu",)
-    dtypes = ("float16", "float32", "bfloat16")
+    #: float64 too: PyTorch computes it natively (a DOUBLE call the 3D operator's code
+    #: accepts is valid under contract code)
+    dtypes = ("float16", "float32", "bfloat16", "float64")
 
     def __init__(self, device: str = "cpu") -> None:
         if device not in DEVICES:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -29,7 +29,7 @@ from aclcheck.judging.overflow import OverflowMode
 from aclcheck.judging.overrides import Overrides
 from aclcheck.judging.pieces import Piece, load, make_piece
 from aclcheck.judging.rule import Standard, StandardResult, Tally
-from aclcheck.judging.standards import get_standard
+from aclcheck.judging.standards import get_standard, refusal
 from aclcheck.options import DEFAULT_STANDARD
 
 #: Elements per sub-chunk: the hot loop's arrays (a dozen float64 temporaries) stay in
@@ -140,22 +140,35 @@ def compare(
     standards: names of the standards to judge by; the first one gates `passed` and picks
     the worst elements. A failing comparison carries its evidence (aclcheck.judging.
     evidence: a downsampled error/allowed map, failing planes, a histogram) for the
-    reports. Raises ValueError for an unknown standard name or a shape mismatch (the
-    caller checks shapes first).
+    reports. A shown-beside standard without numbers for the output's dtype (float64:
+    standards.refusal) is left out with a note. Raises ValueError for an unknown standard
+    name, a gating standard without such numbers, or a shape mismatch (the caller checks
+    shapes first).
     """
     names = list(dict.fromkeys(standards)) or [DEFAULT_STANDARD]
     for name in names:
         get_standard(name)
+    gate_refused = refusal(names[0], numbers.fmt.name)
+    if gate_refused is not None:
+        raise ValueError(gate_refused)
+    left_out = tuple(why for name in names[1:]
+                     if (why := refusal(name, numbers.fmt.name)) is not None)
+    names = [name for name in names if refusal(name, numbers.fmt.name) is None]
     golden = np.asarray(golden)
     actual = np.asarray(actual)
     if golden.shape != actual.shape:
         raise ValueError(f"shape mismatch: golden {golden.shape}, actual {actual.shape}")
     if golden.size == 0:
-        return _empty(names)
-    run = _Run(golden, numbers, names, overrides)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        run.all_blocks(golden, actual, inputs)
-    return run.outcome()
+        result = _empty(names)
+    else:
+        run = _Run(golden, numbers, names, overrides)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            run.all_blocks(golden, actual, inputs)
+        result = run.outcome()
+    if left_out:
+        result = replace(result, notes=result.notes + tuple(f"not judged: {why}"
+                                                            for why in left_out))
+    return result
 
 
 class _Run:

@@ -15,6 +15,8 @@ from aclcheck.judging.exactness import ExactTally
 from aclcheck.judging.findings import Hint
 from aclcheck.judging.pieces import Piece
 from aclcheck.judging.rule import (
+    DTYPES,
+    FLOAT64_ROW,
     Overrides,
     Standard,
     StandardResult,
@@ -45,7 +47,9 @@ class Aclcheck(Standard):
             "+ c*k*eta_acc + atol; m = backward of {magnitude_source}, k = terms per "
             "element; where the product's path computes an element exactly, the RNE result "
             "(ties to even) bit for bit; NaN/inf must match")
-    table = same_for_every_dtype({"c": DEFAULT_C, "atol": 0.0, "accumulate": ""})
+    #: float64 too: the budget is derived from the path (DOUBLE's 1x1x1 path, contract code)
+    table = same_for_every_dtype({"c": DEFAULT_C, "atol": 0.0, "accumulate": ""},
+                                 DTYPES + (FLOAT64_ROW,))
     help = {
         "c": "multiplier of k * u_acc * m (measured, see docs/tolerances.md)",
         "atol": "extra absolute allowance per element (default 0)",

@@ -17,7 +17,9 @@ from aclcheck.cases.call import Capabilities, Outcome, ReturnedValue
 from aclcheck.judging.compare import Comparison, compare
 from aclcheck.judging.model import CaseModel
 from aclcheck.judging.overflow import judged_mode
+from aclcheck.judging.standards import refusal
 from aclcheck.judging.verdicts import CaseVerdict, Verdict, divergence_note
+from aclcheck.options import DEFAULT_STANDARD
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,10 @@ class JudgeOptions:
 def _base(case: Case, verdict: Verdict, message: str, **kw: object) -> CaseVerdict:
     return CaseVerdict(case_id=case.id, verdict=verdict, message=message, product=case.product,
                        dtype=case.dtype, format=case.format, family=case.family,
-                       expected_status=case.expected_status, **kw)  # type: ignore[arg-type]
+                       expected_status=case.expected_status,
+                       vendor_status=getattr(case, "vendor_status", None),
+                       source=getattr(case, "source", None) or "",
+                       **kw)  # type: ignore[arg-type]
 
 
 def judge_rejection(case: Case, outcome: Outcome, caps: Capabilities) -> CaseVerdict:
@@ -129,6 +134,10 @@ def judge_success(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capa
         return _base(case, Verdict.PASS, "empty tensor: nothing to compare", **common)
     assert model.numbers is not None  # a valid call of a float dtype
     numbers, mode_note = model.numbers, None
+    refused = refusal(opts.standards[0] if opts.standards else DEFAULT_STANDARD,
+                      numbers.fmt.name)
+    if refused is not None:  # the gating standard has no numbers for this dtype (float64)
+        return _base(case, Verdict.SKIP, f"not judged: {refused}", **common)
     if opts.overflow_mode is not None:
         mode, mode_note = judged_mode(numbers.product, opts.overflow_mode)
         numbers = replace(numbers, overflow=mode)

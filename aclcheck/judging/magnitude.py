@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from aclcheck.dtypes import FloatFormat, correctly_rounded, ordered_bits
+from aclcheck.dtypes import FloatFormat, correctly_rounded, held, ordered_bits, ordered_distance
 from aclcheck.judging.roundings import neighbours
 
 #: An element this many ULP off is gross, whatever its budget.
@@ -67,9 +67,7 @@ CLASS_ORDER: tuple[MagnitudeClass, ...] = (
 
 def _ordered(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """Ordered integers of float64 values of fmt (adjacent values differ by 1)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        held = np.asarray(values, dtype=np.float64).astype(np.float32).astype(fmt.np_dtype)
-    return ordered_bits(held, fmt).astype(np.int64)
+    return ordered_bits(held(values, fmt), fmt).astype(np.int64)
 
 
 def _ulp_bin(ulps: np.ndarray) -> np.ndarray:
@@ -241,7 +239,7 @@ class MagnitudeTally:
             return
         g, a, r, allowed = g[finite], a[finite], r[finite], allowed[finite]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            ulps = np.abs(_ordered(a, fmt) - _ordered(r, fmt))
+            ulps = ordered_distance(_ordered(a, fmt), _ordered(r, fmt)).astype(np.float64)
             ratios = np.divide(np.abs(a - g), allowed)
             down, up = neighbours(g, fmt)
         neighbour = (a == down) | (a == up)

@@ -11,9 +11,9 @@ from types import MappingProxyType
 
 from aclcheck.cases.acl import PRODUCTS
 from aclcheck.configfile import read_document
-from aclcheck.dtypes import normalize_dtype
+from aclcheck.dtypes import JUDGED_FORMATS, normalize_dtype
 from aclcheck.errors import UsageError
-from aclcheck.judging.rule import DTYPES, Params, ParamValue, Standard
+from aclcheck.judging.rule import Params, ParamValue, Standard
 from aclcheck.judging.standards import STANDARDS
 from aclcheck.options import ACCUMULATE_CHOICES
 
@@ -70,11 +70,12 @@ def _check_value(source: str, section: str, std: type[Standard], key: str,
 
 
 def _dtype_key(text: str) -> str | None:
+    """The dtype a table key names, if it names one an output is judged in."""
     try:
         name = normalize_dtype(text)
     except ValueError:
         return None
-    return name if name in DTYPES else None
+    return name if name in JUDGED_FORMATS else None
 
 
 def _parse_level(source: str, section: str, std: type[Standard], table: Mapping[str, object],
@@ -82,7 +83,7 @@ def _parse_level(source: str, section: str, std: type[Standard], table: Mapping[
     """One table of a standard: parameters, dtype sub-tables, product sub-tables."""
     for key, value in table.items():
         dtype = _dtype_key(key)
-        if isinstance(value, dict) and dtype is not None:
+        if isinstance(value, dict) and dtype is not None and std.judges(dtype):
             sub = f"{section}.{key}"
             for pkey, pval in value.items():
                 if isinstance(pval, dict):
@@ -92,8 +93,11 @@ def _parse_level(source: str, section: str, std: type[Standard], table: Mapping[
                     source, sub, std, pkey, pval)
         elif isinstance(value, dict) and product is None and key in PRODUCTS:
             _parse_level(source, f"{section}.{key}", std, value, key, entries)
+        elif isinstance(value, dict) and dtype is not None:  # float64 of a published one
+            raise UsageError(f"{source}: [{section}.{key}] {std.name} has no {dtype} "
+                             "numbers to override (its source publishes none)")
         elif isinstance(value, dict):
-            valid = "a dtype (" + ", ".join(DTYPES) + ")"
+            valid = "a dtype (" + ", ".join(std.dtypes()) + ")"
             if product is None:
                 valid += " or a product (" + ", ".join(PRODUCTS) + ")"
             raise UsageError(f"{source}: [{section}.{key}] unknown table; expected {valid}")

@@ -12,7 +12,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from aclcheck.dtypes import FloatFormat, correctly_rounded, ordered_bits
+from aclcheck.dtypes import FloatFormat, correctly_rounded, held, ordered_bits, signed_bits_dtype
 
 
 class Rounding(StrEnum):
@@ -29,14 +29,12 @@ class Rounding(StrEnum):
 
 def _step(values: np.ndarray, fmt: FloatFormat, steps: np.ndarray) -> np.ndarray:
     """values (of fmt, float64) moved by `steps` representable values (ordered bits)."""
-    width = fmt.bits_dtype.itemsize * 8
-    signed = np.int16 if width == 16 else np.int32
-    with np.errstate(over="ignore", invalid="ignore"):
-        held = values.astype(np.float32).astype(fmt.np_dtype)
-    order = ordered_bits(held, fmt).astype(np.int64) + steps
+    signed = signed_bits_dtype(fmt)
+    width = signed.itemsize * 8
+    order = ordered_bits(held(values, fmt), fmt).astype(np.int64) + steps
     limit = (1 << (width - 1)) - 1
     order = np.clip(order, -limit, limit).astype(signed)
-    magnitude_mask = signed(limit)
+    magnitude_mask = signed.type(limit)
     bits = np.where(order < 0, (-order) | ~magnitude_mask, order).astype(signed)
     return bits.view(fmt.bits_dtype).view(fmt.np_dtype).astype(np.float64)
 
@@ -83,8 +81,7 @@ def rounded(values: np.ndarray, fmt: FloatFormat, mode: Rounding) -> np.ndarray:
 
 def _held(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """float64 values of fmt as fmt's own numpy dtype (for bit reads)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.nan_to_num(values, nan=0.0).astype(np.float32).astype(fmt.np_dtype)
+    return held(np.nan_to_num(values, nan=0.0), fmt)
 
 
 #: the roundings of a final conversion that `explaining` tries, the contract's first

@@ -31,7 +31,10 @@ class Overrides(Protocol):
 
     def lookup(self, standard: str, dtype: str, product: str | None = None) -> Params: ...
 
-DTYPES: tuple[str, ...] = COMPUTE_DTYPES  # float16, float32, bfloat16
+DTYPES: tuple[str, ...] = COMPUTE_DTYPES  # float16, float32, bfloat16: every standard's rows
+#: a row only some standards have: an output of the 3D operator's DOUBLE calls, which its
+#: code accepts (contract code); a standard without the row does not judge it
+FLOAT64_ROW = "float64"
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,9 @@ class StandardResult:
     hints: tuple[Hint, ...] = ()
 
 
-def same_for_every_dtype(params: Params) -> dict[str, Params]:
-    return {d: dict(params) for d in DTYPES}
+def same_for_every_dtype(params: Params, dtypes: tuple[str, ...] = DTYPES
+                         ) -> dict[str, Params]:
+    return {d: dict(params) for d in dtypes}
 
 
 @dataclass
@@ -94,9 +98,23 @@ class Standard:
             cls.param_names = tuple(cls.help)
 
     @classmethod
+    def judges(cls, dtype: str) -> bool:
+        """Whether the standard has numbers for outputs of `dtype`."""
+        return dtype in cls.table
+
+    @classmethod
+    def dtypes(cls) -> tuple[str, ...]:
+        """The dtypes it has numbers for: DTYPES, then its own further rows (float64)."""
+        return (*DTYPES, *(d for d in cls.table if d not in DTYPES))
+
+    @classmethod
     def params_for(cls, dtype: str, product: str | None = None,
                    overrides: Overrides | None = None) -> dict[str, ParamValue]:
-        """Parameters for one dtype (and product), overrides applied (most specific wins)."""
+        """Parameters for one dtype (and product), overrides applied (most specific wins);
+        ValueError for a dtype the standard has no numbers for."""
+        if not cls.judges(dtype):
+            raise ValueError(f"standard {cls.name} has no {dtype} numbers (its source "
+                             "publishes none)")
         params = dict(cls.table[dtype])
         if overrides is not None:
             params.update(overrides.lookup(cls.name, dtype, product))

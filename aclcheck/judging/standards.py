@@ -19,7 +19,13 @@ import numpy as np
 
 from aclcheck.judging.default_standard import Aclcheck
 from aclcheck.judging.pieces import Piece
-from aclcheck.judging.rule import Standard, StandardResult, Tally, same_for_every_dtype
+from aclcheck.judging.rule import (
+    FLOAT64_ROW,
+    Standard,
+    StandardResult,
+    Tally,
+    same_for_every_dtype,
+)
 from aclcheck.options import DEFAULT_STANDARD
 
 
@@ -270,6 +276,7 @@ class AssertClose(_Tol):
         "float16": {"rtol": 1e-3, "atol": 1e-5},
         "bfloat16": {"rtol": 1.6e-2, "atol": 1e-5},
         "float32": {"rtol": 1.3e-6, "atol": 1e-5},
+        FLOAT64_ROW: {"rtol": 1e-7, "atol": 1e-7},  # torch's _DTYPE_PRECISIONS, float64
     }
     help = {"rtol": "relative tolerance", "atol": "absolute tolerance"}
 
@@ -285,6 +292,20 @@ STANDARDS: dict[str, type[Standard]] = {
     for cls in (Aclcheck, CannMixed, CannMere, Msopst, TorchNpu, MsprobeUlp, AssertClose)
 }
 PUBLISHED: tuple[str, ...] = tuple(n for n in STANDARDS if n != DEFAULT_STANDARD)
+
+
+def judging(dtype: str) -> tuple[str, ...]:
+    """The standards with numbers for outputs of `dtype`, in STANDARDS order."""
+    return tuple(name for name, cls in STANDARDS.items() if cls.judges(dtype))
+
+
+def refusal(name: str, dtype: str) -> str | None:
+    """Why standard `name` cannot judge an output of `dtype` (None: it can), naming the
+    standards that can."""
+    if get_standard(name).judges(dtype):
+        return None
+    return (f"standard {name} has no {dtype} numbers (its source publishes none); "
+            f"{dtype} outputs are judged by {', '.join(judging(dtype))} (--standard)")
 
 
 def get_standard(name: str) -> type[Standard]:

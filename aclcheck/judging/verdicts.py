@@ -89,6 +89,9 @@ class CaseVerdict:
     #: the diagnosis evidence of a FAIL (what-if models re-judged, findings; the run's
     #: diagnosis ranks it: aclcheck.judging.diagnosis), not in the report per case
     clues: CaseEvidence | None = field(default=None, compare=False)
+    #: an imported vendor case: the status its test expects, and where it comes from
+    vendor_status: int | None = None
+    source: str = ""
 
     @property
     def failing(self) -> bool:
@@ -116,6 +119,9 @@ class CaseVerdict:
             **({"magnitude": self.magnitude.to_json()} if self.magnitude is not None
                else {}),
             **({"diagnosis": self.clues.to_json()} if self.clues is not None else {}),
+            **({"vendor_status": self.vendor_status} if self.vendor_status is not None
+               else {}),
+            **({"source": self.source} if self.source else {}),
         }
 
     @classmethod
@@ -146,6 +152,8 @@ class CaseVerdict:
             index=_integer(data.get("index", -1), "index", -1, 2**62),
             evidence=Evidence.from_json(data.get("evidence")),
             magnitude=Magnitude.from_json(data.get("magnitude")),
+            vendor_status=_status(data, "vendor_status"),
+            source=_text(data, "source"),
             **_legacy_signals(_text(data, "detail"), _notes(data.get("notes", []))),
         )
 

@@ -9,17 +9,45 @@ import numpy as np
 
 from aclcheck.arrays import ResultBuffers
 from aclcheck.cases import Case, CaseData
-from aclcheck.cases.layouts import StridedTensor, place
+from aclcheck.cases.layouts import StridedTensor, place_at
+from aclcheck.cases.record import VALUE_FACTS
+from aclcheck.cases.values import in_dtype, stated_values
+from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.ops import operator_of
 
 
 def make_inputs(case: Case) -> tuple[StridedTensor | None, ...]:
-    """The input tensors in role order, laid out per the case's layout (None where passed
-    as null)."""
-    op = operator_of(case)
+    """The input tensors in role order, laid out per the case's layout or the view it
+    states (None where passed as null)."""
     return tuple(None if r.name in case.null  # values are drawn fresh: the layout owns them
-                 else place(op.values(case, r.name), case.layout, op.spatial_rank, owned=True)
+                 else unmade(case, r.name) if min(case.tensor_desc(r.name).shape,
+                                                  default=0) < 0
+                 else place_at(input_values(case, r.name), case.view_geometry(r.name),
+                               owned=True)
                  for r in case.inputs())
+
+
+def unmade(case: Case, name: str) -> StridedTensor:
+    """A tensor with a negative dim (a call that must be refused): its description and no
+    storage at all (there is nothing to lay out; only a status can be asked of it)."""
+    desc = case.tensor_desc(name)
+    dtype = np.dtype(NUMPY_DTYPES[desc.dtype])
+    return StridedTensor(np.zeros(0, dtype), tuple(desc.shape), case.view_geometry(name)[0], 0)
+
+
+def input_values(case: Case, name: str) -> np.ndarray:
+    """The logical values of one input: the ones the case states (a range, a law, a fill,
+    the values themselves), else the operator's draw of the case's distribution."""
+    key = case.role(name).key
+    stated = [(fact, getattr(case, f"{key}_{fact}", None)) for fact in VALUE_FACTS]
+    stated = [(fact, spec) for fact, spec in stated if spec is not None]
+    if not stated:
+        return operator_of(case).values(case, name)
+    fact, spec = stated[0]
+    desc = case.tensor_desc(name)
+    stream = 1 + [r.name for r in case.inputs()].index(name)
+    rng = np.random.default_rng([case.seed, stream])
+    return in_dtype(stated_values(rng, tuple(desc.shape), fact, spec), desc.dtype)
 
 
 def make_tensors(case: Case, buffers: ResultBuffers | None = None) -> CaseData:

@@ -202,6 +202,9 @@ class Operator:
     family_notes: Mapping[str, FamilyNote] = field(default_factory=dict)
     #: which edges a file's cases reach (`aclcheck inspect --coverage`; None: no report)
     coverage: Callable[[Iterable[Case]], Coverage] | None = None
+    #: the vendor's test cases of it as case-file entries (`aclcheck import-cases`):
+    #: (format, path, api, product, ATK format or None) -> an Imported; None: none known
+    vendor_cases: Callable[..., Any] | None = None
 
     def product(self, name: str) -> ProductRules:
         """The product's rules (SuiteError listing the valid ones otherwise)."""

@@ -17,6 +17,11 @@ from aclcheck.judging.diagnosis import RunDiagnosis
 from aclcheck.judging.gate import Gate, Kind
 from aclcheck.judging.magnitude import CLASS_ORDER
 from aclcheck.judging.signature import GroupRow, compact
+from aclcheck.judging.vendor import (
+    VendorAgreement,
+    agreement_line,
+    shown_status,
+)
 from aclcheck.judging.verdicts import (
     FAILING,
     SUMMARY_KEYS,
@@ -179,10 +184,12 @@ class _Counted:
         self.combos: dict[tuple[str, str, str], Counter[Verdict]] = {}
         self.signatures = _SignatureGroups()
         self.divergences = _DivergenceGroups()
+        self.vendor = VendorAgreement()
         self.shown = 0
 
     def add(self, v: CaseVerdict) -> None:
         self.total[v.verdict] += 1
+        self.vendor.add(v)
         self.combos.setdefault((v.product, v.dtype, v.format), Counter())[v.verdict] += 1
         if _shown(v):
             self.shown += 1
@@ -326,9 +333,27 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
                       if v.divergence is None or n != divergence_note(v.divergence)]
         for cid, note in path_notes:
             console.print(data_text(f"{cid}: {note}", "dim"))
+    if counted.vendor.stated:
+        vendor_block(console, counted.vendor)
     line = summary_line(summary_of(counted.total))
     style = "bold red" if failing else "bold green"
     console.print(Text(line, style=style), soft_wrap=True)
+
+
+def vendor_block(console: Console, a: VendorAgreement) -> None:
+    """The imported vendor cases whose expected status another side does not share, and
+    the counts (the vendor's tests beside aclcheck's contract and the implementation)."""
+    if a.parted:
+        table = Table(title="vendor tests: where the vendor's expected status and "
+                      "another side part")
+        for column in ("case", "source", "vendor expects", "aclcheck predicts",
+                       "implementation"):
+            table.add_column(column, overflow="fold")
+        for p in a.parted:
+            table.add_row(data_text(p.case_id), data_text(p.source), shown_status(p.vendor),
+                          shown_status(p.contract), shown_status(p.implementation))
+        console.print(table)
+    console.print(data_text(agreement_line(a)), soft_wrap=True)
 
 
 def print_in_pieces(console: Console, renderable: RenderableType, lines: int = 256) -> None:

@@ -18,6 +18,7 @@ import jinja2
 from aclcheck import __version__
 from aclcheck.judging.diagnosis import RunDiagnosis
 from aclcheck.judging.signature import compact
+from aclcheck.judging.vendor import agreement_line, shown_status, vendor_agreement
 from aclcheck.judging.verdicts import (
     FAILING,
     SUMMARY_KEYS,
@@ -225,7 +226,19 @@ def _page(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> Iterator[s
         warnings=page_warnings(report, verdicts), diagnosis=diagnosis_view(report),
         matrix=_matrix(verdicts), rows=_Rows(verdicts),
         details=details, legend=legend() if details else "", open_first=OPEN_FIRST,
+        vendor=_vendor(verdicts),
         verdict_names=[v.value for v in Verdict], hist_px=_hist_px())
+
+
+def _vendor(verdicts: Sequence[CaseVerdict]) -> dict[str, Any] | None:
+    """The vendor's expected statuses beside aclcheck's and the implementation's (None:
+    no case states one)."""
+    a = vendor_agreement(verdicts)
+    if not a.stated:
+        return None
+    return {"line": agreement_line(a),
+            "rows": [(p.case_id, p.source, shown_status(p.vendor), shown_status(p.contract),
+                      shown_status(p.implementation)) for p in a.parted]}
 
 
 @dataclass(frozen=True)

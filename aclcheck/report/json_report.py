@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -12,7 +13,8 @@ from typing import IO, Any
 from aclcheck import __version__
 from aclcheck.configfile import read_document
 from aclcheck.errors import InputFileError
-from aclcheck.judging.verdicts import CaseVerdict, summarize
+from aclcheck.judging.vendor import VendorAgreement
+from aclcheck.judging.verdicts import CaseVerdict, Verdict, summary_of
 from aclcheck.report.files import atomic_write
 
 REPORT_FORMAT = "aclcheck-report"
@@ -24,6 +26,11 @@ MAX_REPORT_BYTES = 1 << 30
 def build(verdicts: Sequence[CaseVerdict], *, implementation: str, standards: Sequence[str],
           golden: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report as a dict (see docs/verify.md for the shape)."""
+    counts: Counter[Verdict] = Counter()
+    agreement = VendorAgreement()
+    for v in verdicts:  # one pass: the verdicts may be on disk
+        counts[v.verdict] += 1
+        agreement.add(v)
     data: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "version": REPORT_VERSION,
@@ -32,9 +39,11 @@ def build(verdicts: Sequence[CaseVerdict], *, implementation: str, standards: Se
         "standard": standards[0] if standards else "aclcheck",
         "standards": list(standards),
         "golden": golden,
-        "summary": summarize(verdicts),
+        "summary": summary_of(counts),
         "cases": CaseEntries(verdicts),
     }
+    if agreement.stated:
+        data["vendor"] = agreement.to_json()
     if extra:
         data.update(extra)
     return data

@@ -23,7 +23,7 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.cases.call import CallInputs, Outcome
 from aclcheck.cases.layouts import StridedTensor, place
-from aclcheck.dtypes import FLOAT_FORMATS
+from aclcheck.dtypes import JUDGED_FORMATS
 from aclcheck.judging.findings import Hint, HintCode
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
@@ -63,7 +63,7 @@ def twin(call: CallInputs, spatial_rank: int) -> CallInputs:
             inputs[role] = None
             continue
         values = tensor.view()
-        if values.dtype.name in FLOAT_FORMATS:
+        if values.dtype.name in JUDGED_FORMATS:  # float64 too (a valid DOUBLE call)
             with np.errstate(all="ignore"):
                 values = values * values.dtype.type(TWIN_SCALE)
         inputs[role] = place(np.ascontiguousarray(values), layout, spatial_rank)

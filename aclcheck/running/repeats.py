@@ -11,7 +11,7 @@ import numpy as np
 
 from aclcheck.cases import Case
 from aclcheck.cases.call import Outcome
-from aclcheck.dtypes import FLOAT_FORMATS, ulp_distance
+from aclcheck.dtypes import JUDGED_FORMATS, ulp_distance
 from aclcheck.impls.base import CallInputs
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
     """Max ULP distance between the first output and any repeat (0 = bitwise equal)."""
-    fmt = FLOAT_FORMATS.get(case.dtype)
+    fmt = JUDGED_FORMATS.get(case.dtype)
     first = outputs[0]
     worst = 0
     for other in outputs[1:]:

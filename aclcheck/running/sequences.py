@@ -187,10 +187,10 @@ def _candidates(case: Case, kind: Predecessor) -> Iterator[Case]:
     if kind is Predecessor.OTHER_DTYPE:  # the narrowest: its plan or buffer shows most
         others = sorted((d for d in floats if d != case.dtype),
                         key=lambda d: FLOAT_FORMATS[d].precision)
-        yield from (case.replace(dtype=d) for d in others)
+        yield from (case.reshaped(dtype=d) for d in others)
     elif kind is Predecessor.FP16_SUBNORMALS:
         if HALF in floats and case.dtype != HALF and SUBNORMAL in case.DISTRIBUTIONS:
-            yield case.replace(dtype=HALF, distribution=SUBNORMAL)
+            yield case.reshaped(all_values=True, dtype=HALF, distribution=SUBNORMAL)
     else:
         spatial = _spatial(case)
         if kind is Predecessor.OTHER_SELF:  # smaller (growth is `larger`'s), else larger
@@ -217,7 +217,7 @@ def _resized(case: Case, spatial: tuple[int, ...]) -> Case:
     """The case with the shaping input's spatial sizes replaced (the others kept)."""
     role = case.role(_shaping(case))
     shape = case.tensor_desc(role.name).shape
-    return case.replace(**{f"{role.key}_shape": shape[:len(shape) - len(spatial)] + spatial})
+    return case.reshaped(**{f"{role.key}_shape": shape[:len(shape) - len(spatial)] + spatial})
 
 
 # -- the calls ------------------------------------------------------------------------------

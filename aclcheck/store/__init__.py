@@ -34,7 +34,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from aclcheck.dtypes import decode_array, dtype_name, encode_array, storage_dtype
     from aclcheck.errors import OutputFileError
     from aclcheck.store.atomic import check_output_path
     from aclcheck.store.check import (
@@ -62,6 +61,7 @@ if TYPE_CHECKING:
         shape_text,
         text_attr,
     )
+    from aclcheck.store.dtype_codec import decode_array, dtype_name, encode_array, storage_dtype
     from aclcheck.store.index import IndexEntry, index_columns, index_entry
     from aclcheck.store.packed_writer import PackedWriter as GoldenWriter
     from aclcheck.store.packed_writer import write_packed as write_golden
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
 #: name -> (module, its name there): what `from aclcheck.store import X` gives, imported
 #: on first access (a writer need not import the readers and checks, nor they the writer)
 _EXPORTS: dict[str, tuple[str, str]] = {
-    **{name: ("aclcheck.dtypes", name)
+    **{name: ("aclcheck.store.dtype_codec", name)
        for name in ("decode_array", "dtype_name", "encode_array", "storage_dtype")},
     "OutputFileError": ("aclcheck.errors", "OutputFileError"),
     "check_output_path": ("aclcheck.store.atomic", "check_output_path"),

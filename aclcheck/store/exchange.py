@@ -31,11 +31,12 @@ from aclcheck.cases import Case
 from aclcheck.cases.acl import ACL_FORMAT_ENUM, MAX_RANK, SUCCESS, status_name
 from aclcheck.cases.layouts import StridedTensor, contiguous_strides
 from aclcheck.configfile import read_document
-from aclcheck.dtypes import ACL_DTYPE_ENUM, decode_array, encode_array, storage_dtype
+from aclcheck.dtypes import ACL_DTYPE_ENUM
 from aclcheck.errors import InputFileError, OutputFileError, UsageError
 from aclcheck.report.files import atomic_write
 from aclcheck.store import GoldenFile, ResultRow
 from aclcheck.store.codec import is_safe_id
+from aclcheck.store.dtype_codec import decode_array, encode_array, storage_dtype
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.store.h5read import READ_LIMIT_ENV, default_read_limit
 from aclcheck.store.records import MAX_DIM

@@ -27,7 +27,9 @@ _TAIL: Columns = (("null", "s"), ("expected_status", "<i8"), ("expected_rule", "
 
 def shape_columns(case_type: type[Case]) -> tuple[str, ...]:
     """The shape columns of an operator's index: its record's shape fields, in order."""
-    return tuple(f.name for f in case_type.record_fields() if f.kind == SHAPE)
+    return tuple(f.name for f in case_type.record_fields()
+                 if f.kind == SHAPE and f.name.endswith("_shape") and f.role is not None
+                 and f.name == f"{f.role}_shape")
 
 
 def index_columns(case_type: type[Case]) -> Columns:
@@ -53,6 +55,9 @@ class IndexEntry:
     out_written: bool
     has_golden: bool
     nbytes: int
+    #: an imported vendor case: the status its test expects, where it comes from
+    vendor_status: int | None = None
+    source: str = ""
 
     def __getattr__(self, name: str) -> tuple[int, ...]:
         shapes = self.__dict__.get("shapes")
@@ -74,6 +79,10 @@ class IndexEntry:
         d.update({name: getattr(self, name) for name, _ in _TAIL})
         d["null"] = list(self.null)
         d["expected_status_name"] = self.status_name
+        if self.vendor_status is not None:
+            d["vendor_status"] = self.vendor_status
+        if self.source:
+            d["source"] = self.source
         return d
 
 
@@ -85,6 +94,7 @@ def index_entry(case: Case, has_golden: bool, nbytes: int) -> IndexEntry:
         case.id, case.family, case.product, case.dtype, case.format, case.layout,
         case.distribution, shapes, tuple(case.null), case.expected_status,
         case.expectation.rule, case.out_written, has_golden, nbytes,
+        getattr(case, "vendor_status", None), getattr(case, "source", None) or "",
     )
 
 
@@ -107,6 +117,11 @@ def entries_from_array(arr: np.ndarray, case_type: type[Case]) -> list[IndexEntr
         else:
             cols[name] = arr[name].tolist()
     shape_cols = shape_columns(case_type)
+    names = arr.dtype.names or ()
+    vendor = [b.decode("utf-8") for b in arr["vendor_status"].tolist()] \
+        if "vendor_status" in names else None
+    sources = [b.decode("utf-8") for b in arr["source"].tolist()] \
+        if "source" in names else None
     out = []
     for i in range(len(arr)):
         out.append(IndexEntry(
@@ -116,6 +131,7 @@ def entries_from_array(arr: np.ndarray, case_type: type[Case]) -> list[IndexEntr
             tuple(v for v in cols["null"][i].split(",") if v), int(cols["expected_status"][i]),
             cols["expected_rule"][i], bool(cols["out_written"][i]),
             bool(cols["has_golden"][i]), int(cols["nbytes"][i]),
+            int(vendor[i]) if vendor and vendor[i] else None, sources[i] if sources else "",
         ))
     return out
 

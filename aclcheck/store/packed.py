@@ -14,8 +14,9 @@ its roles (one slot per input role, one for the golden), so no tensor is named h
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
@@ -23,10 +24,9 @@ from typing import Any
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.cases.layouts import layout_geometry
-from aclcheck.cases.record import INT, NAMES, SHAPE, TensorDesc
-from aclcheck.dtypes import storage_dtype
+from aclcheck.cases.record import FLOATS, INT, NAMES, SHAPE, TensorDesc
 from aclcheck.store.codec import parse_shape_text, shape_text
+from aclcheck.store.dtype_codec import storage_dtype
 
 #: Golden files in this layout carry this schema version (1: a group per case; 2: 1 plus
 #: the operator root attribute; 3: 2's root, packed data).
@@ -64,6 +64,17 @@ class PackedSchema:
     optional: tuple[str, ...]  # record fields that may be None
     #: (field, kind, role name or None, fact) of every record field, in order
     fields: tuple[tuple[str, str, str | None, str], ...]
+    #: record columns a file leaves out where no case sets them (the vendor facts, text,
+    #: "" for unset): files of cases without them keep the columns they always had
+    sparse: frozenset[str] = frozenset()
+
+    def keeping(self, names: Collection[str]) -> PackedSchema:
+        """This schema less the sparse columns a file's /index does not have."""
+        drop = self.sparse - set(names)
+        if not drop:
+            return self
+        return dataclasses.replace(self, columns=tuple(c for c in self.columns
+                                                       if c[0] not in drop))
 
     @cached_property
     def names(self) -> tuple[str, ...]:
@@ -89,7 +100,9 @@ def packed_schema(case_type: type[Case]) -> PackedSchema:
     """The schema of `case_type`'s packed /index (computed once per class)."""
     fields = case_type.record_fields()
     keys = {r.key: r.name for r in case_type.ROLES}
-    record = tuple((f.name, "<u8" if f.kind == INT else "s") for f in fields)
+    sparse = frozenset(case_type.STATED)
+    record = tuple((f.name, "<u8" if f.kind == INT and f.name not in sparse else "s")
+                   for f in fields)
     described = tuple((f.name, f.kind, None if f.role is None else keys[f.role],
                        f.name.rpartition("_")[2]) for f in fields)
     inputs = tuple(r.name for r in case_type.inputs())
@@ -100,7 +113,8 @@ def packed_schema(case_type: type[Case]) -> PackedSchema:
     slots += [(f"{GOLDEN}_start", "<i8"), (f"{GOLDEN}_count", "<i8")]
     columns = (*record, ("unset", "s"), *_EXPECT, *slots)
     return PackedSchema(case_type, columns, inputs, (*inputs, GOLDEN),
-                        tuple(f.name for f in fields if f.nullable), described)
+                        tuple(f.name for f in fields if f.nullable and f.name not in sparse),
+                        described, sparse)
 
 
 def pool_name(dtype: str) -> str:
@@ -141,8 +155,7 @@ class Facts:
 def facts(case: Case) -> Facts:
     descs = {r.name: case.tensor_desc(r.name) for r in case.ROLES}
     inputs = [r.name for r in case.inputs()]
-    views = {name: layout_geometry(tuple(descs[name].shape), case.layout, case.SPATIAL_RANK)
-             for name in inputs}
+    views = {name: case.view_geometry(name) for name in inputs}
     out = case.output()
     return Facts(descs, views, {**{n: descs[n].dtype for n in inputs}, GOLDEN: GOLDEN_DTYPE},
                  tuple(descs[out.shape_of or out.name].shape))
@@ -153,18 +166,29 @@ def _text(value: Any, kind: str) -> Any:
         return shape_text(value)
     if kind == NAMES:
         return ",".join(value)
+    if kind == FLOATS:
+        return ",".join(repr(float(v)) for v in value)
     return value
+
+
+#: The facts of a role's record fields that a tensor always has (an unset one is written
+#: as the tensor takes it); the others are written empty (0) when unset.
+_DESCRIBED = ("shape", "dtype", "format")
 
 
 def record_columns(case: Case, f: Facts) -> dict[str, Any]:
     """The record part of a case's row, and its `unset` column."""
     out: dict[str, Any] = {}
     unset = []
-    for name, kind, role, fact in packed_schema(type(case)).fields:
+    schema = packed_schema(type(case))
+    for name, kind, role, fact in schema.fields:
         value = getattr(case, name)
+        if name in schema.sparse:
+            out[name] = "" if value is None else str(_text(value, kind))
+            continue
         if value is None:
             unset.append(name)
-            if role is None:
+            if role is None or fact not in _DESCRIBED:
                 out[name] = 0 if kind == INT else ""
                 continue
             value = getattr(f.descs[role], fact)
@@ -222,13 +246,19 @@ def record_from_row(schema: PackedSchema, row: Mapping[str, Any]) -> dict[str, A
         raise ValueError(f"unset names {bad[0]!r}, which is not an optional record field")
     rec: dict[str, Any] = {}
     for name, kind, _, _ in schema.fields:
-        value = row[name]
-        if name in unset:
+        value = row.get(name, "") if name in schema.sparse else row[name]
+        if name in unset or name in schema.sparse and value == "":
+            rec[name] = None
+        elif name in schema.sparse and kind == INT:
+            rec[name] = int(value)
+        elif name in unset:
             rec[name] = None
         elif kind == NAMES:
             rec[name] = [v for v in value.split(",") if v]
         elif kind == SHAPE:
             rec[name] = list(parse_shape_text(value))
+        elif kind == FLOATS:
+            rec[name] = [float(v) for v in value.split(",") if v]
         else:
             rec[name] = value
     return rec
@@ -239,7 +269,9 @@ def row_problem(schema: PackedSchema, row: Mapping[str, Any], case: Case,
     """Where a row disagrees with its own record or with the layout rules (the role
     columns, the stored flags, each array's slot and view), or None."""
     for col, want in record_columns(case, f).items():
-        if row[col] != want:
+        if col not in row and col in schema.sparse and want == "":
+            continue
+        if row.get(col) != want:
             return f"{col} {row[col]!r} != record {want!r}"
     if row["out_written"] not in (0, 1) or row["has_golden"] not in (0, 1):
         return "out_written and has_golden must be 0 or 1"

@@ -21,11 +21,12 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.layouts import StridedTensor
-from aclcheck.dtypes import NUMPY_DTYPES, decode_array, storage_dtype
+from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.ops import OPERATORS
 from aclcheck.ops.operator import Operator
 from aclcheck.store.codec import FORMAT_GOLDEN, index_dtype_problem, is_safe_id, plain_value
+from aclcheck.store.dtype_codec import decode_array, storage_dtype
 from aclcheck.store.h5read import (
     H5_ERRORS,
     check_layout,
@@ -175,8 +176,8 @@ class PackedFile:
         ds = check_layout(p, index, "/index", self.read_limit)
         if ds.ndim != 1:
             raise InputFileError.at(p, f"/index must be a 1-D table, has shape {ds.shape}")
-        problem = index_dtype_problem(ds.dtype, self.schema.columns)
-        if problem:
+        self.schema = self.schema.keeping(ds.dtype.names or ())
+        if problem := index_dtype_problem(ds.dtype, self.schema.columns):
             raise InputFileError.at(p, f"/index {problem}")
         if ds.shape[0] != self.meta["case_count"]:
             raise InputFileError.at(p, f"/index has {ds.shape[0]} rows, "

@@ -22,7 +22,6 @@ import h5py
 import numpy as np
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.dtypes import encode_array, storage_dtype
 from aclcheck.errors import UsageError
 from aclcheck.ops import default_operator
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
@@ -35,6 +34,7 @@ from aclcheck.store.codec import (
     set_attrs,
     text_attr,
 )
+from aclcheck.store.dtype_codec import encode_array, storage_dtype
 from aclcheck.store.packed import (
     GOLDEN,
     GOLDEN_DTYPE,
@@ -148,6 +148,8 @@ class _Rows:
         text = schema.text
         self._text = [i for i, n in enumerate(schema.names) if n in text]
         self.widths = dict.fromkeys(self._text, 1)
+        #: the sparse columns no row has set yet (left out of the file)
+        self._unused = {i for i, n in enumerate(schema.names) if n in schema.sparse}
         self._block: list[tuple[Any, ...]] = []
 
     def add(self, values: tuple[Any, ...]) -> None:
@@ -155,6 +157,8 @@ class _Rows:
         for i in self._text:
             if len(values[i]) > widths[i]:
                 widths[i] = len(values[i])
+        if self._unused:
+            self._unused -= {i for i in self._unused if values[i]}
         self._block.append(values)
         self.count += 1
         if len(self._block) >= SPILL_ROWS:
@@ -167,16 +171,20 @@ class _Rows:
 
     def dtype(self) -> np.dtype:
         return np.dtype([(name, f"S{self.widths[i]}" if i in self.widths else kind)
-                         for i, (name, kind) in enumerate(self.schema.columns)])
+                         for i, (name, kind) in enumerate(self.schema.columns)
+                         if i not in self._unused])
 
     def batches(self) -> Iterator[np.ndarray]:
         """The rows in order, as tables of at most SPILL_ROWS rows."""
         self._spill()
         self.file.seek(0)
         dtype, left = self.dtype(), self.count
+        keep = [i for i in range(len(self.schema.columns)) if i not in self._unused]
         while left:
             block = pickle.load(self.file)
             left -= len(block)
+            if self._unused:
+                block = [tuple(row[i] for i in keep) for row in block]
             yield np.array(block, dtype=dtype)
 
     def close(self) -> None:

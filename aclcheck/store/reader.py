@@ -13,8 +13,7 @@ import h5py
 import numpy as np
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.cases.layouts import StridedTensor, layout_geometry
-from aclcheck.dtypes import decode_array, storage_dtype
+from aclcheck.cases.layouts import StridedTensor
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.ops import OPERATORS
 from aclcheck.ops.operator import Operator
@@ -24,6 +23,7 @@ from aclcheck.store.codec import (
     is_safe_id,
     plain_value,
 )
+from aclcheck.store.dtype_codec import decode_array, storage_dtype
 from aclcheck.store.h5read import (
     check_layout,
     damage,
@@ -70,7 +70,7 @@ def tensor_from(p: Path, ds: object, what: str, case: Case, name: str,
     shape, strides = tuple(shape), tuple(strides)
     if shape != tuple(desc.shape):
         raise InputFileError.at(p, f"{what}: shape {shape} != record {tuple(desc.shape)}")
-    geometry = layout_geometry(shape, case.layout, case.SPATIAL_RANK)
+    geometry = case.view_geometry(name)
     if (strides, offset, stored_size) != geometry:
         raise InputFileError.at(p, f"{what}: strides {strides}, offset {offset}, storage "
                                 f"{stored_size} != layout {case.layout!r}: {geometry[0]}, "

@@ -83,8 +83,9 @@ def record_problem(case: Case) -> str | None:
         shape = getattr(case, f.name)
         if f.kind != SHAPE or shape is None:
             continue
-        if len(shape) > MAX_RANK or any(d < 0 or d > MAX_DIM for d in shape):
-            return f"{f.name} {list(shape)}: need at most {MAX_RANK} dims in 0..2^40"
+        low = -MAX_DIM if f.name == f"{f.role}_shape" else 0  # a refused call's dims
+        if len(shape) > MAX_RANK or any(d < low or d > MAX_DIM for d in shape):
+            return f"{f.name} {list(shape)}: need at most {MAX_RANK} dims in {low}..2^40"
     roles = tuple(r.name for r in case.ROLES)
     if any(n not in roles for n in case.null):
         return f"null {list(case.null)}: only {', '.join(roles)}"

@@ -11,7 +11,6 @@ from typing import Any
 import h5py
 import numpy as np
 
-from aclcheck.dtypes import decode_array, encode_array, storage_dtype
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
 from aclcheck.store.codec import (
@@ -27,6 +26,7 @@ from aclcheck.store.codec import (
     shape_text,
     text_attr,
 )
+from aclcheck.store.dtype_codec import decode_array, encode_array, storage_dtype
 from aclcheck.store.h5read import (
     check_layout,
     damage,

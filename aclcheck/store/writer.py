@@ -16,7 +16,6 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.layouts import StridedTensor
-from aclcheck.dtypes import encode_array
 from aclcheck.errors import UsageError
 from aclcheck.ops import default_operator
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
@@ -30,6 +29,7 @@ from aclcheck.store.codec import (
     set_attrs,
     text_attr,
 )
+from aclcheck.store.dtype_codec import encode_array
 from aclcheck.store.index import IndexEntry, index_array, index_entry
 from aclcheck.store.records import record_attrs
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import stat
 from collections.abc import Sequence
@@ -20,8 +21,9 @@ from typing import Any
 
 from aclcheck.cases import Case, derive_seed
 from aclcheck.cases.acl import MAX_RANK, normalize_format
-from aclcheck.cases.layouts import LAYOUTS
-from aclcheck.cases.record import SHAPE
+from aclcheck.cases.layouts import LAYOUTS, geometry_problem
+from aclcheck.cases.record import FLOATS, INT, SHAPE, VALUE_FACTS
+from aclcheck.cases.values import value_spec_problem
 from aclcheck.configfile import Entry, read_document, top_level
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import AclcheckError, SuiteError, UsageError
@@ -46,10 +48,8 @@ def _entry_to_case(value: Any, number: int, suite_seed: int, source: str,
         value = {key: v for key, v in value.items() if v is not None}
     fields = op.case_type.record_fields()
     defaults = {f.name: f.default for f in dataclasses.fields(op.case_type)}
-    shapes = [f.name for f in fields if f.kind == SHAPE]
-    required = ("product", "dtype", "format",
-                *(f.name for f in fields if f.kind == SHAPE and f.required))
-    entry = Entry.of(value, source, number, case_file_keys(op.case_type), required, SuiteError)
+    entry = Entry.of(value, source, number, case_file_keys(op.case_type),
+                     ("product", "dtype", "format"), SuiteError)
     kw: dict[str, Any] = {"product": entry.text("product", choices=tuple(op.products))}
     for fact, normalize in (("dtype", normalize_dtype), ("format", normalize_format)):
         for key in [fact] + [f.name for f in fields if f.role and f.name.endswith(fact)]:
@@ -59,14 +59,26 @@ def _entry_to_case(value: Any, number: int, suite_seed: int, source: str,
                     kw[key] = normalize(text)
                 except ValueError as exc:
                     raise entry.error(key, str(exc)) from None
-    for key in shapes:
-        if key in entry:
-            kw[key] = entry.dims(key, MAX_RANK, MAX_DIM)
+    kw["null"] = entry.text_list("null", [], choices=[r.name for r in op.roles],
+                                 single_ok=True)
+    keys = {r.name: r.key for r in op.roles}
+    nulls = {keys[name] for name in kw["null"]}
+    for f in fields:
+        if f.kind == SHAPE and f.name in entry:  # a shape, strides, a storage shape
+            kw[f.name] = entry.dims(f.name, MAX_RANK, MAX_DIM,
+                                    negative=f.name == f"{f.role}_shape")
+        elif f.kind == SHAPE and f.required:  # a null tensor needs no shape
+            if f.role not in nulls:
+                raise entry.error(f.name, "missing required key")
+            kw[f.name] = ()
+        elif f.kind == FLOATS and f.name in entry:
+            kw[f.name] = entry.numbers(f.name)
+        elif f.name in op.case_type.STATED and f.name in entry:
+            kw[f.name] = entry.integer(f.name, lo=0) if f.kind == INT \
+                else entry.text(f.name, choices=f.choices)
     kw["distribution"] = entry.text("distribution", defaults["distribution"],
                                     choices=op.case_type.DISTRIBUTIONS)
     kw["layout"] = entry.text("layout", defaults["layout"], choices=LAYOUTS)
-    kw["null"] = entry.text_list("null", [], choices=[r.name for r in op.roles],
-                                 single_ok=True)
     seed = entry.integer("seed", None, lo=0, hi=2**63 - 1) if "seed" in entry \
         else derive_seed(suite_seed, "file", number - 1)
     family = entry.text("family", "file")
@@ -76,9 +88,32 @@ def _entry_to_case(value: Any, number: int, suite_seed: int, source: str,
             raise entry.error("id", "id must be a non-empty plain name without '/', '\\' or "
                               f"spaces (letters, digits, '_', '.', '-'): {cid!r}")
     case = op.case_type(id="", family=family, seed=int(seed), **kw)  # type: ignore[call-arg]
+    _check_stated(case, entry)
     if "id" in entry:
         return case.replace(id=cid)
     return op.space.renamed(case, f"case{number - 1}")
+
+
+def _check_stated(case: Case, entry: Entry) -> None:
+    """Refuse what a case states but cannot be made: two value specs for one tensor, a
+    spec that cannot be drawn, a view past its storage."""
+    for role in case.ROLES:
+        if role.name in case.null:
+            continue
+        desc = case.tensor_desc(role.name)
+        problem = geometry_problem(desc.shape, desc.strides, desc.offset, desc.storage)
+        if problem:
+            raise entry.error(f"{role.key}_view_strides", problem)
+        stated = [f"{role.key}_{fact}" for fact in VALUE_FACTS
+                  if getattr(case, f"{role.key}_{fact}", None) is not None]
+        if len(stated) > 1:
+            raise entry.error(stated[1], f"one value spec per tensor, {stated[0]} is set")
+        if stated:
+            numel = math.prod(desc.shape) if min(desc.shape, default=0) >= 0 else None
+            fact = stated[0].removeprefix(f"{role.key}_")
+            problem = value_spec_problem(fact, getattr(case, stated[0]), numel)
+            if problem:
+                raise entry.error(stated[0], problem)
 
 
 def parse_case_entries(entries: Any, source: str, suite_seed: int = 0,
@@ -147,6 +182,8 @@ def _value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):  # TOML floats: inf, -inf and nan are words there too
+        return "nan" if math.isnan(value) else repr(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {type(value).__name__} to a case file")

@@ -73,15 +73,18 @@ class CaseStream:
     within the size limit) before anything is allocated for it."""
 
     def __init__(self, selection: Selection, shard: tuple[int, int] | None,
-                 max_case_bytes: int) -> None:
+                 max_case_bytes: int, contract: str = "doc") -> None:
         self.selection = selection
         self.shard = shard
         self.max_case_bytes = max_case_bytes
+        #: the contract every case follows (Case.contract; "doc" leaves it unset)
+        self.contract = contract
 
     def __iter__(self) -> Iterator[Case]:
         k, n = self.shard or (1, 1)
         for i, case in enumerate(iter_suite(self.selection)):
             if i % n == k - 1:
+                case = case.following(self.contract)
                 self.check(case)
                 yield case
 
@@ -119,6 +122,7 @@ def plan_suite(
     suite_name: str | None = None,
     max_case_bytes: int | None = None,
     op: str = DEFAULT,
+    contract: str = "doc",
 ) -> Plan:
     """The cases from CLI-style selections (empty = all applicable).
 
@@ -127,6 +131,7 @@ def plan_suite(
     a selection of no cases, and for a case whose arrays need more than
     `max_case_bytes` (default: a quarter of the memory) before anything is allocated for
     it: up front for a case file, as each case is planned for a suite (which is streamed).
+    `contract`: what every case that names none follows (Case.following).
     """
     norm_dtypes = tuple(normalize_dtype(d) for d in dtypes)
     norm_formats = tuple(normalize_format(f) for f in formats)
@@ -137,6 +142,8 @@ def plan_suite(
     shard = parse_shard(shard_spec) if shard_spec else None
     if shard is not None:
         selection[SELECTION_KEY] = shard_text(*shard)
+    if contract != "doc":  # only then: a default file's stored selection is unchanged
+        selection["contract"] = contract
     if cases_file is None:
         sel_kwargs: dict[str, Any] = {"count": 1 if count is None else count,
                                       "seed": 0 if seed is None else seed, "op": op}
@@ -152,7 +159,7 @@ def plan_suite(
         custom = bool(products or dtypes or formats or families) or count is not None \
             or seed is not None
         selection.update(families=list(sel.families), count=sel.count, seed=sel.seed)
-        stream = CaseStream(sel, shard, limit)
+        stream = CaseStream(sel, shard, limit, contract)
         if next(iter(stream), None) is None:
             raise SuiteError("the selection matches no cases")
         return Plan(stream, suite_name or ("custom" if custom else "default"), selection)
@@ -167,7 +174,7 @@ def plan_suite(
     cf = load_case_file(cases_file, seed, op)
     for p in products:
         operator(op).product(p)
-    cases = [c for c in cf.cases
+    cases = [c.following(contract) for c in cf.cases
              if (not products or c.product in products)
              and (not norm_dtypes or c.dtype in norm_dtypes)
              and (not norm_formats or c.format in norm_formats)]
@@ -236,6 +243,7 @@ def _plan_batch(stream: CaseStream, slots: list[SuiteSlot]) -> tuple[int, Prepar
         if made and elements >= BATCH_ELEMENTS:
             return taken, prepare(made)
         for case in slot_cases(stream.selection, slot):
+            case = case.following(stream.contract)
             stream.check(case)
             made.append((case, make_tensors(case)))
             elements += max(1, case.numel)

@@ -121,7 +121,7 @@ class AdaptiveSpace:
                 out_shape[axis] = value  # an out override follows the input's size
         changes = {f"{key}_shape": tuple(shape) for key, shape in shapes.items()}
         changes[f"{out}_shape"] = tuple(out_shape) if out_shape is not None else None
-        return self.renamed(case.replace(**changes))
+        return self.renamed(case.reshaped(**changes))
 
     # -- hunting
 

@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from aclcheck.arrays import plane_blocks
-from aclcheck.cases.layouts import layout_geometry
 from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.ops.adaptive.windows import (
     SpreadPlan,
@@ -203,7 +202,7 @@ def case_bytes(case: Any) -> int:
         if name in case.null:
             continue
         desc = case.tensor_desc(name)
-        storage = layout_geometry(tuple(desc.shape), case.layout)[2]
+        storage = case.view_geometry(name)[2]
         total += storage * np.dtype(NUMPY_DTYPES[desc.dtype]).itemsize
     if case.positive:
         total += 8 * (math.prod(case.self_shape) + math.prod(case.grad_shape))

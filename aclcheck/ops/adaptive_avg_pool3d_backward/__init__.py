@@ -70,5 +70,6 @@ OPERATOR = Operator(
                       "undocumented (reported, not judged)."),
     diagnosis=Diagnosis(facts=late("diagnose", "facts"), evidence=late("diagnose", "evidence"),
                         windows=late("diagnose", "windows"), family=late("diagnose", "family")),
+    vendor_cases=late("vendor", "read_vendor"),
     probe=Probe(linear_role="grad_output", geometry=late("glue", "probe_geometry")),
 )

@@ -12,7 +12,9 @@ they meet:
 Where both give the same status, that is the expectation (the implementation's rule
 names it). Where they differ, or one side is silent, the call is *unspecified*: any answer
 is accepted and reported as a divergence, exactly as the 2D operator treats the
-disagreements of its page and its sources (docs/contract.md §5).
+disagreements of its page and its sources (docs/contract.md §5). That is contract "doc"
+(the default); contract "code" (Call.contract) takes the implementation's reading
+wherever it gives a status (docs/contract-3d.md §5, "Where the page and the code part").
 """
 
 from __future__ import annotations
@@ -159,6 +161,8 @@ def _shape_checks(grad: TensorDesc, self_: TensorDesc, out: TensorDesc) -> Readi
     if len(out.shape) != rank:
         return _no("2-rank", f"out rank {len(out.shape)} != self rank {rank}")
     for i, (s, o) in enumerate(zip(self_.shape, out.shape, strict=True)):
+        if s < 0:  # the empty-dim check (<= 0) of the code and of the page
+            return _no("2-empty", f"self dim {i} is {s} (negative): a dim <= 0 is invalid")
         if s <= 0:
             return _no("2-empty", f"self dim {i} is {s}: empty tensors are invalid")
         if o != s:
@@ -168,6 +172,9 @@ def _shape_checks(grad: TensorDesc, self_: TensorDesc, out: TensorDesc) -> Readi
     if tuple(grad.shape[:lead]) != tuple(self_.shape[:lead]):
         return _no("2-leading-dims", f"gradOutput leading dims {tuple(grad.shape[:lead])} "
                                      f"!= self {tuple(self_.shape[:lead])}")
+    if any(d < 0 for d in grad.shape[lead:]):
+        return _no("2-empty", f"gradOutput output size {tuple(grad.shape[lead:])} has a "
+                              "negative dim: a dim <= 0 is invalid")
     if any(d <= 0 for d in grad.shape[lead:]):
         return _no("2-empty", f"gradOutput output size {tuple(grad.shape[lead:])} has a "
                               "zero dim: empty tensors are invalid")
@@ -242,9 +249,12 @@ def _said(reading: Reading, who: str) -> str:
     return f"the {who} rejects it with {reading.status} ({reading.reason})"
 
 
-def expect(product_id: str, tensors: Mapping[str, TensorDesc | None]) -> Expectation:
+def expect(product_id: str, tensors: Mapping[str, TensorDesc | None],
+           contract: str = "doc") -> Expectation:
     """The status the first phase must return for a call (tensors by role; None: a null
-    pointer), with the rule that decides it."""
+    pointer), with the rule that decides it. `contract` "doc": where the two readings
+    part, unspecified; "code": the implementation's reading wherever it gives a status
+    (unspecified only where it gives none: a windowed call on Atlas inference)."""
     missing = [r.api for r in ROLES if tensors.get(r.name) is None]
     if missing:
         return Expectation(PARAM_NULLPTR, "1-nullptr", f"null pointer: {', '.join(missing)}",
@@ -255,12 +265,22 @@ def expect(product_id: str, tensors: Mapping[str, TensorDesc | None]) -> Expecta
     doc = documentation(product_id, grad, self_, out)
     if impl.status is not None and impl.status == doc.status:
         return Expectation(impl.status, impl.rule, impl.reason, check=RULE_CHECKS[impl.rule])
+    kinds = (f"documentation {doc.rule}, implementation {impl.rule}",)
+    if contract == "code":
+        if impl.status is not None:
+            note = (f"contract code: decided as the implementation "
+                    f"({_said(doc, 'documentation')})")
+            return Expectation(impl.status, impl.rule, impl.reason, (note,),
+                               check=RULE_CHECKS[impl.rule])
+        return Expectation(UNSPECIFIED, "unspecified",
+                           f"contract code: {_said(impl, 'implementation')}: its first "
+                           "phase's status is not decided by its checks",
+                           check=Check.UNSPECIFIED, kinds=kinds)
     return Expectation(UNSPECIFIED, "unspecified",
                        f"{_said(doc, 'documentation')}; {_said(impl, 'implementation')}",
-                       check=Check.UNSPECIFIED,
-                       kinds=(f"documentation {doc.rule}, implementation {impl.rule}",))
+                       check=Check.UNSPECIFIED, kinds=kinds)
 
 
 def expected_status(call: Call) -> Expectation:
-    """expect() for a Call (the product and the tensors by role)."""
-    return expect(call.product, {r.name: call[r.name] for r in ROLES})
+    """expect() for a Call (the product, the tensors by role, the contract it follows)."""
+    return expect(call.product, {r.name: call[r.name] for r in ROLES}, call.contract)

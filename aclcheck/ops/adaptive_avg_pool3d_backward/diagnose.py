@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.dtypes import FLOAT_FORMATS, float_format
+from aclcheck.dtypes import JUDGED_FORMATS, judged_format
 from aclcheck.judging.clues import findings, rounding_findings
 from aclcheck.judging.pieces import load
 from aclcheck.judging.reproduce import CaseEvidence, contract_interval, inside
@@ -60,7 +60,7 @@ def evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
 def _evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
     case, golden = data.case, data.golden
     grad = data.inputs.get("grad_output")
-    if grad is None or golden is None or case.dtype not in FLOAT_FORMATS \
+    if grad is None or golden is None or case.dtype not in JUDGED_FORMATS \
             or golden.size > REJUDGE_ELEMENTS or output.shape != golden.shape \
             or golden.ndim < len(AXES) or not np.any(golden):
         return CaseEvidence(case.id, judged=False)
@@ -69,7 +69,7 @@ def _evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
         return CaseEvidence(case.id, judged=False)
     g = np.asarray(golden, dtype=np.float64)
     actual = load(output)
-    fmt = float_format(case.dtype)
+    fmt = judged_format(case.dtype)
     extra, proven = contract_interval(numbers, data.values(), g.shape, BOUND_C)
     wrong = ~inside(g, actual, extra, fmt, proven=proven)
     if not wrong.any():  # the gate failed on something the interval allows

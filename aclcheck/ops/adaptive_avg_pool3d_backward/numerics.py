@@ -6,7 +6,9 @@ Three paths, chosen by gradOutput's (Do, Ho, Wo) and the product:
 - global-1x1x1 (every product, Do = Ho = Wo = 1): out = RN_T(g * F_T) with
   F_T = RN_T(fl32(fl64(1 / (D*H*W)))): the factor is rounded to the dtype before the
   multiply (FLOAT16: subnormal from D*H*W = 16393, zero from 2^25). One rounding of the
-  product, so where F_T is exact the output is the correctly rounded golden.
+  product, so where F_T is exact the output is the correctly rounded golden. DOUBLE
+  (contract code) takes this path only: F = fl32(1/(D*H*W)) widened exactly, the product
+  rounded once in double, so its relative error is at most eps(F) (<= 2^-24) + 2^-53.
 - fp32-disjoint (A2/A3, D % Do = H % Ho = W % Wo = 0): the windows tile the input; each
   element gets one term fl32(g * fl32(1/k)), written directly (FP32) or rounded once to
   nearest even (FP16/BF16). Deterministic.
@@ -29,12 +31,13 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.dtypes import (
     FLOAT32,
-    FLOAT_FORMATS,
+    FLOAT64,
+    JUDGED_FORMATS,
     FloatFormat,
     accumulation_format,
     correctly_rounded,
-    float_format,
     half_ulp,
+    judged_format,
     quantum,
     quantum_exponent,
     scale_error,
@@ -62,7 +65,10 @@ ATOMIC = "fp32-atomic"
 
 def resolve_accumulate(product: str, dtype: str, accumulate: str | None = None) -> FloatFormat:
     """The accumulation format: the product's own (FP32) or an override ("float32",
-    "input" = the dtype itself, or a compute dtype name or alias)."""
+    "input" = the dtype itself, or a compute dtype name or alias). DOUBLE's own is
+    FLOAT64: its one path multiplies in double and sums nothing in FP32."""
+    if accumulate is None and dtype == FLOAT64.name:
+        return FLOAT64
     choice = accumulate if accumulate is not None else contract.product(product).accumulate
     return accumulation_format(choice, dtype)
 
@@ -84,26 +90,31 @@ def product_path(product: str, dtype: str, out_dhw: tuple[int, int, int],
                  window_plans: Plans | None = None) -> NumericPath | None:
     """The path `product` takes for a valid call of `dtype` with gradOutput (Do, Ho, Wo) and
     self (D, H, W); None where no path is judged (a non-float dtype, or a non-global call on
-    a product without a windowed kernel)."""
-    if dtype not in FLOAT_FORMATS:
+    a product without a windowed kernel; DOUBLE with another output than 1x1x1)."""
+    if dtype not in JUDGED_FORMATS:
         return None
-    fmt = float_format(dtype)
-    acc = resolve_accumulate(product, dtype, accumulate)
-    rules = contract.product(product)
+    fmt = judged_format(dtype)
     out_dhw = tuple(int(v) for v in out_dhw)  # type: ignore[assignment]
     in_dhw = tuple(int(v) for v in in_dhw)  # type: ignore[assignment]
+    if fmt is FLOAT64 and out_dhw != (1, 1, 1):
+        return None  # no kernel computes it: 161002, or unspecified (contract-3d.md §5)
+    acc = resolve_accumulate(product, dtype, accumulate)
+    rules = contract.product(product)
     if out_dhw == (1, 1, 1):
         n = math.prod(in_dhw)
+        # DOUBLE: the fill's float scalar, widened exactly, is the only narrow rounding;
+        # scale_error takes the larger of it and an exact double factor's
         eps = scale_error([n], fmt)
+        scale_fmt = FLOAT32 if fmt is FLOAT64 else fmt
         note = None
         if fmt is not FLOAT32 and n > 1:
             note = (f"within budget only because of the 1x1x1 path (scale 1/(D*H*W) = 1/{n} "
-                    f"rounded to {fmt.name}, relative error {eps:.3g})")
+                    f"rounded to {scale_fmt.name}, relative error {eps:.3g})")
         return NumericPath(
             GLOBAL,
             f"out = gradOutput x fill(1/(D*H*W)) with the fill rounded to float32, then to "
             f"{fmt.name}; one rounding of the product",
-            acc, 0, fmt, eps, note,
+            acc, 0, scale_fmt, eps, note,
         )
     if rules.global_only or rules.no_windowed_kernel:
         return None
@@ -158,7 +169,7 @@ def budget(golden: np.ndarray, grad_output: np.ndarray, product: str, dtype: str
     extra = m * (c * k * u + path.extra_roundings * u + path.scale_error)
     extra += c * k * eta + atol
     with np.errstate(invalid="ignore"):
-        res = half_ulp(np.abs(g) + extra, float_format(dtype))
+        res = half_ulp(np.abs(g) + extra, judged_format(dtype))
     res += extra
     return res
 
@@ -168,10 +179,10 @@ def budget(golden: np.ndarray, grad_output: np.ndarray, product: str, dtype: str
 
 def exact_plan(path: NumericPath, fmt: FloatFormat, p: Plans, lead: int) -> ExactPlan | None:
     """Which elements the path computes exactly (aclcheck.judging.exactness), separable
-    over D, H, W; None where nothing can be proven exact (FLOAT32 output: no wider
-    accumulator is converted to it; an axis without power-of-two windows; a scale below
-    the scale format's smallest subnormal). `lead`: the output's N, C axes."""
-    if fmt is FLOAT32:
+    over D, H, W; None where nothing can be proven exact (FLOAT32 or FLOAT64 output: no
+    wider accumulator is converted to it; an axis without power-of-two windows; a scale
+    below the scale format's smallest subnormal). `lead`: the output's N, C axes."""
+    if fmt.precision >= FLOAT32.precision:
         return None
     ok = tuple(pow2_positions(plan) for plan in p)
     if not all(v.any() for v in ok):
@@ -248,7 +259,7 @@ def numeric_model(product: str, dtype: str, grad_shape: tuple[int, ...],
     """What the comparison needs for an output of this shape (None for a dtype without a
     float format, or a call no product path computes). From raw shapes, so tests and
     studies judge arrays directly."""
-    if dtype not in FLOAT_FORMATS or len(grad_shape) < 4:
+    if dtype not in JUDGED_FORMATS or len(grad_shape) < 4:
         return None
     out_dhw = (int(grad_shape[-3]), int(grad_shape[-2]), int(grad_shape[-1]))
     dhw = (int(in_dhw[0]), int(in_dhw[1]), int(in_dhw[2]))
@@ -256,7 +267,7 @@ def numeric_model(product: str, dtype: str, grad_shape: tuple[int, ...],
     path = product_path(product, dtype, out_dhw, dhw, accumulate, p)
     if path is None:
         return None
-    fmt = float_format(dtype)
+    fmt = judged_format(dtype)
     lead = len(grad_shape) - 3
     return NumericModel(product, fmt, path, axis_names(lead + 3), PLANE_AXES,
                         AxisTables((None,) * lead + tuple(plan.counts for plan in p)),
@@ -292,4 +303,4 @@ def exact_ties(product: str, dtype: str, grad: np.ndarray, golden: np.ndarray,
 
 def rne(golden: np.ndarray, dtype: str) -> np.ndarray:
     """The golden correctly rounded to the dtype (float64): what an exact element must be."""
-    return correctly_rounded(golden, float_format(dtype))
+    return correctly_rounded(golden, judged_format(dtype))

@@ -13,22 +13,24 @@ from typing import ClassVar
 
 from aclcheck.cases import Call, Expectation, Role
 from aclcheck.cases import Case as CaseBase
+from aclcheck.ops.adaptive.stated import STATED, StatedFacts
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import DISTRIBUTIONS
 
 
 @dataclass(frozen=True)
-class Case(CaseBase):
+class Case(CaseBase, StatedFacts):
     """One call of aclnnAdaptiveAvgPool3dBackward, fully described."""
 
     OPERATOR: ClassVar[str] = contract.OPERATOR
     ROLES: ClassVar[tuple[Role, ...]] = contract.ROLES
     SPATIAL_RANK: ClassVar[int] = contract.SPATIAL_RANK
     DISTRIBUTIONS: ClassVar[tuple[str, ...]] = DISTRIBUTIONS
+    STATED: ClassVar[tuple[str, ...]] = STATED
     FILE_ORDER: ClassVar[tuple[str, ...]] = (
         "id", "family", "product", "dtype", "format", "self_shape", "grad_shape",
         "distribution", "layout", "seed", "out_shape", "grad_dtype", "self_dtype",
-        "out_dtype", "grad_format", "self_format", "out_format", "null")
+        "out_dtype", "grad_format", "self_format", "out_format", "null", *STATED)
 
     id: str
     family: str

@@ -22,7 +22,6 @@ import numpy as np
 
 from aclcheck.arrays import plane_blocks
 from aclcheck.cases import Case
-from aclcheck.cases.layouts import layout_geometry
 from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.ops.adaptive.windows import (
     SpreadPlan,
@@ -154,7 +153,7 @@ def case_bytes(case: Case) -> int:
         if name in case.null:
             continue
         desc = case.tensor_desc(name)
-        storage = layout_geometry(tuple(desc.shape), case.layout, 3)[2]
+        storage = case.view_geometry(name)[2]
         total += storage * np.dtype(NUMPY_DTYPES[desc.dtype]).itemsize
     if case.positive:
         total += 8 * sum(math.prod(case.tensor_desc(n).shape) for n in ("self", "grad_output"))
