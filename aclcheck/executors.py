@@ -232,12 +232,16 @@ def dask_setup(worker: Any) -> None:
 
 
 def slots(executor: Any) -> int:
-    """How many tasks an executor from open_executor runs at once (1: serial)."""
+    """How many tasks an executor runs at once (1: serial): its `slots` (a Dask cluster's
+    threads, any executor that says), a process pool's workers, else 1. The one answer
+    generate, verify and the campaign size their windows by."""
     if executor is None:
         return 1
-    if isinstance(executor, DaskExecutor):
-        return executor.slots
-    return int(getattr(executor, "_max_workers", 1))
+    said = getattr(executor, "slots", None)
+    if isinstance(said, int) and not isinstance(said, bool):
+        return max(1, said)
+    count = getattr(executor, "_max_workers", 1)  # concurrent.futures' pools
+    return max(1, count) if isinstance(count, int) else 1
 
 
 @contextmanager

@@ -238,3 +238,50 @@ def test_with_workers_the_parent_gives_large_blocks_back(
              "from aclcheck.arrays import return_large_blocks; print(return_large_blocks())"],
             capture_output=True, text=True, check=True).stdout.strip()
         assert out == "True"
+
+
+class SlottedExecutor(InlineExecutor):
+    """An executor that says how many tasks it runs at once (as a Dask cluster's does)
+    and, like aclcheck's DaskExecutor, has no private attributes to probe."""
+
+    slots = 8
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+
+def test_the_window_is_sized_by_the_executors_slots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """generate keeps twice the executor's slots of batches in flight (it kept 2 whatever
+    a Dask cluster's size: it probed private attributes a Dask executor does not have)."""
+    monkeypatch.setattr(gen, "BATCH_PLACES", 2)
+    fake = SlottedExecutor()
+    in_flight = yielded = 0
+    for _ in gen.iter_prepared(gen.plan_suite(**SUITE).cases, jobs=1, executor=fake):
+        yielded += 1
+        in_flight = max(in_flight, len(fake.calls) - yielded + 1)
+    assert 2 * 8 <= in_flight <= 2 * 8 + 1
+
+
+def test_verify_sizes_its_window_by_the_executors_slots(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import contextmanager
+
+    from aclcheck.running import session
+
+    seen: dict[str, int] = {}
+
+    @contextmanager
+    def fake_pool(jobs: int, url: str | None = None):  # type: ignore[no-untyped-def]
+        yield SlottedExecutor()
+
+    def capture(*args: Any, window: int, **kwargs: Any) -> Any:
+        seen["window"] = window
+        return iter(())
+
+    monkeypatch.setattr(session, "open_executor", fake_pool)
+    monkeypatch.setattr(session, "iter_verdicts_parallel", capture)
+    golden = tmp_path / "g.h5"
+    assert CliRunner().invoke(cli, ["generate", "-o", str(golden), "--product", "atlas-a2",
+                                    "--family", "divisible"]).exit_code == 0
+    CliRunner().invoke(cli, ["verify", str(golden), "--impl", "reference", "--jobs", "2"])
+    assert seen == {"window": 16}

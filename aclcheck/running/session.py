@@ -25,7 +25,7 @@ from typing import Any
 from aclcheck.cases import Case, CaseData
 from aclcheck.configfile import content_digest
 from aclcheck.errors import UsageError
-from aclcheck.executors import open_executor
+from aclcheck.executors import open_executor, slots
 from aclcheck.impls.aclnn_options import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.judging import xfail
@@ -265,7 +265,7 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
                         raise UsageError(f"{adapter.name} cannot run in worker processes; "
                                          "drop --jobs / --executor")
                     stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
-                                                    window=max(2 * config.jobs, 8),
+                                                    window=max(2 * slots(pool), 8),
                                                     progress=step)
                 for v in stream:
                     case, position = seen.pop(v.case_id)

@@ -274,7 +274,9 @@ def iter_prepared(cases: Iterable[Case], jobs: int = 1, executor: Any | None = N
     batches of case records (a case file, a shard); at most twice the workers' batches
     are in flight."""
     if executor is not None:
-        yield from _fan_out(cases, executor, 2 * max(1, jobs, _workers(executor)))
+        from aclcheck.executors import slots  # fan-out only: a serial run skips it
+
+        yield from _fan_out(cases, executor, 2 * max(1, jobs, slots(executor)))
         return
     if jobs <= 1:
         buffers = ResultBuffers()  # golden memory reused: the writer copies it at once
@@ -290,18 +292,6 @@ def iter_prepared(cases: Iterable[Case], jobs: int = 1, executor: Any | None = N
         except BaseException:  # interrupted, failed, or closed early: nothing more to wait for
             pool.stop()
             raise
-
-
-def _workers(executor: Any) -> int:
-    """How many workers an executor has, where it says (a process pool, a Dask client)."""
-    count = getattr(executor, "_max_workers", None)
-    if isinstance(count, int):
-        return count
-    client = getattr(executor, "_client", None)
-    try:
-        return len(client.scheduler_info().get("workers", {})) if client else 1
-    except Exception:  # noqa: BLE001 - only a hint for the window size
-        return 1
 
 
 Pending = deque[tuple[list[Any], "Future[Any]"]]
