@@ -215,3 +215,21 @@ def test_import_cases_refuses_what_it_cannot_write_or_read(tmp_path: Path) -> No
                                      str(SAMPLES / "ut_sample_3d.cpp"), "-o",
                                      str(tmp_path / "u.toml")])
     assert fmt_for_ut.exit_code == 2 and "--format" in fmt_for_ut.output
+
+
+def test_export_carries_stated_storage_and_refused_shapes(tmp_path: Path) -> None:
+    """`aclcheck export` hands a harness the storage dims a case states, and a call with a
+    negative dim (storage empty) reads back with `aclcheck import`."""
+    neg = {**NULL_SELF, "id": "neg", "null": [], "self_shape": [2, 2, -1, 2],
+           "out_shape": None, "vendor_status": 161002}
+    src, golden, folder = tmp_path / "v.toml", tmp_path / "v.h5", tmp_path / "ex"
+    src.write_text(toml_file(cases_of(STRIDED, neg), "v"))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["generate", "--cases-file", str(src), "-o",
+                               str(golden)]).exit_code == 0
+    assert runner.invoke(cli, ["export", str(golden), str(folder)]).exit_code == 0
+    cases = {c["id"]: c for c in json.loads((folder / "manifest.json").read_text())["cases"]}
+    assert cases["strided"]["tensors"]["grad_output"]["storage_shape"] == [2, 2, 4, 5]
+    assert cases["neg"]["tensors"]["out"]["storage_size"] == 0
+    back = runner.invoke(cli, ["import", str(folder), "-o", str(tmp_path / "r.h5")])
+    assert "must be a list" not in back.output

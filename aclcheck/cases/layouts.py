@@ -71,6 +71,14 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def contiguous_view(shape: tuple[int, ...]) -> tuple[tuple[int, ...], int, int]:
+    """(strides, offset, storage elements) of a row-major tensor; no storage where a dim is
+    negative (a call that must be refused: nothing is laid out)."""
+    if any(d < 0 for d in shape):
+        return contiguous_strides(tuple(max(d, 0) for d in shape)), 0, 0
+    return contiguous_strides(shape), 0, math.prod(shape)
+
+
 def layout_geometry(shape: tuple[int, ...], layout: str, spatial_rank: int = 2
                     ) -> tuple[tuple[int, ...], int, int]:
     """(element strides, storage offset, storage size) of `layout` for `shape`, whose

@@ -25,7 +25,7 @@ from aclcheck.cases.acl import ALL_FORMATS, PRODUCTS, SUCCESS, UNSPECIFIED
 from aclcheck.cases.layouts import (
     LAYOUTS,
     StridedTensor,
-    contiguous_strides,
+    contiguous_view,
     layout_geometry,
     stated_geometry,
 )
@@ -220,7 +220,7 @@ class Case:
         the case states (vendor cases) or else what its layout makes."""
         desc = self.tensor_desc(name)
         if min(desc.shape, default=0) < 0:  # a refused call's tensor: nothing laid out
-            return contiguous_strides(tuple(max(d, 0) for d in desc.shape)), 0, 0
+            return contiguous_view(desc.shape)
         if desc.strides is None and desc.offset is None and desc.storage is None:
             return layout_geometry(desc.shape, self.layout, self.SPATIAL_RANK)
         return stated_geometry(desc.shape, desc.strides, desc.offset, desc.storage)

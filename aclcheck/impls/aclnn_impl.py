@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -29,7 +28,7 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.cases.acl import ACL_FORMAT_ENUM, SUCCESS, status_name
 from aclcheck.cases.call import Outcome
-from aclcheck.cases.layouts import StridedTensor, contiguous_strides, gap_fill
+from aclcheck.cases.layouts import StridedTensor, contiguous_view, gap_fill
 from aclcheck.dtypes import ACL_DTYPE_ENUM, NUMPY_DTYPES
 from aclcheck.errors import (
     ImplementationUnavailable,
@@ -247,11 +246,8 @@ class AclnnImpl(Implementation):
             np_dtype = np.dtype(NUMPY_DTYPES[desc.dtype])
             # out is contiguous unless the case states its view (a vendor case)
             stated = (desc.strides, desc.offset, desc.storage) != (None, None, None)
-            strides, offset, size = (
-                case.view_geometry(out) if stated and min(desc.shape, default=0) >= 0
-                else (contiguous_strides(tuple(max(d, 0) for d in desc.shape)), 0,
-                      max(0, math.prod(desc.shape)) if min(desc.shape, default=0) >= 0
-                      else 0))
+            strides, offset, size = case.view_geometry(out) if stated \
+                else contiguous_view(tuple(desc.shape))
             out_host = np.full(size, gap_fill(np_dtype), dtype=np_dtype)
             out_view = StridedTensor(out_host, tuple(desc.shape), strides, offset)
             out_dev = res.upload(out_host)

@@ -29,7 +29,7 @@ import numpy as np
 from aclcheck import __version__
 from aclcheck.cases import Case
 from aclcheck.cases.acl import ACL_FORMAT_ENUM, MAX_RANK, SUCCESS, status_name
-from aclcheck.cases.layouts import StridedTensor, contiguous_strides
+from aclcheck.cases.layouts import StridedTensor, contiguous_view
 from aclcheck.configfile import read_document
 from aclcheck.dtypes import ACL_DTYPE_ENUM
 from aclcheck.errors import InputFileError, OutputFileError, UsageError
@@ -95,15 +95,19 @@ def decode_raw(data: bytes | np.ndarray, dtype: str, shape: Sequence[int]) -> np
 
 
 def _tensor_spec(file: str, dtype: str, fmt: str, shape: Sequence[int],
-                 strides: Sequence[int], offset: int, storage_size: int) -> dict[str, Any]:
+                 strides: Sequence[int], offset: int, storage_size: int,
+                 storage_shape: Sequence[int] | None = None) -> dict[str, Any]:
     size = element_size(dtype)
-    return {
+    spec = {
         "file": file, "dtype": dtype, "acl_dtype": ACL_DTYPE_ENUM[dtype],
         "element_size": size, "format": fmt, "acl_format": ACL_FORMAT_ENUM[fmt],
         "shape": [int(d) for d in shape], "strides": [int(s) for s in strides],
         "offset": int(offset), "storage_size": int(storage_size),
         "bytes": int(storage_size) * size,
     }
+    stated = {} if storage_shape is None else {"storage_shape": [int(d) for d in storage_shape]}
+    return {**spec, **stated}  # storage_shape: the storage dims a vendor case's call states
+
 
 
 def case_entry(case: Case, inputs: Mapping[str, StridedTensor | None],
@@ -119,7 +123,7 @@ def case_entry(case: Case, inputs: Mapping[str, StridedTensor | None],
             continue
         desc = case.tensor_desc(name)
         tensors[name] = _tensor_spec(f"{name}.bin", desc.dtype, desc.format, t.shape,
-                                     t.strides, t.offset, t.storage.size)
+                                     t.strides, t.offset, t.storage.size, desc.storage)
     out = case.output().name
     if out in case.null:
         tensors[out] = None
@@ -127,7 +131,7 @@ def case_entry(case: Case, inputs: Mapping[str, StridedTensor | None],
         desc = case.tensor_desc(out)
         shape = tuple(desc.shape)
         tensors[out] = _tensor_spec(OUT_FILE, desc.dtype, desc.format, shape,
-                                    contiguous_strides(shape), 0, math.prod(shape))
+                                    *contiguous_view(shape))
     golden = None
     if has_golden:
         shape = case.expected_output()[1]
@@ -306,16 +310,16 @@ def _check_entry(path: Path, k: int, entry: Any) -> None:
         raise _bad(path, f"{where} ({entry['id']}): 'tensors.out' is not an object")
     shape = out.get("shape")
     if (not isinstance(shape, list) or len(shape) > MAX_RANK
-            or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM
-                       for d in shape)):
+            or not all(isinstance(d, int) and not isinstance(d, bool)
+                       and -MAX_DIM <= d <= MAX_DIM for d in shape)):
         raise _bad(path, f"{where} ({entry['id']}): tensors.out.shape must be a list of "
-                   "non-negative integers")
+                   "integers (negative only in a call that must be refused)")
     try:
         size = element_size(str(out.get("dtype")))
     except KeyError:
         raise _bad(path, f"{where} ({entry['id']}): unknown out dtype "
                    f"{out.get('dtype')!r}") from None
-    count = math.prod(shape)
+    count = contiguous_view(tuple(shape))[2]
     for key, implied in (("element_size", size), ("storage_size", count),
                          ("bytes", count * size)):
         if key in out and (isinstance(out[key], bool) or out[key] != implied):
