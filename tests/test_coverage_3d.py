@@ -199,3 +199,7 @@ def test_the_committed_3d_suite_lost_no_edge_and_stress_reaches_the_rest() -> No
               for f in contract.FORMATS if (c := shape_case("stress", p, d, f, 0, 0))]
     reached = {e.label for e in cov3d.case_coverage(stress).edges if e.covered}
     assert cov3d.ON_REQUEST - reached == {"N·C·D·H·W > 2^31 (flat input index)"}
+    # the table says so, not "(stress)": only a case file of one's own reaches it
+    drawn = {e["label"]: e["drawn_by"] for e in edges if e["on_request"]}
+    assert drawn.pop("N·C·D·H·W > 2^31 (flat input index)").startswith("a case file")
+    assert set(drawn.values()) == {"stress"}

@@ -18,6 +18,8 @@ class Edge:
     example: str  # id of the first case reaching it ("" when none)
     #: only an on-request family (stress) reaches it: a default suite need not
     on_request: bool = False
+    #: what reaches an on-request edge (shown beside "none")
+    drawn_by: str = "stress"
 
     @property
     def covered(self) -> bool:
@@ -43,5 +45,7 @@ class Coverage:
         return {"valid_cases": self.valid_cases,
                 "edges": [{"group": e.group, "label": e.label, "section": e.section,
                            "cases": e.cases, "example": e.example,
-                           "on_request": e.on_request} for e in self.edges],
+                           "on_request": e.on_request,
+                           **({"drawn_by": e.drawn_by} if e.on_request else {})}
+                          for e in self.edges],
                 "extremes": dict(self.extremes)}

@@ -34,7 +34,7 @@ def coverage_table(title: str, cov: Coverage) -> Table:
                          no_wrap=col in ("group", "first case"))
     for e in cov.edges:
         count = (Text(str(e.cases)) if e.covered else
-                 Text("none (stress)", style="yellow") if e.on_request else
+                 Text(f"none ({e.drawn_by})", style="yellow") if e.on_request else
                  Text("none", style="bold red"))
         table.add_row(e.group, e.label, e.section, count, e.example)
     missing = len(cov.missing())

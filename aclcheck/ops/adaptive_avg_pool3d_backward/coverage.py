@@ -172,6 +172,9 @@ ON_REQUEST = frozenset({
     "i·in > 2^31 on D", "i·in > 2^31 on H", "i·in > 2^31 on W",
     "N·C·D·H·W > 2^31 (flat input index)"})
 
+#: On-request edges no family draws, and what reaches them (a case file of one's own).
+DRAWN_BY = {"N·C·D·H·W > 2^31 (flat input index)": "a case file only: 8 GB"}
+
 
 def _shape_tests() -> list[tuple[str, Test]]:
     tests: list[tuple[str, Test]] = []
@@ -236,7 +239,8 @@ def coverage(rows: Iterable[CaseShape]) -> Coverage:
                   {c.distribution for c in cases})]),
               ("dtype", [(label, "12", t) for label, t in _product_tests()]))
     edges: list[Edge] = [replace(count_edge(group, label, section, cases, test),
-                                 on_request=group == "hardware" and label in ON_REQUEST)
+                                 on_request=group == "hardware" and label in ON_REQUEST,
+                                 drawn_by=DRAWN_BY.get(label, "stress"))
                          for group, tests in groups for label, section, test in tests]
     extremes = (
         ("largest N·C", max((c.lanes for c in cases), default=0)),
