@@ -25,6 +25,7 @@ import numpy as np
 from aclcheck.dtypes import FloatFormat, correctly_rounded
 from aclcheck.judging.probe_fit import (
     Difference,
+    Geometry,
     Quantity,
     axis_differences,
     plane_difference,
@@ -37,19 +38,6 @@ Measure = Callable[[np.ndarray], "np.ndarray | None"]
 
 #: the default number of calls one run's probe may make (all shapes together)
 DEFAULT_BUDGET = 200
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """The contract's M for one shape: window bounds per spatial axis, weight per cell."""
-
-    axes: tuple[str, ...]  # "H", "W" (or "D", "H", "W")
-    outs: tuple[int, ...]  # sizes of the linear input's spatial axes
-    ins: tuple[int, ...]  # sizes of the output's spatial axes
-    starts: tuple[tuple[int, ...], ...]  # per axis, per index
-    ends: tuple[tuple[int, ...], ...]
-    weights: np.ndarray  # float64, shape `outs`
-    planes: int  # planes (leading dims flattened)
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,24 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, correctly_rounded
 
-if TYPE_CHECKING:
-    from aclcheck.judging.probe import Geometry
+
+@dataclass(frozen=True)
+class Geometry:
+    """The contract's M for one shape (what the probe measures against and the fits
+    compare with): window bounds per spatial axis, weight per cell."""
+
+    axes: tuple[str, ...]  # "H", "W" (or "D", "H", "W")
+    outs: tuple[int, ...]  # sizes of the linear input's spatial axes
+    ins: tuple[int, ...]  # sizes of the output's spatial axes
+    starts: tuple[tuple[int, ...], ...]  # per axis, per index
+    ends: tuple[tuple[int, ...], ...]
+    weights: np.ndarray  # float64, shape `outs`
+    planes: int  # planes (leading dims flattened)
 
 
 class Quantity(StrEnum):
