@@ -18,6 +18,7 @@ import pytest
 from aclcheck.cases import derive_seed
 from aclcheck.cases.layouts import LAYOUTS
 from aclcheck.dtypes import FLOAT_FORMATS
+from aclcheck.ops.adaptive.ids import make_id
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 from aclcheck.ops.adaptive_avg_pool2d_backward.families import (
     ALIGN_SIZES,
@@ -27,7 +28,7 @@ from aclcheck.ops.adaptive_avg_pool2d_backward.families import (
     RULES,
     SPECIAL_DISTS,
 )
-from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case, make_id
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from aclcheck.ops.adaptive_avg_pool2d_backward.values import tensor_values
 from aclcheck.ops.materialize import make_inputs, make_tensors

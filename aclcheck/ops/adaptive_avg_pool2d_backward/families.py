@@ -15,8 +15,9 @@ import numpy as np
 from aclcheck.cases import derive_seed
 from aclcheck.cases.values import SPECIAL_DISTS
 from aclcheck.dtypes import ALL_DTYPES
+from aclcheck.ops.adaptive.ids import make_id
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract, hardware
-from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case, make_id
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.stress import stress_draw
 from aclcheck.ops.operator import FamilyNote
 

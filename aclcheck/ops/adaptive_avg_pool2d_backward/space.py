@@ -3,9 +3,10 @@ pooling space over H and W, with this operator's products, formats and distribut
 
 from __future__ import annotations
 
+from aclcheck.ops.adaptive.ids import make_id
 from aclcheck.ops.adaptive.space import AdaptiveSpace
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
-from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case, make_id
+from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.values import DISTRIBUTIONS
 
 SPACE = AdaptiveSpace(Case, ("H", "W"), contract.PRODUCTS,

@@ -33,14 +33,11 @@ from aclcheck.ops.adaptive.coverage_rows import (
     max_index,
     window_sizes,
 )
+from aclcheck.ops.adaptive.draws import RANDOM_DISTS
 from aclcheck.ops.adaptive.tiling import BLOCK_BYTES, VECTOR_CORES, a2_tiling, core_split
 from aclcheck.ops.adaptive.windows import window_bounds
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
-from aclcheck.ops.adaptive_avg_pool3d_backward.families import (
-    RANDOM_DISTS,
-    SPECIAL_DISTS,
-    TIE_DTYPES,
-)
+from aclcheck.ops.adaptive_avg_pool3d_backward.families import SPECIAL_DISTS, TIE_DTYPES
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import DISTRIBUTIONS
 
 AXES = ("D", "H", "W")

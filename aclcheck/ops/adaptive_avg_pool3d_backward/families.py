@@ -19,13 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck.cases import derive_seed
+from aclcheck.ops.adaptive import draws
+from aclcheck.ops.adaptive.draws import Rule
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract, hardware
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.stress import stress_shapes
 from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id
 from aclcheck.ops.operator import FamilyNote
 
-RANDOM_DISTS = ("normal", "uniform", "small", "outliers")
 SPECIAL_DISTS = ("special", "inf-fill", "nan-fill", "subnormal", "near-max")
 LAYOUT_CYCLE = ("channels_last", "strided", "transposed")
 #: N*C around the kernel's 8 (FP32) and 16 (FP16/BF16) element alignment of the NC lane.
@@ -48,24 +49,6 @@ class Shapes:
     layout: str = "contiguous"
 
 
-def _lead(rng: np.random.Generator, rank: int) -> tuple[int, ...]:
-    c = int(rng.integers(1, 5))
-    return (int(rng.integers(1, 3)), c) if rank == 5 else (c,)
-
-
-def _dist(rng: np.random.Generator) -> str:
-    return str(rng.choice(RANDOM_DISTS))
-
-
-def _nondiv_pair(rng: np.random.Generator, lo: int, hi: int) -> tuple[int, int]:
-    """(in, out) with 1 < out < in and in % out != 0."""
-    while True:
-        n = int(rng.integers(lo, hi + 1))
-        o = int(rng.integers(2, n)) if n > 2 else 1
-        if n % o:
-            return n, o
-
-
 def _shapes(lead: tuple[int, ...], ins: tuple[int, ...], outs: tuple[int, ...], dist: str,
             layout: str = "contiguous") -> Shapes:
     return Shapes(lead + tuple(ins), lead + tuple(outs), dist, layout)
@@ -74,17 +57,17 @@ def _shapes(lead: tuple[int, ...], ins: tuple[int, ...], outs: tuple[int, ...], 
 def _divisible(rng, rank, index):
     outs = tuple(int(rng.integers(1, 5)) for _ in range(3))
     ins = tuple(o * int(rng.integers(1, 4)) for o in outs)
-    return _shapes(_lead(rng, rank), ins, outs, _dist(rng))
+    return _shapes(draws.lead(rng, rank, 5), ins, outs, draws.random_dist(rng))
 
 
 def _nondivisible(rng, rank, index):
-    pairs = [_nondiv_pair(rng, 3, 11) for _ in range(3)]
+    pairs = [draws.nondiv_pair(rng, 3, 11) for _ in range(3)]
     if rng.random() < 0.5:  # one axis divisible or identity: mixed geometry
         k = int(rng.integers(0, 3))
         o = int(rng.integers(1, 5))
         pairs[k] = (o * int(rng.integers(1, 3)), o)
-    return _shapes(_lead(rng, rank), tuple(p[0] for p in pairs), tuple(p[1] for p in pairs),
-                   _dist(rng))
+    return _shapes(draws.lead(rng, rank, 5), tuple(p[0] for p in pairs), tuple(p[1] for p in pairs),
+                   draws.random_dist(rng))
 
 
 def _upsampling(rng, rank, index):
@@ -93,17 +76,17 @@ def _upsampling(rng, rank, index):
                  else max(1, i // 2) for i in ins)
     if all(o <= i for o, i in zip(outs, ins, strict=True)):
         outs = (ins[0] + 1,) + outs[1:]
-    return _shapes(_lead(rng, rank), ins, outs, _dist(rng))
+    return _shapes(draws.lead(rng, rank, 5), ins, outs, draws.random_dist(rng))
 
 
 def _global(rng, rank, index):
     ins = tuple(int(rng.integers(1, 13)) for _ in range(3))
-    return _shapes(_lead(rng, rank), ins, (1, 1, 1), _dist(rng))
+    return _shapes(draws.lead(rng, rank, 5), ins, (1, 1, 1), draws.random_dist(rng))
 
 
 def _identity(rng, rank, index):
     ins = tuple(int(rng.integers(1, 9)) for _ in range(3))
-    return _shapes(_lead(rng, rank), ins, ins, _dist(rng))
+    return _shapes(draws.lead(rng, rank, 5), ins, ins, draws.random_dist(rng))
 
 
 def _rank4(rng, rank, index):
@@ -118,23 +101,23 @@ def _alignment(rng, rank, index):
     outs = tuple(int(rng.integers(1, i + 1)) for i in ins)
     if outs == (1, 1, 1):
         outs = (2, 1, 1)
-    return _shapes(lead, ins, outs, _dist(rng))
+    return _shapes(lead, ins, outs, draws.random_dist(rng))
 
 
 def _exactint(rng, rank, index):
     # small windows: every term g / (kd*kh*kw) is an integer in [-2, 2]
     outs = tuple(int(rng.integers(1, 4)) for _ in range(3))
     ins = tuple(int(rng.integers(o, 3 * o + 1)) for o in outs)
-    return _shapes(_lead(rng, rank), ins, outs, "exact-int")
+    return _shapes(draws.lead(rng, rank, 5), ins, outs, "exact-int")
 
 
 def _special(rng, rank, index):
-    d, do = _nondiv_pair(rng, 3, 7)
+    d, do = draws.nondiv_pair(rng, 3, 7)
     if rng.random() < 0.3:
         d, do = do, d  # upsampling: overlapping windows mix specials
     ins = (d, int(rng.integers(2, 6)), int(rng.integers(1, 6)))
     outs = (do, int(rng.integers(1, 6)), int(rng.integers(1, 6)))
-    return _shapes(_lead(rng, rank), ins, outs, SPECIAL_DISTS[index % len(SPECIAL_DISTS)])
+    return _shapes(draws.lead(rng, rank, 5), ins, outs, SPECIAL_DISTS[index % len(SPECIAL_DISTS)])
 
 
 def _layout(rng, rank, index):
@@ -170,7 +153,7 @@ def _index(rng, rank, index):
 
 def _empty(rng, rank, index):
     # invalid on every product (161002): the variant rotates over where the zero is
-    lead = list(_lead(rng, rank))
+    lead = list(draws.lead(rng, rank, 5))
     ins = [int(rng.integers(1, 5)) for _ in range(3)]
     outs = [int(rng.integers(1, 4)) for _ in range(3)]
     variant = index % 4
@@ -184,7 +167,7 @@ def _empty(rng, rank, index):
         k = int(rng.integers(0, 3))
         ins[k], outs[k] = 0, 1  # an empty spatial dim of self (torch: out-of-bounds write
         # when that gradOutput axis is > 1; with 1 it returns an empty tensor)
-    return _shapes(tuple(lead), tuple(ins), tuple(outs), _dist(rng))
+    return _shapes(tuple(lead), tuple(ins), tuple(outs), draws.random_dist(rng))
 
 
 ShapeFn = Callable[[np.random.Generator, int, int], Shapes]
@@ -223,23 +206,13 @@ def _globalized(s: Shapes, rank: int) -> Shapes:
 
 
 def _rank_for(fmt: str, family: str, rng: np.random.Generator) -> int | None:
-    implied = contract.FORMAT_RANK.get(fmt)
-    if family == "rank4":
-        return None if implied == 5 else 4
-    if implied is not None:
-        return implied
-    return 5 if rng.random() < 0.5 else 4
+    return draws.rank_for(contract.FORMAT_RANK.get(fmt), 5, family == "rank4", 0.5, rng)
 
 
 def _rotation(product: str, dtype: str, fmt: str) -> int:
-    """Stable ordinal of a (product, dtype, format) combination: families that rotate
-    over variants rotate on index + this, so a count-1 suite covers every variant across
-    its combinations."""
-    prods, dtypes, fmts = list(contract.PRODUCTS), contract.COMPUTE_DTYPES, contract.FORMATS
-    p = prods.index(product) if product in prods else 0
-    d = dtypes.index(dtype) if dtype in dtypes else 0
-    f = fmts.index(fmt) if fmt in fmts else 0
-    return f + len(fmts) * (d + len(dtypes) * p)
+    """Stable ordinal of a (product, dtype, format) combination (draws.rotation)."""
+    return draws.rotation(tuple(contract.PRODUCTS), contract.COMPUTE_DTYPES, contract.FORMATS,
+                          product, dtype, fmt)
 
 
 def windowed(product: str) -> bool:
@@ -292,27 +265,8 @@ def _stress_case(product: str, dtype: str, fmt: str, index: int,
 # -- invalid calls: one case per rule of the contract ------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rule:
-    """An invalid-call recipe: a name and the field overrides that break the call.
-
-    per_dtype: probed once in each dtype the product supports (an adapter lacking one
-    dtype still gets the probe in the others); False for recipes that set the dtype.
-    products: where the recipe applies (None: everywhere).
-    """
-
-    name: str
-    make: Callable[[tuple[int, ...], tuple[int, ...], str, str], dict]
-    per_dtype: bool = True
-    products: tuple[str, ...] | None = None
-
-
 _TRAIN_INFER = ("atlas-training", "atlas-inference")
 _A2_A3 = ("atlas-a2", "atlas-a3")
-
-
-def _other_dtype(d: str) -> str:
-    return "float32" if d != "float32" else "float16"
 
 
 def _other_format(f: str) -> str:
@@ -338,8 +292,8 @@ RULES: tuple[Rule, ...] = (
     Rule("c_grad", lambda s, g, d, f: {"grad_shape": (g[0], g[1] + 1) + g[2:]}),
     Rule("dtype_int32", lambda s, g, d, f: {"dtype": "int32"}, per_dtype=False),
     Rule("dtype_fp64", lambda s, g, d, f: {"dtype": "float64"}, per_dtype=False),
-    Rule("dtype_grad", lambda s, g, d, f: {"grad_dtype": _other_dtype(d)}),
-    Rule("dtype_out", lambda s, g, d, f: {"out_dtype": _other_dtype(d)}),
+    Rule("dtype_grad", lambda s, g, d, f: {"grad_dtype": draws.other_dtype(d)}),
+    Rule("dtype_out", lambda s, g, d, f: {"out_dtype": draws.other_dtype(d)}),
     Rule("fmt_grad", lambda s, g, d, f: {"grad_format": _other_format(f)}),
     Rule("fmt_out", lambda s, g, d, f: {"out_format": _other_format(f)}),
     Rule("fmt_private", lambda s, g, d, f: {"format": "NDC1HWC0"}),
@@ -371,16 +325,8 @@ def invalid_cases(product: str, dtypes: tuple[str, ...], formats: tuple[str, ...
     supported = [d for d in dtypes if d in prod.dtypes] or list(prod.dtypes)
     lacking = [d for d in dtypes if d not in prod.dtypes]
     fmts = [f for f in formats if contract.FORMAT_RANK.get(f) in (None, 5)] or ["NCDHW"]
-    recipes: list[tuple[str, str, str, dict]] = []
     s, g = _base_shapes(product)
-    rules = [r for r in RULES if r.products is None or product in r.products]
-    for k, rule in enumerate(rules):
-        probed = supported if rule.per_dtype else [supported[(k + index) % len(supported)]]
-        for j, d in enumerate(probed):
-            f = fmts[(k + j + index) % len(fmts)]
-            recipes.append((rule.name, d, f, rule.make(s, g, d, f)))
-    for k, d in enumerate(lacking):
-        recipes.append((f"dtype_{d}", d, fmts[(k + index) % len(fmts)], {}))
+    recipes = draws.recipes(RULES, product, supported, lacking, fmts, index, s, g)
     cases = []
     for name, d, f, changes in recipes:
         seed = derive_seed(suite_seed, "3d-invalid", product, name, index)
