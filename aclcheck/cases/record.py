@@ -55,6 +55,8 @@ class Role:
     api: str  # the documentation's name, in messages
     output: bool = False  # written by the operator (out)
     shape_of: str | None = None  # the role whose shape this one takes by default
+    #: its dtype is its own kind, not the call's compute dtype (integer indices)
+    own_dtype: bool = False
 
 
 class Check(StrEnum):
@@ -91,6 +93,9 @@ class Expectation:
     #: UNSPECIFIED: a short code for each thing the documentation does not decide (the
     #: console groups divergent cases by them; `reason` says it in words)
     kinds: tuple[str, ...] = ()
+    #: the call may write outside its buffers (values no check reads: invalid indices):
+    #: made only in an isolated worker, never in aclcheck's own process
+    isolated_only: bool = False
 
     @property
     def unspecified(self) -> bool:
@@ -164,6 +169,8 @@ class Case:
     #: the optional fields of what a vendor case states ({key}_{fact} of TENSOR_FACTS
     #: and VALUE_FACTS, `contract`, `source`, `vendor_status`): stored only where set
     STATED: ClassVar[tuple[str, ...]] = ()
+    #: the valid values of a record's own text fields (an index choice), by field name
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     id: str
     family: str
@@ -412,6 +419,7 @@ def _record_fields(cls: type[Case]) -> tuple[RecordField, ...]:
         else:
             choices = {"product": tuple(PRODUCTS), "dtype": names,
                        "format": ALL_FORMATS, "distribution": cls.DISTRIBUTIONS,
-                       "layout": LAYOUTS, "contract": CONTRACTS}.get(f.name)
+                       "layout": LAYOUTS, "contract": CONTRACTS}.get(f.name,
+                                                                      cls.CHOICES.get(f.name))
             out.append(RecordField(f.name, TEXT, required, nullable, choices))
     return tuple(out)

@@ -27,7 +27,7 @@ def coverage_of(cases: Sequence[Case]) -> Coverage:
     return op.coverage(cases)
 
 
-def coverage_table(title: str, cov: Coverage) -> Table:
+def coverage_table(title: str, cov: Coverage, doc: str = "docs/contract.md") -> Table:
     table = Table(title=title)
     for col in ("group", "edge", "§", "cases", "first case"):
         table.add_column(col, justify="right" if col == "cases" else "left",
@@ -40,7 +40,7 @@ def coverage_table(title: str, cov: Coverage) -> Table:
     missing = len(cov.missing())
     extremes = ", ".join(f"{name} {value}" for name, value in cov.extremes)
     table.caption = (f"{cov.valid_cases} valid cases; {missing} of {len(cov.edges)} edges "
-                     f"not reached; {extremes}. §: docs/contract.md")
+                     f"not reached; {extremes}. §: {doc}")
     return table
 
 
@@ -49,7 +49,8 @@ def show_coverage(title: str, cases: Sequence[Case], as_json: bool) -> Coverage:
     if as_json:
         click.echo(json.dumps({"file": title, "coverage": cov.to_dict()}, indent=2))
     else:
-        stdout_console().print(coverage_table(f"{title}: coverage", cov))
+        doc = operator_of(cases[0]).display.contract_doc
+        stdout_console().print(coverage_table(f"{title}: coverage", cov, doc))
     return cov
 
 

@@ -32,7 +32,7 @@ def families_table(op: Operator, counts: Counter[str]) -> Table:
                       str(counts[name]) if default else "", note.products if note else "",
                       note.section if note else "", note.aims if note else "")
     table.caption = ("cases: in the default suite (`aclcheck generate`, --count 1); "
-                     "§: the section of docs/contract.md with the fact and its source")
+                     f"§: the section of {op.display.contract_doc} with the fact and its source")
     return table
 
 

@@ -41,7 +41,8 @@ def _u_text(fmt_name: str, u: float) -> str:
 
 def _aclcheck_table(std: type[Standard], overrides: Overrides | None, op: Operator) -> Table:
     table = Table(title=f"{std.name}: {std.title}", caption_justify="left")
-    for col in ("product", "dtype", "accumulates in", "c", "atol", "windows", "1x1 path"):
+    for col in ("product", "dtype", "accumulates in", "c", "atol", "windowed path",
+                "one-window path"):
         # names and formats are never cut: the table grows (and wraps the free text)
         table.add_column(col, no_wrap=col in ("product", "dtype", "c", "atol"))
     rank = op.spatial_rank
@@ -51,12 +52,15 @@ def _aclcheck_table(std: type[Standard], overrides: Overrides | None, op: Operat
             params = std.params_for(dtype, prod.id, overrides)
             general, global_ = op.paths(prod.id, dtype, str(params["accumulate"]) or None)
             acc = (general or global_).accumulate
-            windows = (f"scale in {general.scale_format.name}, r={general.extra_roundings}"
+            windows = (f"{general.name}: scale in {general.scale_format.name}, "
+                       f"r={general.extra_roundings}" if general is not None and general.scaled
+                       else f"{general.name}: no scale, r={general.extra_roundings}"
                        if general is not None else "none on this product"
                        if dtype in prod.dtypes else "none for this dtype (contract code)")
             if general is not None and general.inner is not None:
                 windows += f" in {general.inner.name}"
-            one = f"fill 1/({'*'.join(axes)}) in {global_.scale_format.name}"
+            one = (f"{global_.name}: fill 1/({'*'.join(axes)}) in {global_.scale_format.name}"
+                   if global_.scaled else f"{global_.name}: no scale")
             table.add_row(prod.id, dtype, _u_text(acc.name, acc.unit_roundoff),
                           _fmt_value(params["c"]), _fmt_value(params["atol"]), windows, one)
     table.caption = escape(

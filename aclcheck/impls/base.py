@@ -46,6 +46,9 @@ class Implementation:
     #: a framework adapter's devices whose adapter is fork-safe, declared on the class so
     #: that impls.registry.static_fork_safe knows it before anything is built
     FORK_SAFE_DEVICES: ClassVar[tuple[str, ...]] = ()
+    #: the adapter makes the operator's call (False: it reads outcomes stored elsewhere,
+    #: so no call of it can harm this process)
+    makes_calls: ClassVar[bool] = True
 
     def supports(self, case: Case) -> bool | str:
         """True, or the reason this adapter cannot run the case (reported as SKIP)."""

@@ -13,6 +13,7 @@ from aclcheck.store import ResultRow, read_results, results_meta
 class ResultsImpl(Implementation):
     has_status_codes = True
     models_products = True
+    makes_calls = False  # outcomes are data: the board made the calls
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)

@@ -100,7 +100,9 @@ class TorchImpl(Implementation):
         if any(t is None for t in call.inputs.values()):
             return Outcome(raised="null pointer cannot be passed to torch")
         tensors = {name: self._to_torch(t) for name, t in call.inputs.items()}
-        op, args = operator_of(call.case).glue.torch(self._torch, tensors)
+        glue = operator_of(call.case).glue
+        op, args = glue.torch(self._torch, tensors)
+        changed = glue.torch_note(call.case) if glue.torch_note is not None else None
 
         def compute() -> object:
             out = op(*args)
@@ -121,7 +123,9 @@ class TorchImpl(Implementation):
                 torch.use_deterministic_algorithms(True)
             notes = (f"{self.name} refuses deterministic mode for this op; ran its "
                      "non-deterministic kernel",)
+        if changed is not None:
+            notes = (changed, *notes)
         if raised is not None:
-            return Outcome(raised=raised, time_s=seconds)
+            return Outcome(raised=raised, time_s=seconds, notes=notes)
         return Outcome(output=self._to_numpy(result), time_s=seconds, notes=notes,
                        deterministic_refused=bool(notes))

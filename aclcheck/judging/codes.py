@@ -46,6 +46,10 @@ class DiagnosisCode(StrEnum):
     CAST_TIES_AWAY = "cast-ties-away"
     CAST_ROUND_UP = "cast-round-up"
     FLUSH_TO_ZERO = "flush-to-zero"
+    # -- models: scatters (max pooling)
+    SHARED_STORE = "shared-store"
+    SHARED_FIRST = "shared-first"
+    INDEX_WINDOW_RELATIVE = "index-window-relative"
     # -- rules over the failure signature
     LAYOUT_STRIDE = "layout-stride"
     RANK_PATH = "rank-path"

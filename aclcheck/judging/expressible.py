@@ -39,7 +39,7 @@ def not_expressible(model: CaseModel, caps: Capabilities) -> str | None:
         return f"{caps.name} cannot pass null pointers (product-level rule)"
     inputs = case.inputs()
     if exp.check == Check.PRODUCT_DTYPE \
-            and len({case.tensor_desc(r.name).dtype for r in inputs}) == 1:
+            and len({case.tensor_desc(r.name).dtype for r in inputs if not r.own_dtype}) == 1:
         return f"dtype {case.dtype} support is a product rule; {caps.name} models no product"
     if exp.check == Check.PRODUCT:
         return f"{exp.reason}: a product rule; {caps.name} models no product"

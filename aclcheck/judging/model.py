@@ -83,6 +83,9 @@ class NumericPath:
     #: call: terms and the intermediate rounded to FLOAT16, sums in FLOAT32); None: the
     #: accumulation's own
     inner: FloatFormat | None = None
+    #: each term is the input times a scale (1/(kh*kw) or a fill); False: terms are the
+    #: inputs themselves (a scatter)
+    scaled: bool = True
 
     @property
     def roundoff(self) -> float:

@@ -91,6 +91,8 @@ class Glue:
     paddle: Callable[[Any, Any, Mapping[str, Any]], tuple[Callable[[], Any], tuple[str, ...]]]
     paddle_name: str
     aclnn: AclnnSignature
+    #: what the PyTorch call changes of a case, said in its notes (None: nothing)
+    torch_note: Callable[[Case], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,8 @@ class Display:
     shapes_text: Callable[[Case], str]  # "[2, 3, 8, 6] <- [2, 3, 4, 3]" (shrink, hunt)
     magnitude_source: str  # "|gradOutput|": what m of aclcheck's standard sums
     products_note: str  # the caption of `aclcheck products`: what the table leaves out
+    #: the document whose sections the family notes cite
+    contract_doc: str = "docs/contract.md"
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,8 @@ class CaseRunner:
     def _needs_isolation(self, case: Case) -> bool:
         if self.isolate:
             return True
+        if case.expectation.isolated_only and self.impl.makes_calls:  # prepare(): a spec
+            return True
         return (self.opts.isolate_invalid and not self.impl.has_status_codes
                 and case.expected_status != SUCCESS and bool(self.impl.spec))
 
@@ -273,6 +275,9 @@ def prepare(runner: CaseRunner, loaded: CaseData, caps: Capabilities
     reason = runner.impl.supports(case)
     if reason is not True:
         return skipped(case, str(reason))
+    if case.expectation.isolated_only and runner.impl.makes_calls and not runner.impl.spec:
+        return skipped(case, f"{runner.impl.name} cannot run in a worker process: this call "
+                             "is made only there (it may write outside its buffers)")
     opts = runner.opts.judge
     model = operator_of(case).model(case, accumulation(case.product, case.dtype,
                                                        opts.accumulate, opts.overrides))

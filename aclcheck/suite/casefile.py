@@ -73,6 +73,8 @@ def _entry_to_case(value: Any, number: int, suite_seed: int, source: str,
             kw[f.name] = ()
         elif f.kind == FLOATS and f.name in entry:
             kw[f.name] = entry.numbers(f.name)
+        elif f.name in op.case_type.CHOICES and f.name in entry:  # the record's own
+            kw[f.name] = entry.text(f.name, choices=f.choices)
         elif f.name in op.case_type.STATED and f.name in entry:
             kw[f.name] = entry.integer(f.name, lo=0) if f.kind == INT \
                 else entry.text(f.name, choices=f.choices)
