@@ -17,8 +17,8 @@ from aclcheck.cli import cli
 from aclcheck.store.diff import diff_golden
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
-#: The committed suites: the 2D operator's and the 3D operator's.
-SUITES = ("ci-suite", "ci-suite-3d", "vendor-ut-2d", "vendor-ut-3d")
+#: The committed suites: the 2D, 3D and max-pooling operators', the vendor's unit tests.
+SUITES = ("ci-suite", "ci-suite-3d", "ci-suite-maxpool", "vendor-ut-2d", "vendor-ut-3d")
 MAX_BYTES = 5 * 1024 * 1024
 
 

@@ -91,11 +91,13 @@ def test_operator_names_are_known_without_loading_their_folders() -> None:
     code = """
 from aclcheck import ops
 from aclcheck.errors import SuiteError
-assert list(ops.OPERATORS) == list(ops.NAMES) and len(ops.OPERATORS) == 2
+assert list(ops.OPERATORS) == list(ops.NAMES) and len(ops.OPERATORS) == 3
 assert "adaptive_avg_pool3d_backward" in ops.OPERATORS and "nosuch" not in ops.OPERATORS
+assert "adaptive_max_pool2d_backward" in ops.OPERATORS
 ops.operator("adaptive_avg_pool2d_backward")
 """
-    assert loaded(code, heavy=("aclcheck.ops.adaptive_avg_pool3d_backward",)) == []
+    assert loaded(code, heavy=("aclcheck.ops.adaptive_avg_pool3d_backward",
+                               "aclcheck.ops.adaptive_max_pool2d_backward")) == []
 
 
 def test_a_named_operator_loads_and_an_alias_finds_its_operator() -> None:
@@ -106,7 +108,8 @@ def test_a_named_operator_loads_and_an_alias_finds_its_operator() -> None:
     with pytest.raises(KeyError):
         ops.OPERATORS["nosuch"]
     with pytest.raises(SuiteError, match="unknown operator 'nosuch'; known: "
-                       "adaptive_avg_pool2d_backward, adaptive_avg_pool3d_backward "):
+                       "adaptive_avg_pool2d_backward, adaptive_avg_pool3d_backward, "
+                       "adaptive_max_pool2d_backward "):
         ops.operator("nosuch")
 
 

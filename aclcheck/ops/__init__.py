@@ -5,6 +5,7 @@
                                      bounds and tables, their case space
     adaptive_avg_pool2d_backward/    aclnnAdaptiveAvgPool2dBackward
     adaptive_avg_pool3d_backward/    aclnnAdaptiveAvgPool3dBackward
+    adaptive_max_pool2d_backward/    aclnnAdaptiveMaxPool2dBackward
     materialize                      a case's tensors and golden, from its record
 
 Everything else reaches an operator through `operator(name)` or `operator_of(case)`;
@@ -24,7 +25,8 @@ from aclcheck.ops.operator import Operator
 from aclcheck.options import DEFAULT_OPERATOR
 
 #: Every operator's name, the default first: its folder here, which exports OPERATOR.
-NAMES: tuple[str, ...] = ("adaptive_avg_pool2d_backward", "adaptive_avg_pool3d_backward")
+NAMES: tuple[str, ...] = ("adaptive_avg_pool2d_backward", "adaptive_avg_pool3d_backward",
+                          "adaptive_max_pool2d_backward")
 
 
 class Registry(Mapping[str, Operator]):

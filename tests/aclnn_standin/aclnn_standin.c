@@ -1,7 +1,7 @@
 /*
- * A stand-in for the CANN libraries that aclnnAdaptiveAvgPool2dBackward and
- * aclnnAdaptiveAvgPool3dBackward need, so the `--impl aclnn` adapter can be tested on
- * machines without an NPU.
+ * A stand-in for the CANN libraries that aclnnAdaptiveAvgPool2dBackward,
+ * aclnnAdaptiveAvgPool3dBackward and aclnnAdaptiveMaxPool2dBackward need, so the
+ * `--impl aclnn` adapter can be tested on machines without an NPU.
  *
  * One file, built three times (see tests/test_aclnn.py):
  *   cc -shared -fPIC -O2 -Wl,-z,now -DSTANDIN_ACL      -o libascendcl.so aclnn_standin.c -lm
@@ -17,14 +17,19 @@
  * section 5 (the vendor's order: dims, dtypes by SoC and output size, formats, the
  * training 1x1x1 rule; 561103 where the SoC has no non-global kernel); the second
  * computes the backward in double and rounds once to the output dtype, reading every
- * tensor through its strides and storage offset.
+ * tensor through its strides and storage offset. The max-pool operator follows its spec
+ * (docs/contract-maxpool.md): checks in the A2/A3 order, then the
+ * A2/A3 kernels' arithmetic (divisible calls copy each in-window gradient, the others add
+ * in FLOAT32 and round once), self's values never read.
  *
  * Environment (read at every call, so one loaded copy serves several tests):
  *   ACLCHECK_STANDIN_LOG  append one JSON line per API call here (tensor geometry included)
  *   ACLCHECK_STANDIN_SOC  what aclrtGetSocName returns (default Ascend910B1)
  *   ACLCHECK_STANDIN_BUG  ignore_strides: read gradOutput as if contiguous;
  *                         accept_nc_mismatch: skip the N/C checks of rule 3
- *                         (and compute nothing when they differ: no out-of-bounds reads)
+ *                         (and compute nothing when they differ: no out-of-bounds reads);
+ *                         narrow_accumulate: the max-pool operator's non-divisible sums
+ *                         round to FLOAT16/BFLOAT16 after every add (PyTorch CPU's way)
  */
 
 #include <float.h>
@@ -293,11 +298,12 @@ enum { FMT_NC1HWC0 = 3, FMT_FRACTAL_Z = 4, FMT_FRACTAL_NZ = 29 };
 typedef struct aclOpExecutor {
     const aclTensor *grad;
     const aclTensor *self;
+    const aclTensor *indices; /* the max-pool operator only */
     aclTensor *out;
     uint64_t workspace;
     int compute; /* 0: nothing to do (empty tensors, undocumented shapes) */
     int ignore_strides;
-    int op; /* 0: the 2D operator's executor, 3: the 3D operator's */
+    int op; /* 0: the 2D operator's executor, 3: the 3D operator's, 4: max-pool 2D's */
 } aclOpExecutor;
 
 static const char *bug(void) {
@@ -774,6 +780,212 @@ int aclnnAdaptiveAvgPool3dBackward(void *workspace, uint64_t workspaceSize,
                 addr(workspace), (unsigned long long)workspaceSize, addr(stream), status,
                 executor ? executor->compute : 0);
     if (executor != NULL && executor->op == 3) free(executor);
+    return status;
+}
+
+/* -- aclnnAdaptiveMaxPool2dBackward --------------------------------------------------- */
+/* docs/contract-maxpool.md (the contract of the
+ * max-pool operator): the Atlas A2/A3 checks in the vendor's order, then its kernels'
+ * arithmetic. Atlas training/inference have an empty dtype list (every non-null call is
+ * 161002). Ascend 950 is not modelled: it gets the A2/A3 dtypes and arithmetic, without
+ * the H*W size check. */
+
+enum { DT_INT32 = 3, DT_INT64 = 9 };
+#define OP_MAX2D 4
+#define MAX_PLANE 2147483647LL /* H*W <= 2^31 - 1 */
+
+static int rejectm(int status, const char *what) {
+    standin_set_error("EZ1001: [standin] aclnnAdaptiveMaxPool2dBackward: %s", what);
+    return status;
+}
+
+/* A2 / A3 / 950 list FLOAT32, FLOAT16, BFLOAT16; training and inference list nothing */
+static int dtype_listed_max(int dtype) {
+    return soc_kernel() && (dtype == DT_FLOAT || dtype == DT_FLOAT16 || dtype == DT_BF16);
+}
+
+/* the spec's status codes, in the implementation's order */
+static int validate_max(const aclTensor *g, const aclTensor *s, const aclTensor *ix,
+                        const aclTensor *o) {
+    if (g == NULL || s == NULL || ix == NULL || o == NULL) {
+        return rejectm(ACLNN_ERR_PARAM_NULLPTR,
+                       "gradOutput, self, indices or gradInput is a null pointer");
+    }
+    if (g->dtype != s->dtype) return rejectm(ACLNN_ERR_PARAM_INVALID, "gradOutput dtype");
+    if (o->dtype != s->dtype) return rejectm(ACLNN_ERR_PARAM_INVALID, "gradInput dtype");
+    if (!dtype_listed_max(s->dtype)) {
+        return rejectm(ACLNN_ERR_PARAM_INVALID, "dtype not supported on this SoC");
+    }
+    if (ix->dtype != DT_INT32 && ix->dtype != DT_INT64) {
+        return rejectm(ACLNN_ERR_PARAM_INVALID, "indices must be INT32 or INT64");
+    }
+    if (g->ndim != s->ndim || ix->ndim != s->ndim || o->ndim != s->ndim) {
+        return rejectm(ACLNN_ERR_PARAM_INVALID, "ranks differ");
+    }
+    if (!same_dims(ix, g, g->ndim)) {
+        return rejectm(ACLNN_ERR_PARAM_INVALID, "indices shape must equal gradOutput's");
+    }
+    if (!same_dims(o, s, s->ndim)) {
+        return rejectm(ACLNN_ERR_PARAM_INVALID, "gradInput shape must equal self's");
+    }
+    if (g->format != s->format || ix->format != s->format || o->format != s->format) {
+        return rejectm(ACLNN_ERR_PARAM_INVALID, "format mismatch");
+    }
+    if (private_format_3d(s->format)) return rejectm(ACLNN_ERR_PARAM_INVALID, "private format");
+    if (s->ndim != 3 && s->ndim != 4) return rejectm(ACLNN_ERR_PARAM_INVALID, "rank not 3 or 4");
+    int64_t h = s->dims[s->ndim - 2], w = s->dims[s->ndim - 1];
+    if (!soc_is("Ascend950") && h > 0 && w > 0 && h > MAX_PLANE / w) {
+        return rejectm(ACLNN_ERR_PARAM_INVALID, "H*W exceeds 2^31 - 1");
+    }
+    return ACLNN_SUCCESS;
+}
+
+static int any_dim(const aclTensor *t, int zero) {
+    for (uint64_t i = 0; i < t->ndim; i++) {
+        if (zero ? t->dims[i] == 0 : t->dims[i] < 0) return 1;
+    }
+    return 0;
+}
+
+/* H % Ho == 0 and W % Wo == 0: MaxPool3DGradWithArgmax, one term per position */
+static int divisible_max(const aclTensor *g, const aclTensor *s) {
+    uint64_t r = s->ndim;
+    return s->dims[r - 2] % g->dims[r - 2] == 0 && s->dims[r - 1] % g->dims[r - 1] == 0;
+}
+
+int aclnnAdaptiveMaxPool2dBackwardGetWorkspaceSize(const aclTensor *gradOutput,
+                                                   const aclTensor *self,
+                                                   const aclTensor *indices,
+                                                   aclTensor *gradInput,
+                                                   uint64_t *workspaceSize,
+                                                   aclOpExecutor **executor) {
+    int status = validate_max(gradOutput, self, indices, gradInput);
+    if (status == ACLNN_SUCCESS && (workspaceSize == NULL || executor == NULL)) {
+        status = rejectm(ACLNN_ERR_PARAM_NULLPTR, "workspaceSize or executor is null");
+    }
+    aclOpExecutor *ex = NULL;
+    if (status == ACLNN_SUCCESS) {
+        ex = calloc(1, sizeof *ex);
+        if (ex == NULL) return rejectm(ACLNN_ERR_RUNTIME_ERROR, "out of memory");
+        ex->grad = gradOutput;
+        ex->self = self;
+        ex->indices = indices;
+        ex->out = gradInput;
+        ex->op = OP_MAX2D;
+        int empty = any_dim(gradOutput, 1) || any_dim(self, 1) || any_dim(indices, 1);
+        /* unchecked: gradOutput's N, C against self's (the tilings refuse it later:
+         * unspecified) and negative dims; accepted, nothing computed */
+        int safe = !any_dim(gradOutput, 0) && !any_dim(self, 0)
+                   && same_dims(gradOutput, self, self->ndim - 2);
+        ex->compute = !empty && safe;
+        ex->workspace = 0;
+        if (!empty) {
+            ex->workspace = WORKSPACE_BYTES;
+            /* FLOAT16/BFLOAT16 non-divisible calls add in a FLOAT32 workspace */
+            if (safe && self->dtype != DT_FLOAT && !divisible_max(gradOutput, self)) {
+                ex->workspace += (uint64_t)numel(self) * 4;
+            }
+        }
+        ex->ignore_strides = strcmp(bug(), "ignore_strides") == 0;
+        *workspaceSize = ex->workspace;
+        *executor = ex;
+    }
+    standin_log("{\"call\":\"aclnnAdaptiveMaxPool2dBackwardGetWorkspaceSize\","
+                "\"grad_output\":%llu,\"self\":%llu,\"indices\":%llu,\"grad_input\":%llu,"
+                "\"status\":%d,\"workspace\":%llu}", addr(gradOutput), addr(self),
+                addr(indices), addr(gradInput), status,
+                (unsigned long long)(ex ? ex->workspace : 0));
+    return status;
+}
+
+/* An index as the kernels see it: INT64 is first cast to INT32 (wrap-around). */
+static int32_t load_index(const aclTensor *t, int64_t index) {
+    const char *p = (const char *)t->data + (size_t)index * (t->dtype == DT_INT64 ? 8 : 4);
+    if (t->dtype == DT_INT64) {
+        int64_t v;
+        memcpy(&v, p, sizeof v);
+        return (int32_t)(uint32_t)(uint64_t)v;
+    }
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static void backward_max(const aclOpExecutor *ex) {
+    const aclTensor *g = ex->grad, *ix = ex->indices;
+    aclTensor *o = ex->out;
+    int r = (int)o->ndim;
+    int64_t ho = g->dims[r - 2], wo = g->dims[r - 1];
+    int64_t h = o->dims[r - 2], w = o->dims[r - 1], plane = h * w;
+    int64_t planes = numel(o) / plane;
+    size_t size = item_size(o->dtype);
+    int divisible = divisible_max(g, o);
+    int narrow = strcmp(bug(), "narrow_accumulate") == 0;
+    float *acc = divisible ? NULL : malloc((size_t)plane * sizeof *acc);
+    if (!divisible && acc == NULL) return;
+    for (int64_t p = 0; p < planes; p++) {
+        if (divisible) {
+            /* vector kernel: +0 everywhere, then each gradient copied as is to its index
+             * when that lies in the cell's own window (dropped otherwise) */
+            for (int64_t k = 0; k < plane; k++) store(o, element(o, p, k / w, k % w, 0), 0.0);
+            for (int64_t i = 0; i < ho; i++) {
+                int64_t hs = win_start(i, ho, h), he = win_end(i, ho, h);
+                for (int64_t j = 0; j < wo; j++) {
+                    int64_t ws = win_start(j, wo, w), we = win_end(j, wo, w);
+                    int64_t at = load_index(ix, element(ix, p, i, j, 0));
+                    if (at < 0 || at >= plane) continue;
+                    int64_t y = at / w, x = at % w;
+                    if (y < hs || y >= he || x < ws || x >= we) continue;
+                    const char *src = (const char *)g->data
+                        + (size_t)element(g, p, i, j, ex->ignore_strides) * size;
+                    memcpy((char *)o->data + (size_t)element(o, p, y, x, 0) * size, src, size);
+                }
+            }
+            continue;
+        }
+        /* adaptive kernel: FLOAT32 sums from +0 in row-major cell order, indices outside
+         * the plane dropped, one round-to-nearest-even conversion at the end */
+        for (int64_t k = 0; k < plane; k++) acc[k] = 0.0f;
+        for (int64_t i = 0; i < ho; i++) {
+            for (int64_t j = 0; j < wo; j++) {
+                int64_t at = load_index(ix, element(ix, p, i, j, 0));
+                if (at < 0 || at >= plane) continue;
+                acc[at] += (float)load(g, element(g, p, i, j, ex->ignore_strides));
+                if (narrow && o->dtype == DT_FLOAT16) {
+                    acc[at] = (float)half_to_double(double_to_half(acc[at]));
+                } else if (narrow && o->dtype == DT_BF16) {
+                    acc[at] = (float)bf16_to_double(double_to_bf16(acc[at]));
+                }
+            }
+        }
+        for (int64_t k = 0; k < plane; k++) {
+            store(o, element(o, p, k / w, k % w, 0), (double)acc[k]);
+        }
+    }
+    free(acc);
+}
+
+int aclnnAdaptiveMaxPool2dBackward(void *workspace, uint64_t workspaceSize,
+                                   aclOpExecutor *executor, void *stream) {
+    int status = ACLNN_SUCCESS;
+    if (executor == NULL) {
+        status = rejectm(ACLNN_ERR_PARAM_NULLPTR, "executor is null");
+    } else if (executor->op != OP_MAX2D) {
+        status = rejectm(ACLNN_ERR_PARAM_INVALID, "executor of another operator");
+    } else if (executor->workspace > 0 && (workspace == NULL
+                                           || workspaceSize < executor->workspace)) {
+        status = rejectm(ACLNN_ERR_PARAM_INVALID, "workspace too small");
+    } else if (stream == NULL) {
+        status = rejectm(ACLNN_ERR_PARAM_NULLPTR, "stream is null");
+    } else {
+        if (workspaceSize > 0) memset(workspace, 0, (size_t)workspaceSize);
+        if (executor->compute) backward_max(executor);
+    }
+    standin_log("{\"call\":\"aclnnAdaptiveMaxPool2dBackward\",\"workspace\":%llu,"
+                "\"workspace_size\":%llu,\"stream\":%llu,\"status\":%d,\"computed\":%d}",
+                addr(workspace), (unsigned long long)workspaceSize, addr(stream), status,
+                executor ? executor->compute : 0);
+    if (executor != NULL && executor->op == OP_MAX2D) free(executor); /* single-use */
     return status;
 }
 
