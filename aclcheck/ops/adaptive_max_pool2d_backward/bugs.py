@@ -49,30 +49,34 @@ class Scatter:
         s = np.sort(self.idx, axis=1)
         return bool(np.any(s[:, 1:] == s[:, :-1]))
 
-    def written(self, pick: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
-                ) -> np.ndarray:
-        """A plane-by-plane scatter of `pick(out_row, positions, values)`, in the dtype."""
-        out = np.zeros((self.idx.shape[0], self.hw[0] * self.hw[1]))
-        for p in range(out.shape[0]):
-            pick(out[p], self.idx[p], self.grad[p])
+    def written(self, keep: str, idx: np.ndarray | None = None) -> np.ndarray:
+        """Each plane's scatter of its gradients to `idx` (default: the case's indices;
+        -1: dropped), in the dtype: `keep` "all" adds them, "last" / "first" keeps one
+        cell's gradient per position."""
+        idx = self.idx if idx is None else idx
+        size = self.hw[0] * self.hw[1]
+        keys = (idx + np.arange(idx.shape[0])[:, None] * size).reshape(-1)
+        vals = self.grad.reshape(-1)
+        live = idx.reshape(-1) >= 0
+        keys, vals = keys[live], vals[live]
+        out = np.zeros(idx.shape[0] * size)
+        if keep == "all":
+            np.add.at(out, keys, vals)
+        else:  # np.unique gives each key's first occurrence: reverse it for the last
+            order = slice(None, None, -1) if keep == "last" else slice(None)
+            uniq, first = np.unique(keys[order], return_index=True)
+            out[uniq] = vals[order][first]
         return round_to(out, judged_format(self.dtype)).astype(np.float64).reshape(self.shape)
-
-
-def _store(order: slice) -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
-    def pick(row: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None:
-        for k in range(pos.size)[order]:
-            row[pos[k]] = vals[k]
-    return pick
 
 
 def shared_store(sc: Scatter) -> np.ndarray | None:
     """A shared position keeps the last cell's gradient: a store, not an add."""
-    return sc.written(_store(slice(None))) if sc.shared else None
+    return sc.written("last") if sc.shared else None
 
 
 def shared_first(sc: Scatter) -> np.ndarray | None:
     """A shared position keeps the first cell's gradient (later ones dropped)."""
-    return sc.written(_store(slice(None, None, -1))) if sc.shared else None
+    return sc.written("first") if sc.shared else None
 
 
 def dtype_accumulation(sc: Scatter) -> np.ndarray | None:
@@ -99,11 +103,7 @@ def window_relative(sc: Scatter) -> np.ndarray | None:
     r = sc.idx // w + np.repeat(hs, wo)[None, :]
     c = sc.idx % w + np.tile(ws, ho)[None, :]
     moved = np.where((r < h) & (c < w), r * w + c, -1)
-
-    def pick(row: np.ndarray, pos: np.ndarray, vals: np.ndarray) -> None:
-        keep = pos >= 0
-        np.add.at(row, pos[keep], vals[keep])
-    return Scatter(sc.grad, moved, sc.hw, sc.out_hw, sc.dtype, sc.shape).written(pick)
+    return sc.written("all", moved)
 
 
 @dataclass(frozen=True)
