@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from aclcheck.judging.verdicts import CaseVerdict
     from aclcheck.judging.xfail import XfailEntry, XfailList
     from aclcheck.running.runner import CaseRunner, RunOptions
-    from aclcheck.store import GoldenFile, IndexEntry
+    from aclcheck.store.dispatch import GoldenFile
+    from aclcheck.store.index import IndexEntry
 
 PLUGIN_NAME = "aclcheck-gate"
 #: options that mean nothing without --aclcheck-golden
@@ -154,7 +155,7 @@ class GoldenGate:
         from aclcheck.judging import xfail
         from aclcheck.running.config import VerifyConfig
         from aclcheck.running.remote import open_impl
-        from aclcheck.store import open_golden
+        from aclcheck.store.dispatch import open_golden
         from aclcheck.store.file_guard import Role, Snapshot, check_apart
 
         self.config = config

@@ -22,7 +22,7 @@ from bench_compare import exactness_off  # the same switch (run as a script from
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.store import run_meta
+from aclcheck.store.codec import run_meta
 from aclcheck.suite.generate import generate
 from aclcheck.suite.selection import Selection, build_suite
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from aclcheck.ops.adaptive_avg_pool2d_backward.families import DEFAULT_FAMILIES
-from aclcheck.store import run_meta
+from aclcheck.store.codec import run_meta
 from aclcheck.suite.generate import generate
 from aclcheck.suite.selection import Selection, build_suite
 

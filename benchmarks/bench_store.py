@@ -32,12 +32,15 @@ import numpy as np
 from click.testing import CliRunner
 from rich.console import Console
 
-from aclcheck import store
 from aclcheck.cases import CaseData
 from aclcheck.cli import cli
 from aclcheck.cli.inspect import list_lines, select
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.materialize import make_tensors
+from aclcheck.store.codec import chunk_shape, run_meta
+from aclcheck.store.dispatch import open_golden
+from aclcheck.store.dtype_codec import encode_array
+from aclcheck.store.golden_writer import write_golden
 from aclcheck.suite.selection import Selection, build_suite
 
 # (dtype, layout, self shape, grad shape): large tensors, mixed dtypes and layouts
@@ -94,7 +97,7 @@ def arrays_of(items: list[tuple[Case, CaseData]]) -> list[tuple[str, np.ndarray]
     for case, t in items:
         for name, st in t.inputs.items():
             if st is not None:
-                out.append((f"{case.id}/{name}", store.encode_array(st.storage)[0]))
+                out.append((f"{case.id}/{name}", encode_array(st.storage)[0]))
         if t.golden is not None:
             out.append((f"{case.id}/golden", t.golden))
     return out
@@ -113,8 +116,8 @@ def bench_write(workdir: Path, target_mb: float, repeat: int) -> list[tuple[str,
         if not fsync:
             os.fsync = lambda fd: None  # measure what the durability costs
         try:
-            store.write_golden(tool_path, items, store.run_meta("bench", "bench"),
-                               force=True, compress=compress)
+            write_golden(tool_path, items, run_meta("bench", "bench"),
+                         force=True, compress=compress)
         finally:
             os.fsync = real
 
@@ -123,12 +126,12 @@ def bench_write(workdir: Path, target_mb: float, repeat: int) -> list[tuple[str,
             for name, arr in arrays:
                 if filters:
                     f.create_dataset(name, data=arr, fletcher32=True,
-                                     chunks=store.chunk_shape(arr.shape, arr.itemsize))
+                                     chunks=chunk_shape(arr.shape, arr.itemsize))
                 else:
                     f.create_dataset(name, data=arr)
 
     def tool_read() -> None:
-        with store.open_golden(tool_path) as gf:
+        with open_golden(tool_path) as gf:
             for cid in gf.ids():
                 gf.inputs(cid)
                 gf.golden(cid)
@@ -179,7 +182,7 @@ def many_case_file(path: Path, n: int) -> float:
             yield c.replace(id=f"{c.id}-r{i // len(base)}"), tensors[c.id]
 
     t = time.perf_counter()
-    store.write_golden(path, items(), store.run_meta("bench", "many"), force=True)
+    write_golden(path, items(), run_meta("bench", "many"), force=True)
     return time.perf_counter() - t
 
 
@@ -191,11 +194,11 @@ def bench_list(workdir: Path, n: int, repeat: int) -> None:
     runner = CliRunner()
 
     def open_index() -> None:
-        with store.open_golden(path) as gf:
+        with open_golden(path) as gf:
             assert len(gf.index) == n
 
     def render() -> None:
-        with store.open_golden(path) as gf:
+        with open_golden(path) as gf:
             lines = list_lines(gf, select(gf.index))
             assert len(lines) == n + 3
 
@@ -206,7 +209,7 @@ def bench_list(workdir: Path, n: int, repeat: int) -> None:
         return go
 
     def by_groups() -> None:  # what the index avoids: one attribute read per case group
-        with store.open_golden(path) as gf:
+        with open_golden(path) as gf:
             for cid in gf.ids():
                 gf.attrs(cid)
 

@@ -20,7 +20,9 @@ from click.testing import CliRunner
 from aclcheck.cli import cli
 from aclcheck.impls.base import CallInputs
 from aclcheck.impls.reference import ReferenceImpl
-from aclcheck.store import GoldenFile, ResultRow, run_meta
+from aclcheck.store.codec import run_meta
+from aclcheck.store.dispatch import GoldenFile
+from aclcheck.store.results import ResultRow
 from aclcheck.suite.generate import generate
 from aclcheck.suite.selection import Selection, build_suite
 

@@ -21,7 +21,7 @@ from aclcheck.impls.aclnn_impl import AclnnImpl, product_for_soc
 from aclcheck.impls.aclnn_options import ENV_LIB_DIR, configure_environment
 from aclcheck.impls.base import CallInputs
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
-from aclcheck.store import GoldenFile, open_golden
+from aclcheck.store.dispatch import GoldenFile, open_golden
 
 SOCS = {"Ascend910B1": "atlas-a2", "Ascend910_9391": "atlas-a3",
         "Ascend910A": "atlas-training", "Ascend310P3": "atlas-inference"}

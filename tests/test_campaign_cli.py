@@ -17,7 +17,7 @@ import pytest
 from aclcheck.cli import hunt as hunt_cli
 from aclcheck.errors import UsageError
 from aclcheck.executors import ExecutorSpec, open_executor, parse_executor
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 from aclcheck.suite.casefile import load_case_file
 from aclcheck.triage.campaign import BatchResult, Tally
 from aclcheck.triage.checkpoint import JOURNAL_NAME

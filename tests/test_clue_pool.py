@@ -16,7 +16,7 @@ from aclcheck.running import pipeline
 from aclcheck.running.clue_pool import CluePool, case_evidence
 from aclcheck.running.runner import CaseRunner, RunOptions, iter_verdicts
 from aclcheck.running.session import GoldenSource
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import store
 from aclcheck.cases import Call, Check, Expectation, TensorDesc
 from aclcheck.cases.acl import (
     INNER_NULLPTR,
@@ -27,6 +26,7 @@ from aclcheck.cases.record import CONTRACTS
 from aclcheck.cli import cli
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract as c2
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract as c3
+from aclcheck.store.dispatch import open_golden
 from aclcheck.suite.generate import plan_suite
 from aclcheck.suite.selection import Selection, build_suite
 
@@ -351,12 +351,12 @@ def test_cli_contract_option_sets_records_and_statuses(tmp_path: Path):
     code, output = generate("--cases-file", str(cases_file), "-o", str(code_out),
                             "--contract", "code")
     assert code == 0, output
-    with store.open_golden(doc_out) as gf:
+    with open_golden(doc_out) as gf:
         assert gf.case("nhwc4d").contract is None
         assert gf.entry("nhwc4d").expected_status == UNSPECIFIED
         assert not gf.entry("nhwc4d").has_golden
         assert "--contract" not in gf.meta["command_line"]
-    with store.open_golden(code_out) as gf:
+    with open_golden(code_out) as gf:
         for cid in ("nhwc4d", "ncl4d-training", "out-nd-training"):
             assert gf.case(cid).contract == "code"
             assert gf.entry(cid).expected_status == SUCCESS and gf.entry(cid).has_golden
@@ -371,7 +371,7 @@ def test_cli_contract_default_suite_and_bad_value(tmp_path: Path):
     code, output = generate("-o", str(out), "--contract", "code", "--product", "atlas-a2",
                             "--family", "invalid")
     assert code == 0, output
-    with store.open_golden(out) as gf:
+    with open_golden(out) as gf:
         contracts = {gf.case(cid).contract for cid in gf.ids()}
         nhwc = [e for e in gf.index if e.format == "NHWC" and e.family == "invalid"]
     assert contracts == {"code"}
@@ -434,7 +434,7 @@ def test_round_trip_code_successes_3d_golden(tmp_path: Path):
     code, output = generate("--op", "aapool3d-bwd", "--cases-file", str(cases_file),
                             "-o", str(out), "--force")
     assert code == 0, output
-    with store.open_golden(out) as gf:
+    with open_golden(out) as gf:
         for cid in ("ndhwc-windowed", "fp64-global"):
             assert gf.entry(cid).expected_status == SUCCESS and gf.entry(cid).has_golden
         golden = gf.golden("fp64-global")

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.ops import operator
 from aclcheck.ops.adaptive.coverage_rows import CaseShape, window_sizes
 from aclcheck.ops.adaptive.windows import window_bounds
 from aclcheck.ops.adaptive_avg_pool3d_backward.coverage import coverage, lane_width
+from aclcheck.store.dispatch import open_golden
 
 #: A2 and Atlas training, FLOAT16 and FLOAT32: index boundaries, layouts, the 1x1x1 fill,
 #: overlapping windows, lane alignment, and the invalid calls (not counted).
@@ -155,7 +155,7 @@ def test_every_edge_is_listed_even_when_no_row_reaches_it() -> None:
 def test_the_suite_reaches_its_families_edges(suite3d: Path) -> None:
     cov = inspect_edges(suite3d)
     edges = {e["label"]: e for e in cov["edges"]}
-    with store.open_golden(suite3d) as gf:
+    with open_golden(suite3d) as gf:
         valid = [c for c in (gf.case(i) for i in gf.ids()) if c.positive]
     fills = [c.id for c in valid if tuple(c.grad_shape[-3:]) == (1, 1, 1)]
     assert cov["valid_cases"] == len(valid) and fills

@@ -28,7 +28,7 @@ from aclcheck.running.cpu_watch import (
 from aclcheck.running.hangs import CallClock
 from aclcheck.running.isolation import IsolatedRunner, start_zygote
 from aclcheck.running.parked import Parked
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 from tests import hostile_modules as hm
 
 

@@ -20,7 +20,7 @@ from aclcheck.judging.codes import DiagnosisCode
 from aclcheck.judging.signature import AxisKind
 from aclcheck.ops import operator
 from aclcheck.ops.adaptive.windows import window_bounds
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 from aclcheck.suite.selection import Selection
 from tests.conftest import write_golden
 

@@ -15,8 +15,9 @@ import pytest
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
 from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
-from aclcheck.store import open_golden, read_results
+from aclcheck.store.dispatch import open_golden
 from aclcheck.store.exchange import raw_bytes
+from aclcheck.store.results import read_results
 
 #: the `cli_run` fixture: run the CLI in-process -> (exit code, output)
 CliRun = Callable[..., tuple[int, str]]

@@ -27,7 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.store import run_meta
+from aclcheck.store.codec import run_meta
 from aclcheck.suite.generate import generate
 from aclcheck.suite.selection import Selection, build_suite
 from tests import kernels_audit

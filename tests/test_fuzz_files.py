@@ -21,10 +21,9 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
-from aclcheck.store import open_golden, text_attr
-from aclcheck.store.codec import set_attrs
-from aclcheck.store.records import record_attrs
-from aclcheck.store.writer import write_groups
+from aclcheck.store.codec import set_attrs, text_attr
+from aclcheck.store.dispatch import open_golden
+from tests.legacy_writer import record_attrs, write_groups
 
 SEED = 20261130
 BIT_FLIPS = 200

@@ -10,10 +10,10 @@ import h5py
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.errors import UsageError
 from aclcheck.store.diff import diff_golden
+from aclcheck.store.dispatch import check_file, open_golden
 from aclcheck.suite import generate as gen
 from aclcheck.suite.merge import merge_golden
 from aclcheck.suite.selection import Selection, build_suite
@@ -40,9 +40,9 @@ def test_default_suite(tmp_path: Path) -> None:
     assert f"{len(cases)} cases" in stdout  # summary table caption
     assert "atlas-a2" in stdout and "bfloat16" in stdout
     assert len(stderr.splitlines()) <= 3  # not a terminal: no progress bar
-    report = store.check_file(out)
+    report = check_file(out)
     assert report.ok, report.problems
-    with store.open_golden(out) as gf:
+    with open_golden(out) as gf:
         assert gf.ids() == [c.id for c in cases]
         assert gf.meta["suite"] == "default"
         assert gf.meta["command_line"] == f"aclcheck generate -o {out}"
@@ -100,11 +100,11 @@ def test_shards_partition_the_suite_with_identical_data(tmp_path: Path) -> None:
     full = tmp_path / "full.h5"
     assert run("-o", str(full), *SMALL)[0] == 0
     seen: list[str] = []
-    with store.open_golden(full) as whole:
+    with open_golden(full) as whole:
         for k in (1, 2, 3):
             part = tmp_path / f"s{k}.h5"
             assert run("-o", str(part), *SMALL, "--shard", f"{k}/3")[0] == 0
-            with store.open_golden(part) as gf:
+            with open_golden(part) as gf:
                 assert json.loads(gf.meta["selection"])["shard"] == f"{k}/3"
                 for cid in gf.ids():
                     seen.append(cid)
@@ -139,7 +139,7 @@ def test_cases_file(tmp_path: Path, suffix: str) -> None:
     out = tmp_path / "m.h5"
     code, _, stderr = run("-o", str(out), "--cases-file", str(cf))
     assert code == 0, stderr
-    with store.open_golden(out) as gf:
+    with open_golden(out) as gf:
         assert gf.meta["suite"] == "mine"
         assert len(gf.ids()) == 2 and gf.ids()[0] == "mine-bf16"
         grad, _ = gf.inputs("mine-bf16")
@@ -147,7 +147,7 @@ def test_cases_file(tmp_path: Path, suffix: str) -> None:
     code, _, stderr = run("-o", str(tmp_path / "n.h5"), "--cases-file", str(cf),
                           "--product", "atlas-a2")
     assert code == 0
-    with store.open_golden(tmp_path / "n.h5") as gf:
+    with open_golden(tmp_path / "n.h5") as gf:
         assert gf.ids() == ["mine-bf16"]
 
 
@@ -260,7 +260,7 @@ def test_merged_shards_equal_the_unsharded_run(tmp_path: Path) -> None:
         products=["atlas-a2"], formats=["NCHW"], families=["nondivisible", "layout",
                                                            "special"], count=2).cases))
     assert diff_golden(full, merged) == []
-    assert store.check_file(merged).ok
+    assert check_file(merged).ok
     with pytest.raises(UsageError, match="3/3 missing"):
         merge_golden(parts[:2], tmp_path / "m2.h5")
     with pytest.raises(UsageError, match="given twice"):

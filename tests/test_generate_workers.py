@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from aclcheck.cli import cli
 from aclcheck.cores import available_cores, idle_cores
 from aclcheck.errors import SuiteError
-from aclcheck.store import GoldenWriter
+from aclcheck.store.golden_writer import GoldenWriter
 from aclcheck.suite import generate as gen
 from aclcheck.suite.selection import Selection, build_suite, iter_slots
 
@@ -169,11 +169,11 @@ def test_a_batch_appends_as_its_cases_one_by_one(tmp_path: Path, chunk_bytes: in
     chunks of 96 bytes, a batch completes the buffered chunk, writes whole ones and
     leaves a tail for most dtypes)."""
     from aclcheck.ops.materialize import make_tensors
-    from aclcheck.store import packed_writer
-    from aclcheck.store.packed_writer import prepare
+    from aclcheck.store import golden_writer
+    from aclcheck.store.golden_writer import prepare
 
     if chunk_bytes is not None:
-        monkeypatch.setattr(packed_writer, "POOL_CHUNK_BYTES", chunk_bytes)
+        monkeypatch.setattr(golden_writer, "POOL_CHUNK_BYTES", chunk_bytes)
 
     cases = build_suite(Selection(products=("atlas-a2",), families=("layout", "invalid")))
     made = [(c, make_tensors(c)) for c in cases]
@@ -194,7 +194,7 @@ def test_a_batch_whose_rows_and_arrays_disagree_is_refused(tmp_path: Path) -> No
 
     from aclcheck.errors import UsageError
     from aclcheck.ops.materialize import make_tensors
-    from aclcheck.store.packed_writer import prepare
+    from aclcheck.store.golden_writer import prepare
 
     cases = build_suite(Selection(products=("atlas-a2",), families=("layout",)))[:3]
     batch = prepare([(c, make_tensors(c)) for c in cases])

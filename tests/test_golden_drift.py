@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.store.diff import diff_golden
+from aclcheck.store.dispatch import check_file
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 #: The committed suites: the 2D, 3D and max-pooling operators', the vendor's unit tests.
@@ -38,7 +38,7 @@ def test_args_file_is_a_definition_not_a_destination(name: str) -> None:
 def test_committed_file_is_small_and_intact(name: str) -> None:
     suite = GOLDEN / f"{name}.h5"
     assert suite.stat().st_size < MAX_BYTES
-    report = store.check_file(suite)
+    report = check_file(suite)
     assert report.ok, report.problems
 
 

@@ -25,8 +25,8 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.errors import WorkerLost
-from aclcheck.store import open_golden
-from aclcheck.store.packed_writer import Prepared
+from aclcheck.store.dispatch import open_golden
+from aclcheck.store.golden_writer import Prepared
 from aclcheck.suite.generate import CaseStream, iter_prepared
 from aclcheck.suite.selection import Selection
 

@@ -17,9 +17,11 @@ import h5py
 import numpy as np
 import pytest
 
-from aclcheck.store import ResultRow, open_golden, text_attr, write_results
-from aclcheck.store.writer import write_groups
+from aclcheck.store.codec import text_attr
+from aclcheck.store.dispatch import open_golden
+from aclcheck.store.results import ResultRow, write_results
 from aclcheck.suite.selection import Selection
+from tests.legacy_writer import write_groups
 
 #: the `cli_run` fixture: run the CLI in-process -> (exit code, output)
 CliRun = Callable[..., tuple[int, str]]
@@ -363,14 +365,14 @@ def test_pathological_case_files_exit_2(cli_run: CliRun, tmp_path: Path, name: s
 
 def test_disk_full_is_one_line(
         cli_run: CliRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aclcheck.store import packed_writer
+    from aclcheck.store import golden_writer
 
     def full(*args: object, **kw: object) -> None:
         raise OSError("Can't synchronously write data (file write failed: time = Mon,\n"
                       " filename = 'x', errno = 28, error message = 'No space left on "
                       "device')")
 
-    monkeypatch.setattr(packed_writer._Pool, "_write", full)  # the arrays' pools
+    monkeypatch.setattr(golden_writer.PoolWriter, "_write", full)  # the arrays' pools
     out = tmp_path / "s.h5"
     code, text = cli_run("generate", "-o", str(out), "--family", "divisible",
                          "--product", "atlas-a2", "--dtype", "fp16")

@@ -31,7 +31,7 @@ from aclcheck.cli import cli
 from aclcheck.impls.base import CallInputs
 from aclcheck.running import isolation
 from aclcheck.running.isolation import IsolatedRunner, start_zygote
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 from aclcheck.suite.selection import Selection
 from tests import hostile_modules as hm
 

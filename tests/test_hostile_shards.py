@@ -22,9 +22,10 @@ from typing import Any
 import h5py
 import pytest
 
-from aclcheck.store import exchange, open_golden
+from aclcheck.store import exchange
 from aclcheck.store.digest import golden_digest
-from aclcheck.store.writer import write_groups
+from aclcheck.store.dispatch import open_golden
+from tests.legacy_writer import write_groups
 
 #: the `cli_run` fixture: run the CLI in-process -> (exit code, output)
 CliRun = Callable[..., tuple[int, str]]

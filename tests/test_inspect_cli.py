@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.cli import inspect as inspect_cli
+from aclcheck.store.dispatch import open_golden
+from aclcheck.store.results import ResultRow, write_results
 from aclcheck.suite.selection import Selection, build_suite
 
 #: the `write_golden` fixture: (folder, selection, suite name) -> the golden file
@@ -190,10 +191,10 @@ def test_damaged_files_exit_3_with_one_line(tmp_path: Path, suite: Path, kind: s
 
 
 def test_results_file(tmp_path: Path) -> None:
-    rows = [store.ResultRow("a", 0, np.ones((2, 2), np.float32), 0.5, ""),
-            store.ResultRow("b", 161002, None, 0.0, "no")]
+    rows = [ResultRow("a", 0, np.ones((2, 2), np.float32), 0.5, ""),
+            ResultRow("b", 161002, None, 0.0, "no")]
     path = tmp_path / "r.h5"
-    store.write_results(path, "impl-x", rows)
+    write_results(path, "impl-x", rows)
     code, stdout, _ = run(str(path))
     assert code == 0 and "impl-x" in stdout and "161002" in stdout
     code, stdout, _ = run(str(path), "--json")
@@ -213,6 +214,6 @@ def test_unknown_product_filter_is_usage_error(suite: Path) -> None:
 
 
 def test_select_normalizes_aliases(suite: Path) -> None:
-    with store.open_golden(suite) as gf:
+    with open_golden(suite) as gf:
         rows = inspect_cli.select(gf.index, dtypes=["BF16"], formats=["nchw"])
         assert rows and all(r.dtype == "bfloat16" for r in rows)

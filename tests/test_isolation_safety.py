@@ -23,7 +23,7 @@ from aclcheck.running.cpu_watch import CallWatch
 from aclcheck.running.hangs import CallClock
 from aclcheck.running.runner import CaseRunner, RunOptions, iter_verdicts
 from aclcheck.running.session import GoldenSource
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent

@@ -147,10 +147,10 @@ def test_a_failing_case_gets_evidence_of_where_its_errors_sit() -> None:
 def test_the_ci_suite_reaches_every_hardware_edge_of_a_default_suite() -> None:
     """`inspect --coverage --require-edges` on the committed suite: every edge of §5 but
     the stress family's is reached, and the stress edge is marked on request."""
-    from aclcheck import store
+    from aclcheck.store.dispatch import open_golden
 
     golden = Path(__file__).resolve().parent.parent / "golden" / "ci-suite-maxpool.h5"
-    with store.open_golden(golden) as g:
+    with open_golden(golden) as g:
         cases = [g.case(i) for i in g.ids()]
     cov = OP.coverage(cases)
     assert cov.lost() == ()

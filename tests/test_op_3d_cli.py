@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.ops import operator
+from aclcheck.store.dispatch import open_golden
 
 OP = "adaptive_avg_pool3d_backward"
 ALIAS = "aapool3d-bwd"
@@ -46,7 +46,7 @@ def verdicts(tmp_path: Path, suite: Path, impl: str, *extra: str) -> tuple[int, 
 
 def test_the_alias_names_the_3d_operator_and_the_file_carries_it(suite3d: Path) -> None:
     assert operator(ALIAS).name == OP and operator(OP).api == "aclnnAdaptiveAvgPool3dBackward"
-    with store.open_golden(suite3d) as gf:
+    with open_golden(suite3d) as gf:
         assert gf.meta["operator"] == OP
         cases = [gf.case(i) for i in gf.ids()]
     assert {c.family for c in cases} >= {"nondivisible", "rounding", "index", "invalid"}

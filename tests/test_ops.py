@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from aclcheck import store
 from aclcheck.cli import cli
 from aclcheck.ops import DEFAULT, OPERATORS, operator
+from aclcheck.store.codec import SCHEMA_VERSION
 from aclcheck.store.diff import diff_golden
+from aclcheck.store.dispatch import open_golden
 
 #: A golden file written by aclcheck before schema 2 (22 cases, atlas-a2, float16, ND).
 V1_SUITE = Path(__file__).resolve().parent / "data" / "v1-suite.h5"
@@ -73,13 +74,13 @@ def test_generate_with_op_equals_the_default(tmp_path: Path) -> None:
     assert run("generate", "-o", str(tmp_path / "a.h5"), *args)[0] == 0
     assert run("generate", "-o", str(tmp_path / "b.h5"), "--op", "aapool2d-bwd", *args)[0] == 0
     assert diff_golden(tmp_path / "a.h5", tmp_path / "b.h5") == []
-    with store.open_golden(tmp_path / "b.h5") as gf:
+    with open_golden(tmp_path / "b.h5") as gf:
         assert gf.meta["operator"] == DEFAULT
-        assert gf.meta["schema_version"] == store.SCHEMA_VERSION == 3
+        assert gf.meta["schema_version"] == SCHEMA_VERSION == 3
 
 
 def test_v1_file_reads_as_the_2d_operator(v2_suite: Path) -> None:
-    with store.open_golden(V1_SUITE) as old, store.open_golden(v2_suite) as new:
+    with open_golden(V1_SUITE) as old, open_golden(v2_suite) as new:
         assert old.meta["schema_version"] == 1 and "operator" not in old.meta
         assert old.op is new.op is operator(DEFAULT)
         assert [e.to_dict() for e in old.index] == [e.to_dict() for e in new.index]

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 
 pytest_plugins = ["pytester"]
 

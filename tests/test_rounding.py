@@ -26,7 +26,7 @@ from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import exact_ties
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from aclcheck.ops.materialize import make_tensors
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 from aclcheck.suite.selection import Selection, build_suite
 
 NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}

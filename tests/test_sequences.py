@@ -25,7 +25,7 @@ from aclcheck.ops import operator_of
 from aclcheck.options import SEQUENCES, Predecessor
 from aclcheck.running import sequences
 from aclcheck.running.config import VerifyConfig
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 from tests import kernels_stateful
 
 DEPENDS = HintCode.DEPENDS_ON_EARLIER_CALLS.value

@@ -16,7 +16,7 @@ from aclcheck.judging.reproduce import CaseEvidence, ModelResult
 from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.running.live import LiveJudge
-from aclcheck.store import run_meta
+from aclcheck.store.codec import run_meta
 from aclcheck.suite.generate import generate
 from aclcheck.triage.shrink import Signature, diagnosis_codes, shrink
 

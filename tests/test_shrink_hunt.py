@@ -17,7 +17,7 @@ from aclcheck.impls import create
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.space import random_case
 from aclcheck.running.live import LiveJudge
-from aclcheck.store import run_meta
+from aclcheck.store.codec import run_meta
 from aclcheck.suite.casefile import load_case_file
 from aclcheck.suite.generate import generate
 from aclcheck.triage.shrink import Signature, hint_classes, shrink
@@ -73,7 +73,7 @@ def test_shrink_finds_a_one_row_case_for_an_end_index_bug(big_golden: Path,
 
 def test_shrink_keeps_the_hint_class_and_the_layout(big_golden: Path) -> None:
     with LiveJudge(create("kernels:dropped_last")) as judge:
-        from aclcheck.store import open_golden
+        from aclcheck.store.dispatch import open_golden
 
         with open_golden(big_golden) as gf:
             case = gf.case("dropped")

@@ -15,14 +15,19 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from aclcheck import store
 from aclcheck.cases.layouts import LAYOUTS
-from aclcheck.errors import InputFileError, UsageError
+from aclcheck.errors import InputFileError, OutputFileError, UsageError
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.materialize import make_tensors
+from aclcheck.store import golden_writer
+from aclcheck.store.atomic import check_output_path
+from aclcheck.store.codec import CHUNK_BYTES, FORMAT_GOLDEN, SCHEMA_VERSION, chunk_shape, run_meta
 from aclcheck.store.diff import diff_golden
-from aclcheck.store.writer import write_groups
+from aclcheck.store.dispatch import GoldenFile, check_file, check_golden, open_golden
+from aclcheck.store.golden_writer import write_golden
+from aclcheck.store.results import ResultRow, read_results, results_meta, write_results
 from aclcheck.suite.selection import Selection, build_suite
+from tests.legacy_writer import write_groups
 
 # -- helpers ------------------------------------------------------------------------------
 
@@ -36,18 +41,18 @@ def _case(cid: str, dtype: str, **kw: object) -> Case:
 
 
 def _write(path: Path, cases: list[Case], **kw: object) -> None:
-    store.write_golden(path, ((c, make_tensors(c)) for c in cases),
-                       store.run_meta("test", "t"), **kw)  # type: ignore[arg-type]
+    write_golden(path, ((c, make_tensors(c)) for c in cases),
+                 run_meta("test", "t"), **kw)  # type: ignore[arg-type]
 
 
 def _write_groups(path: Path, cases: list[Case], **kw: object) -> None:
     """A schema-2 file (a group per case): for the tests of that layout, which the readers
     still accept (the packed layout's own tests are tests/test_store_packed.py)."""
     write_groups(path, ((c, make_tensors(c)) for c in cases),
-                 store.run_meta("test", "t"), **kw)  # type: ignore[arg-type]
+                 run_meta("test", "t"), **kw)  # type: ignore[arg-type]
 
 
-def _assert_same_tensors(gf: store.GoldenFile, case: Case) -> None:
+def _assert_same_tensors(gf: GoldenFile, case: Case) -> None:
     want = make_tensors(case)
     got_grad, got_self = gf.inputs(case.id)
     for got, exp in ((got_grad, want.grad_output), (got_self, want.self)):
@@ -96,7 +101,7 @@ def small_suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Ca
 def test_roundtrip_compute_dtypes_bit_exact(tmp_path: Path, dtype: str, dist: str) -> None:
     case = _case(f"c-{dtype}-{dist}", dtype, distribution=dist)
     _write_groups(tmp_path / "f.h5", [case])
-    with store.open_golden(tmp_path / "f.h5") as gf:
+    with open_golden(tmp_path / "f.h5") as gf:
         assert gf.case(case.id) == case
         _assert_same_tensors(gf, case)
         grad, _ = gf.inputs(case.id)
@@ -114,7 +119,7 @@ def test_roundtrip_invalid_call_dtypes_stored_natively(tmp_path: Path, dtype: st
     case = _case(f"c-{dtype}", dtype, distribution="uniform")
     assert not case.positive
     _write_groups(tmp_path / "f.h5", [case])
-    with store.open_golden(tmp_path / "f.h5") as gf:
+    with open_golden(tmp_path / "f.h5") as gf:
         _assert_same_tensors(gf, case)
         assert "golden" not in gf._f[f"cases/{case.id}"]
         assert gf.index[0].expected_status == case.expected_status
@@ -126,7 +131,7 @@ def test_roundtrip_invalid_call_dtypes_stored_natively(tmp_path: Path, dtype: st
 def test_roundtrip_layouts(tmp_path: Path, layout: str, dtype: str) -> None:
     case = _case(f"c-{layout}", dtype, layout=layout, distribution="normal")
     _write_groups(tmp_path / "f.h5", [case])
-    with store.open_golden(tmp_path / "f.h5") as gf:
+    with open_golden(tmp_path / "f.h5") as gf:
         _assert_same_tensors(gf, case)
         ds = gf._f[f"cases/{case.id}/self"]
         want = make_tensors(case).self
@@ -148,17 +153,17 @@ def test_roundtrip_empty_tensors(tmp_path: Path, layout: str, self_shape: tuple[
     case = _case("empty", "float16", self_shape=self_shape, grad_shape=grad_shape,
                  layout=layout, distribution="normal")
     _write_groups(tmp_path / "f.h5", [case])
-    with store.open_golden(tmp_path / "f.h5") as gf:
+    with open_golden(tmp_path / "f.h5") as gf:
         _assert_same_tensors(gf, case)
         assert gf._f["cases/empty/grad_output"].chunks is None  # contiguous, no filter
-    assert store.check_golden(tmp_path / "f.h5").ok
+    assert check_golden(tmp_path / "f.h5").ok
 
 
 def test_suite_roundtrip_records_index_and_nulls(small_suite: tuple[Path, list[Case]]) -> None:
     path, cases = small_suite
-    with store.open_golden(path) as gf:
+    with open_golden(path) as gf:
         assert gf.ids() == [c.id for c in cases]
-        assert gf.meta["format"] == store.FORMAT_GOLDEN
+        assert gf.meta["format"] == FORMAT_GOLDEN
         assert gf.meta["schema_version"] == 2
         assert gf.meta["case_count"] == len(cases)
         for case, entry in zip(cases, gf.index, strict=True):
@@ -180,7 +185,7 @@ def test_suite_roundtrip_records_index_and_nulls(small_suite: tuple[Path, list[C
 
 def test_check_reads_every_dataset(small_suite: tuple[Path, list[Case]]) -> None:
     path, cases = small_suite
-    report = store.check_file(path)
+    report = check_file(path)
     assert report.ok, report.problems
     assert report.cases == len(cases)
     n = sum(len({"grad_output", "self"} - set(c.null)) for c in cases)
@@ -198,13 +203,13 @@ def test_gzip_option_same_data(tmp_path: Path, small_suite: tuple[Path, list[Cas
 
 
 def test_chunk_shape() -> None:
-    assert store.chunk_shape((2, 3, 4), 4) == (2, 3, 4)
-    assert store.chunk_shape((0, 3), 4) is None
-    big = store.chunk_shape((8, 64, 256, 256), 4)
+    assert chunk_shape((2, 3, 4), 4) == (2, 3, 4)
+    assert chunk_shape((0, 3), 4) is None
+    big = chunk_shape((8, 64, 256, 256), 4)
     assert big is not None
-    assert np.prod(big) * 4 <= store.CHUNK_BYTES
-    assert np.prod(big) * 4 >= store.CHUNK_BYTES // 2
-    assert store.chunk_shape((1, 1, 3, 10**7), 8) == (1, 1, 1, store.CHUNK_BYTES // 8)
+    assert np.prod(big) * 4 <= CHUNK_BYTES
+    assert np.prod(big) * 4 >= CHUNK_BYTES // 2
+    assert chunk_shape((1, 1, 3, 10**7), 8) == (1, 1, 1, CHUNK_BYTES // 8)
 
 
 def test_diff_golden_detects_a_changed_value(tmp_path: Path,
@@ -237,27 +242,27 @@ def test_bad_case_id_and_duplicates(tmp_path: Path) -> None:
 def test_results_roundtrip(tmp_path: Path) -> None:
     bf = np.array([[1.5, -np.inf], [np.nan, 3e-40]], dtype=ml_dtypes.bfloat16)
     rows = [
-        store.ResultRow("a", 0, bf, 0.001, ""),
-        store.ResultRow("b", 0, np.arange(6, dtype=np.float16).reshape(2, 3), 2.5),
-        store.ResultRow("c", 161002, None, 0.0, "rejected: dtype"),
+        ResultRow("a", 0, bf, 0.001, ""),
+        ResultRow("b", 0, np.arange(6, dtype=np.float16).reshape(2, 3), 2.5),
+        ResultRow("c", 161002, None, 0.0, "rejected: dtype"),
     ]
-    size = store.write_results(tmp_path / "r.h5", "test-impl", rows)
+    size = write_results(tmp_path / "r.h5", "test-impl", rows)
     assert size == (tmp_path / "r.h5").stat().st_size
-    got = store.read_results(tmp_path / "r.h5")
+    got = read_results(tmp_path / "r.h5")
     assert list(got) == ["a", "b", "c"]
     assert got["a"].output is not None and got["a"].output.dtype == bf.dtype
     assert got["a"].output.tobytes() == bf.tobytes()
     assert got["b"].output is not None and got["b"].output.tobytes() == rows[1].output.tobytes()
     assert got["c"] == rows[2]
-    assert store.results_meta(tmp_path / "r.h5")["implementation"] == "test-impl"
-    assert store.check_file(tmp_path / "r.h5").ok
+    assert results_meta(tmp_path / "r.h5")["implementation"] == "test-impl"
+    assert check_file(tmp_path / "r.h5").ok
     _flip_bit(tmp_path / "r.h5", "results/b/output", 2)
-    report = store.check_file(tmp_path / "r.h5")
+    report = check_file(tmp_path / "r.h5")
     assert not report.ok and "checksum mismatch" in report.problems[0]
     with pytest.raises(InputFileError, match="result b"):
-        store.read_results(tmp_path / "r.h5")
+        read_results(tmp_path / "r.h5")
     with pytest.raises(InputFileError, match="expected 'aclcheck-golden'"):
-        store.open_golden(tmp_path / "r.h5")
+        open_golden(tmp_path / "r.h5")
 
 
 # -- atomic writing -----------------------------------------------------------------------
@@ -274,25 +279,25 @@ def test_error_mid_write_keeps_previous_file_and_no_temp(tmp_path: Path) -> None
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):
-        store.write_golden(path, items(), force=True)
+        write_golden(path, items(), force=True)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.h5"]
 
 
 def test_output_path_errors(tmp_path: Path) -> None:
-    with pytest.raises(store.OutputFileError, match="does not exist"):
-        store.check_output_path(tmp_path / "missing" / "x.h5", force=False)
+    with pytest.raises(OutputFileError, match="does not exist"):
+        check_output_path(tmp_path / "missing" / "x.h5", force=False)
     (tmp_path / "x.h5").write_bytes(b"keep")
-    with pytest.raises(store.OutputFileError, match="use --force"):
-        store.check_output_path(tmp_path / "x.h5", force=False)
-    with pytest.raises(store.OutputFileError, match="is a folder"):
-        store.check_output_path(tmp_path, force=True)
+    with pytest.raises(OutputFileError, match="use --force"):
+        check_output_path(tmp_path / "x.h5", force=False)
+    with pytest.raises(OutputFileError, match="is a folder"):
+        check_output_path(tmp_path, force=True)
     assert (tmp_path / "x.h5").read_bytes() == b"keep"
 
 
 _KILL_CHILD = textwrap.dedent("""
     import sys, time
-    from aclcheck import store
+    from aclcheck.store.codec import run_meta
     from aclcheck.suite import generate
     from aclcheck.suite.selection import Selection, build_suite
     cases = build_suite(Selection(products=("atlas-a2",), families=("nondivisible",)))
@@ -300,7 +305,7 @@ _KILL_CHILD = textwrap.dedent("""
         if done == 3:
             print("READY", flush=True)
             time.sleep(120)
-    generate.generate(sys.argv[1], cases, store.run_meta(), force=True, progress=progress)
+    generate.generate(sys.argv[1], cases, run_meta(), force=True, progress=progress)
 """)
 
 
@@ -323,7 +328,7 @@ def test_sigkill_during_write(tmp_path: Path, previous: bool) -> None:
     assert child.returncode == -signal.SIGKILL
     if previous:
         assert path.read_bytes() == before
-        with store.open_golden(path) as gf:
+        with open_golden(path) as gf:
             assert gf.ids() == ["old"]
     else:
         assert not path.exists()
@@ -346,7 +351,7 @@ def _damaged(kind: str, src: Path, dst: Path, case_id: str) -> None:
             f["data"] = np.arange(3)
     elif kind == "newer-schema":
         with h5py.File(dst, "r+") as f:
-            f.attrs["schema_version"] = np.int64(store.SCHEMA_VERSION + 1)
+            f.attrs["schema_version"] = np.int64(SCHEMA_VERSION + 1)
     elif kind == "missing-dataset":
         with h5py.File(dst, "r+") as f:
             del f[f"cases/{case_id}/golden"]
@@ -384,7 +389,7 @@ def test_damaged_file_fails_open(tmp_path: Path, small_suite: tuple[Path, list[C
     bad = tmp_path / "bad.h5"
     _damaged(kind, path, bad, cases[0].id)
     with pytest.raises(InputFileError) as err:
-        store.open_golden(bad)
+        open_golden(bad)
     msg = str(err.value)
     assert msg.startswith(f"{bad}: ") and DAMAGE[kind] in msg and "\n" not in msg
 
@@ -396,20 +401,20 @@ def test_damaged_case_found_by_check(tmp_path: Path, small_suite: tuple[Path, li
     victim = next(c for c in cases if make_tensors(c).golden is not None)
     bad = tmp_path / "bad.h5"
     _damaged(kind, path, bad, victim.id)
-    report = store.check_file(bad)
+    report = check_file(bad)
     assert not report.ok
     assert any(CASE_DAMAGE[kind] in p for p in report.problems), report.problems
     if kind in ("missing-dataset", "flipped-bit"):
-        with store.open_golden(bad) as gf, pytest.raises(InputFileError) as err:
+        with open_golden(bad) as gf, pytest.raises(InputFileError) as err:
             gf.golden(victim.id)
         assert str(err.value).startswith(f"{bad}: case {victim.id}: ")
 
 
 def test_missing_file_and_folder(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match="no such file"):
-        store.open_golden(tmp_path / "nope.h5")
+        open_golden(tmp_path / "nope.h5")
     with pytest.raises(InputFileError, match="is a folder"):
-        store.open_golden(tmp_path)
+        open_golden(tmp_path)
 
 
 @pytest.mark.skipif(shutil.which("h5dump") is None, reason="h5dump not installed")
@@ -429,11 +434,11 @@ def test_flipped_bit_in_large_dataset_detected(tmp_path: Path) -> None:
                  distribution="normal")
     path = tmp_path / "big.h5"
     _write_groups(path, [case])
-    with store.open_golden(path) as gf:
+    with open_golden(path) as gf:
         _assert_same_tensors(gf, case)
         assert gf._f["cases/big/golden"].id.get_num_chunks() > 1
     _flip_bit(path, "cases/big/golden", 1000)
-    report = store.check_file(path)
+    report = check_file(path)
     assert not report.ok and "checksum mismatch" in report.problems[0]
 
 
@@ -442,8 +447,8 @@ def test_failure_while_committing_removes_temp(tmp_path: Path,
     def broken(*args: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(store.packed_writer, "write_root_attrs", broken)
-    with pytest.raises(store.OutputFileError, match="g.h5: cannot write: disk full"):
+    monkeypatch.setattr(golden_writer, "write_root_attrs", broken)
+    with pytest.raises(OutputFileError, match="g.h5: cannot write: disk full"):
         _write(tmp_path / "g.h5", [_case("one", "float16")])
     assert list(tmp_path.iterdir()) == []
 
@@ -463,7 +468,7 @@ def test_random_bit_flips_never_escape_as_other_errors(
         data[int(pos)] ^= 1 << int(rng.integers(0, 8))
         bad.write_bytes(bytes(data))
         try:
-            outcomes.add("ok" if store.check_file(bad).ok else "problems")
+            outcomes.add("ok" if check_file(bad).ok else "problems")
         except InputFileError:
             outcomes.add("error")
     assert outcomes & {"problems", "error"}

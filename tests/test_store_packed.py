@@ -20,23 +20,17 @@ from click.testing import CliRunner
 from aclcheck.cases import CaseData
 from aclcheck.cases.layouts import LAYOUTS
 from aclcheck.cli import cli
-from aclcheck.errors import InputFileError, UsageError
+from aclcheck.errors import InputFileError, OutputFileError, UsageError
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case as Case3d
 from aclcheck.ops.materialize import make_tensors
-from aclcheck.store import (
-    OutputFileError,
-    index_columns,
-    index_entry,
-    open_golden,
-    run_meta,
-    text_attr,
-    write_golden,
-)
-from aclcheck.store import packed_writer as pw
+from aclcheck.store import golden_writer as pw
+from aclcheck.store.codec import SCHEMA_VERSION, run_meta, text_attr
 from aclcheck.store.diff import diff_golden
-from aclcheck.store.packed import (
-    PACKED_SCHEMA_VERSION,
+from aclcheck.store.dispatch import open_golden
+from aclcheck.store.golden_check import _Tiling, check_packed
+from aclcheck.store.golden_reader import BLOCK_ROWS, PackedFile
+from aclcheck.store.golden_schema import (
     Slot,
     case_row,
     packed_schema,
@@ -44,11 +38,11 @@ from aclcheck.store.packed import (
     row_dict,
     row_values,
 )
-from aclcheck.store.packed_check import _Tiling, check_packed
-from aclcheck.store.packed_reader import BLOCK_ROWS, PackedFile
-from aclcheck.store.reader import GroupFile
-from aclcheck.store.writer import write_groups
+from aclcheck.store.golden_writer import write_golden
+from aclcheck.store.index import index_columns, index_entry
+from aclcheck.store.legacy.group_reader import GroupFile
 from aclcheck.suite.selection import Selection, build_suite
+from tests.legacy_writer import write_groups
 
 SCHEMA = packed_schema(Case)
 META = {**run_meta("test", "t"), "created": "2026-12-02T00:00:00+00:00"}
@@ -122,7 +116,7 @@ def test_suite_round_trip_equals_the_group_layout(suite: tuple[Path, list[Case]]
     with open_packed(path) as pf, GroupFile(groups) as gf:
         assert pf.ids() == gf.ids() == [c.id for c in cases]
         assert list(pf.index) == gf.index
-        assert pf.meta["schema_version"] == PACKED_SCHEMA_VERSION
+        assert pf.meta["schema_version"] == SCHEMA_VERSION
         for case in cases:
             assert pf.case(case.id) == case
             assert pf.entry(case.id) == gf.entry(case.id)
@@ -220,7 +214,7 @@ def test_random_access_by_id(suite: tuple[Path, list[Case]]) -> None:
 
 
 def test_index_is_read_block_by_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("aclcheck.store.packed_reader.BLOCK_ROWS", 4)
+    monkeypatch.setattr("aclcheck.store.golden_reader.BLOCK_ROWS", 4)
     cases = [_case(f"c{i:02d}", "float16", seed=i) for i in range(11)]
     write_packed(tmp_path / "f.h5", _items(cases), META)
     with open_packed(tmp_path / "f.h5") as pf:
@@ -247,16 +241,16 @@ def test_pools_write_whole_chunks_and_keep_one_chunk(tmp_path: Path,
     written twice) but its last, and appends at any alignment."""
     monkeypatch.setattr(pw, "POOL_CHUNK_BYTES", 64)  # 16 float32 elements per chunk
     writes: list[int] = []
-    real = pw._Pool._write
+    real = pw.PoolWriter._write
 
     def spy(self: Any, data: np.ndarray, *, last: bool = False) -> None:
         writes.append(-data.size if last else data.size)
         real(self, data, last=last)
 
-    monkeypatch.setattr(pw._Pool, "_write", spy)
+    monkeypatch.setattr(pw.PoolWriter, "_write", spy)
     sizes = [5, 11, 40, 1, 16, 3]
     with h5py.File(tmp_path / "p.h5", "w") as f:
-        pool = pw._Pool(f, "float32", "none")
+        pool = pw.PoolWriter(f, "float32", "none")
         parts = [np.arange(n, dtype=np.float32) + 100 * i for i, n in enumerate(sizes)]
         starts = [_append(pool, p) for p in parts]
         assert pool.buffer.size == 16
@@ -302,7 +296,7 @@ def test_duplicate_and_unsafe_ids_are_refused(tmp_path: Path) -> None:
         write_packed(tmp_path / "u.h5", _items([_case("../x", "float16")]), META)
     with pytest.raises(OutputFileError, match="use --force"):
         (tmp_path / "e.h5").write_bytes(b"keep")
-        pw.PackedWriter(tmp_path / "e.h5", META)
+        pw.GoldenWriter(tmp_path / "e.h5", META)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.h5"]
 
 

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.store import GoldenFile, ResultRow, open_golden, write_results
+from aclcheck.store.dispatch import GoldenFile, open_golden
+from aclcheck.store.results import ResultRow, write_results
 
 #: the `reference_rows` fixture: what a perfect implementation stores for one product
 RefRows = Callable[[GoldenFile, str], list[ResultRow]]

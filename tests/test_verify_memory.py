@@ -26,7 +26,8 @@ from aclcheck.judging.verdicts import CaseVerdict, Verdict
 from aclcheck.report.console import print_in_pieces
 from aclcheck.report.safe_text import data_text
 from aclcheck.running.session import FactsLog, Selection
-from aclcheck.store import IndexEntry, open_golden
+from aclcheck.store.dispatch import open_golden
+from aclcheck.store.index import IndexEntry
 from aclcheck.suite import sharding
 from aclcheck.suite.filters import row_filter, select
 

@@ -16,7 +16,7 @@ import pytest
 from aclcheck.impls.base import CallInputs
 from aclcheck.running import recall
 from aclcheck.running.isolation import IsolatedRunner, start_zygote
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 
 
 @pytest.fixture(scope="module")

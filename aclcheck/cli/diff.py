@@ -21,8 +21,8 @@ from aclcheck.report.console import gate_lines
 from aclcheck.report.diff import diff as baseline_diff
 from aclcheck.report.diff import run_mismatch
 from aclcheck.report.safe_text import printable
-from aclcheck.store import is_golden
 from aclcheck.store.diff import diff_golden
+from aclcheck.store.dispatch import is_golden
 
 
 @click.command(epilog=EXIT_CODES_HELP)

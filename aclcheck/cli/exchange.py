@@ -11,9 +11,12 @@ import click
 from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_CODES_HELP, UsageError
-from aclcheck.store import check_output_path, open_golden, run_meta, write_results
+from aclcheck.store.atomic import check_output_path
+from aclcheck.store.codec import run_meta
+from aclcheck.store.dispatch import open_golden
 from aclcheck.store.exchange import export_cases, import_folder, import_inputs
 from aclcheck.store.file_guard import Role, check_apart
+from aclcheck.store.results import write_results
 from aclcheck.suite.filters import select
 
 

@@ -17,7 +17,8 @@ from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import click_option
 from aclcheck.errors import EXIT_CODES_HELP
 from aclcheck.options import DEFAULT_OPERATOR, EXECUTOR, OP
-from aclcheck.store import COMPRESSIONS, check_output_path, run_meta
+from aclcheck.store.atomic import check_output_path
+from aclcheck.store.codec import COMPRESSIONS, run_meta
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite.generate import GenerateStats, ProgressFn, auto_jobs, plan_suite
 from aclcheck.suite.generate import generate as run_generate

@@ -36,7 +36,8 @@ from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
 from aclcheck.running.config import VerifyConfig
 from aclcheck.running.live import LiveJudge, live_setup
-from aclcheck.store import check_output_path, run_meta
+from aclcheck.store.atomic import check_output_path
+from aclcheck.store.codec import run_meta
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite import casefile as casewriter
 from aclcheck.suite.generate import generate

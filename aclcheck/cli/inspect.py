@@ -22,17 +22,11 @@ from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
 from aclcheck.judging.exactness import exact_ties
 from aclcheck.ops import operator_of
-from aclcheck.store import (
-    FORMAT_RESULTS,
-    CheckReport,
-    GoldenFile,
-    IndexEntry,
-    check_file,
-    open_golden,
-    peek_format,
-    read_results,
-    results_meta,
-)
+from aclcheck.store.check_report import CheckReport
+from aclcheck.store.codec import FORMAT_RESULTS
+from aclcheck.store.dispatch import GoldenFile, check_file, open_golden, peek_format
+from aclcheck.store.index import IndexEntry
+from aclcheck.store.results import read_results, results_meta
 from aclcheck.suite.filters import id_matches, select
 
 

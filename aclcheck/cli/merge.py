@@ -19,7 +19,7 @@ from aclcheck.report import json_report
 from aclcheck.report.console import gate_lines
 from aclcheck.report.files import check_writable
 from aclcheck.report.safe_text import printable
-from aclcheck.store import is_golden
+from aclcheck.store.dispatch import is_golden
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite.merge import merge_golden, merge_reports
 

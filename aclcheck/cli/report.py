@@ -8,7 +8,7 @@ from aclcheck.cli.common import handle_errors, stderr_console
 from aclcheck.errors import EXIT_CODES_HELP
 from aclcheck.report import json_report
 from aclcheck.report.safe_text import printable
-from aclcheck.store import check_output_path
+from aclcheck.store.atomic import check_output_path
 from aclcheck.store.file_guard import Role, check_apart
 
 

@@ -26,7 +26,7 @@ from aclcheck.report.files import file_mode
 from aclcheck.report.safe_text import printable
 from aclcheck.running.config import VerifyConfig
 from aclcheck.running.live import LiveJudge, live_setup
-from aclcheck.store import open_golden
+from aclcheck.store.dispatch import open_golden
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.suite import casefile as casewriter
 from aclcheck.triage.shrink import ShrinkResult, diagnosis_codes, shrink

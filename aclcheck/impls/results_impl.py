@@ -7,7 +7,7 @@ from pathlib import Path
 
 from aclcheck.cases.call import Outcome
 from aclcheck.impls.base import CallInputs, Implementation
-from aclcheck.store import ResultRow, read_results, results_meta
+from aclcheck.store.results import ResultRow, read_results, results_meta
 
 
 class ResultsImpl(Implementation):

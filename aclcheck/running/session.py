@@ -47,9 +47,10 @@ from aclcheck.running.probing import Failing, measured, probe_failures
 from aclcheck.running.readahead import read_ahead
 from aclcheck.running.remote import OpenedImpl, StartingImpl
 from aclcheck.running.runner import CaseRunner, CaseSource, ProgressFn, RunOptions, iter_verdicts
-from aclcheck.store import GoldenFile, IndexEntry, open_golden
 from aclcheck.store.digest import golden_digest
+from aclcheck.store.dispatch import GoldenFile, open_golden
 from aclcheck.store.file_guard import Snapshot
+from aclcheck.store.index import IndexEntry
 from aclcheck.suite import sharding
 from aclcheck.suite.filters import row_filter
 

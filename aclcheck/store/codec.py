@@ -27,11 +27,9 @@ FORMAT_RESULTS = "aclcheck-results"
 #: Golden files: the newest schema this aclcheck reads and writes. 1: a group per case;
 #: 2 adds the root attribute `operator` (schema 1 files hold the 2D adaptive average
 #: pooling backward, the only operator that wrote them); 3: the packed layout
-#: (aclcheck.store.packed), the one every golden file is written in.
+#: (aclcheck.store.golden_schema), the one every golden file is written in. Schemas 1 and
+#: 2 are read by aclcheck.store.legacy.
 SCHEMA_VERSION = 3
-#: The group-per-case layout's last version (aclcheck.store.writer writes it for tests
-#: and benchmarks that need an older file).
-GROUP_SCHEMA_VERSION = 2
 #: Results files hold outputs by case id, whatever the operator: their layout is unchanged.
 RESULTS_SCHEMA_VERSION = 1
 #: The operator of a golden file of schema 1.
@@ -52,9 +50,6 @@ VOLATILE_ROOT_ATTRS = frozenset(
     {"created", "command_line", "tool_version", "numpy_version", "h5py_version",
      "hdf5_version", "ml_dtypes_version", "python_version"}
 )
-#: Case attributes besides the Case record fields.
-EXPECT_ATTRS = ("expected_status", "expected_rule", "expected_reason", "out_written",
-                "has_golden")
 
 
 # -- small codecs ------------------------------------------------------------------------
@@ -127,14 +122,6 @@ def set_attrs(obj: h5py.HLObject, attrs: Mapping[str, Any]) -> None:
         space = (h5py.h5s.create_simple(arr.shape) if arr.ndim
                  else h5py.h5s.create(h5py.h5s.SCALAR))
         h5py.h5a.create(obj.id, name.encode("utf-8"), tid, space).write(arr, mtype=tid)
-
-
-def new_group(parent: h5py.Group, name: str) -> h5py.Group:
-    """A group whose ~25 attributes stay in its object header (compact storage): the
-    default switches to a fractal heap above 8 attributes, twice the size per case."""
-    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
-    gcpl.set_attr_phase_change(64, 48)
-    return h5py.Group(h5py.h5g.create(parent.id, name.encode("utf-8"), gcpl=gcpl))
 
 
 def plain_value(value: Any) -> Any:

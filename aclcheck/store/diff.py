@@ -13,7 +13,7 @@ import numpy as np
 
 from aclcheck.cases.layouts import StridedTensor
 from aclcheck.store.codec import VOLATILE_ROOT_ATTRS
-from aclcheck.store.reader import GoldenFile, open_golden
+from aclcheck.store.dispatch import GoldenFile, open_golden
 
 #: Root attributes that say how the file is laid out, not what it holds.
 LAYOUT_ROOT_ATTRS = frozenset({"schema_version"})

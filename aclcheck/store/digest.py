@@ -14,8 +14,8 @@ import numpy as np
 
 from aclcheck.errors import InputFileError
 from aclcheck.store.codec import FORMAT_GOLDEN, VOLATILE_ROOT_ATTRS, plain_value
-from aclcheck.store.h5read import H5_ERRORS, check_layout, damage, h5_reason, member, open_h5
-from aclcheck.store.reader import GoldenFile
+from aclcheck.store.dispatch import GoldenFile
+from aclcheck.store.h5read import H5_ERRORS, check_layout, damage, member, open_h5, read_error
 
 #: Opens every digest: a change of what the digest covers changes it, so digests of two
 #: definitions never compare equal.
@@ -101,10 +101,7 @@ def _rows(p: Path, index: h5py.Dataset, start: int, stop: int) -> np.ndarray:
     try:
         return index[start:stop]
     except H5_ERRORS as exc:
-        msg = h5_reason(str(exc))
-        kind = ("checksum mismatch (fletcher32): the data is corrupt"
-                if "filter" in msg or "checksum" in msg else f"cannot read ({msg})")
-        raise InputFileError.at(p, f"/index rows {start}..{stop - 1}: {kind}") from None
+        raise read_error(p, f"/index rows {start}..{stop - 1}", exc) from None
 
 
 def _pools(p: Path, f: h5py.File, digest: _Digest) -> None:

@@ -34,12 +34,13 @@ from aclcheck.configfile import read_document
 from aclcheck.dtypes import ACL_DTYPE_ENUM
 from aclcheck.errors import InputFileError, OutputFileError, UsageError
 from aclcheck.report.files import atomic_write
-from aclcheck.store import GoldenFile, ResultRow
 from aclcheck.store.codec import is_safe_id
+from aclcheck.store.dispatch import GoldenFile
 from aclcheck.store.dtype_codec import decode_array, encode_array, storage_dtype
 from aclcheck.store.file_guard import Role, check_apart
 from aclcheck.store.h5read import READ_LIMIT_ENV, default_read_limit
 from aclcheck.store.records import MAX_DIM
+from aclcheck.store.results import ResultRow
 
 MANIFEST = "manifest.json"
 FORMAT = "aclcheck-bin-exchange"
@@ -107,7 +108,6 @@ def _tensor_spec(file: str, dtype: str, fmt: str, shape: Sequence[int],
     }
     stated = {} if storage_shape is None else {"storage_shape": [int(d) for d in storage_shape]}
     return {**spec, **stated}  # storage_shape: the storage dims a vendor case's call states
-
 
 
 def case_entry(case: Case, inputs: Mapping[str, StridedTensor | None],

@@ -59,10 +59,8 @@ def default_read_limit() -> int:
     return max(_MIN_READ_LIMIT, memory_bytes() // 2)
 
 
-def open_h5(path: str | Path, expected_format: str, *, newest: int | None = None
-            ) -> tuple[h5py.File, dict[str, Any]]:
-    """Open and validate the root of a store file; every failure is one InputFileError.
-    `newest`: the highest schema version the caller reads."""
+def open_h5(path: str | Path, expected_format: str) -> tuple[h5py.File, dict[str, Any]]:
+    """Open and validate the root of a store file; every failure is one InputFileError."""
     p = Path(path)
     if not p.exists():
         raise InputFileError.at(p, "no such file")
@@ -92,7 +90,7 @@ def open_h5(path: str | Path, expected_format: str, *, newest: int | None = None
         f.close()
         raise InputFileError.at(p, f"damaged root attributes ({h5_reason(str(exc))})") from None
     try:
-        _check_root(p, meta, expected_format, newest)
+        _check_root(p, meta, expected_format)
     except InputFileError:
         f.close()
         raise
@@ -122,8 +120,7 @@ def damage(p: Path, what: str) -> Iterator[None]:
         raise InputFileError.at(p, f"{what}: damaged file ({h5_reason(str(exc))})") from None
 
 
-def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str,
-                newest: int | None = None) -> None:
+def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str) -> None:
     fmt = meta.get("format")
     if fmt is None:
         raise InputFileError.at(p, "not an aclcheck file (no 'format' attribute)")
@@ -132,8 +129,7 @@ def _check_root(p: Path, meta: Mapping[str, Any], expected_format: str,
     version = meta.get("schema_version")
     if not isinstance(version, int):
         raise InputFileError.at(p, "missing or non-integer 'schema_version' attribute")
-    if newest is None:
-        newest = SCHEMA_VERSION if expected_format == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
+    newest = SCHEMA_VERSION if expected_format == FORMAT_GOLDEN else RESULTS_SCHEMA_VERSION
     if version > newest:
         raise InputFileError.at(p, f"schema version {version} is newer than this aclcheck "
                                 f"understands ({newest}); upgrade aclcheck")
@@ -168,16 +164,28 @@ def file_operator(p: Path, meta: Mapping[str, Any]) -> str:
     return str(name)
 
 
+#: A read whose fletcher32 checksum failed, as every reader and `inspect --check` say it.
+CHECKSUM_MISMATCH = "checksum mismatch (fletcher32)"
+CORRUPT = f"{CHECKSUM_MISMATCH}: the data is corrupt"
+
+
+def read_error(p: Path, what: str, exc: BaseException, corrupt: str = CORRUPT
+               ) -> InputFileError:
+    """The one-line error of a failed read of `what`: `corrupt` where a filter failed
+    (the fletcher32 checksum, as HDF5 reports it), else the reason HDF5 gives."""
+    msg = h5_reason(str(exc))
+    if "filter" in msg or "checksum" in msg:
+        return InputFileError.at(p, f"{what}: {corrupt}")
+    return InputFileError.at(p, f"{what}: cannot read ({msg})")
+
+
 def read_dataset(p: Path, ds: h5py.Dataset, what: str) -> np.ndarray:
     """Read a whole dataset; fletcher32 failures and other read errors -> InputFileError."""
     try:
         return ds[()]
     except H5_ERRORS as exc:
-        msg = h5_reason(str(exc))
-        if "filter" in msg or "checksum" in msg:
-            kind = "checksum mismatch (fletcher32)" if ds.fletcher32 else "filter failure"
-            raise InputFileError.at(p, f"{what}: {kind}: the data is corrupt") from None
-        raise InputFileError.at(p, f"{what}: cannot read ({msg})") from None
+        corrupt = CORRUPT if ds.fletcher32 else "filter failure: the data is corrupt"
+        raise read_error(p, what, exc, corrupt) from None
 
 
 def member(p: Path, parent: h5py.Group, name: str, what: str) -> object | None:

@@ -13,7 +13,7 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.cases.acl import status_name
 from aclcheck.cases.record import SHAPE
-from aclcheck.store.codec import parse_shape_text, rows_array, shape_text
+from aclcheck.store.codec import parse_shape_text
 
 Columns = tuple[tuple[str, str], ...]
 
@@ -96,17 +96,6 @@ def index_entry(case: Case, has_golden: bool, nbytes: int) -> IndexEntry:
         case.expectation.rule, case.out_written, has_golden, nbytes,
         getattr(case, "vendor_status", None), getattr(case, "source", None) or "",
     )
-
-
-def index_array(entries: list[IndexEntry], case_type: type[Case]) -> np.ndarray:
-    rows = []
-    for e in entries:
-        row = e.to_dict()
-        for column, shape in e.shapes:
-            row[column] = shape_text(shape)
-        row["null"] = ",".join(e.null)
-        rows.append(row)
-    return rows_array(rows, index_columns(case_type))
 
 
 def entries_from_array(arr: np.ndarray, case_type: type[Case]) -> list[IndexEntry]:

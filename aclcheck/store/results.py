@@ -1,5 +1,6 @@
 """Results files: an implementation's outputs, keyed by the golden's case ids (written
-by `aclcheck import`, judged by `verify --results`)."""
+by `aclcheck import`, judged by `verify --results`): writing, reading, and their
+integrity check (`inspect --check`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
+from aclcheck.store.check_report import CheckReport
 from aclcheck.store.codec import (
     COMPRESSIONS,
     FORMAT_RESULTS,
@@ -185,3 +187,23 @@ def results_meta(path: str | Path) -> dict[str, Any]:
     return meta
 
 
+def check_results(path: str | Path) -> CheckReport:
+    """Read every dataset of a results file and validate it against its index."""
+    p = Path(path)
+    report = CheckReport(p, FORMAT_RESULTS)
+    f, meta = open_h5(p, FORMAT_RESULTS)
+    with f, damage(p, "/results"):
+        arr = result_index(p, f, meta, default_read_limit())
+        groups = set(f["results"].keys())
+        ids = [b.decode("utf-8") for b in arr["case_id"].tolist()]
+        report.cases = len(ids)
+        for extra in sorted(groups - set(ids))[:5]:
+            report.add(f"/results/{extra}: group not listed in /index")
+    try:
+        for row in iter_results(p):
+            if row.output is not None:
+                report.datasets += 1
+                report.bytes_read += row.output.nbytes
+    except InputFileError as exc:
+        report.add(exc.detail(p))
+    return report

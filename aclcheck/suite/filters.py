@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from aclcheck.cases.acl import PRODUCTS, normalize_format
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import SuiteError
-from aclcheck.store import IndexEntry
+from aclcheck.store.index import IndexEntry
 
 
 def select(entries: Sequence[IndexEntry], *, products: Sequence[str] = (),

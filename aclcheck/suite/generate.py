@@ -28,10 +28,10 @@ from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import SuiteError
 from aclcheck.ops import DEFAULT, operator, operator_of
 from aclcheck.ops.materialize import make_tensors
-from aclcheck.store import GoldenWriter, check_ids, check_output_path
-from aclcheck.store.codec import check_id
+from aclcheck.store.atomic import check_output_path
+from aclcheck.store.codec import check_id, check_ids
+from aclcheck.store.golden_writer import GoldenWriter, Prepared, prepare
 from aclcheck.store.h5read import memory_bytes
-from aclcheck.store.packed_writer import Prepared, prepare
 from aclcheck.suite.selection import (
     Selection,
     SuiteSlot,

@@ -17,7 +17,9 @@ from typing import Any
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.judging.diagnosis import Entry, magnitude_json, merge_entries
 from aclcheck.judging.verdicts import CaseVerdict, Verdict, summarize
-from aclcheck.store import VOLATILE_ROOT_ATTRS, GoldenFile, GoldenWriter, open_golden, run_meta
+from aclcheck.store.codec import VOLATILE_ROOT_ATTRS, run_meta
+from aclcheck.store.dispatch import GoldenFile, open_golden
+from aclcheck.store.golden_writer import GoldenWriter
 from aclcheck.suite import sharding
 
 #: Report keys that must agree between shards of one run: the golden file by name and by

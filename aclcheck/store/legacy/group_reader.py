@@ -1,11 +1,13 @@
-"""The golden readers: `open_golden` opens a file of any schema this aclcheck reads and
-returns a reader with one interface (`GoldenFile`): the packed reader for schema 3
-(aclcheck.store.packed_reader), `GroupFile` for the group-per-case layout of schemas 1
-and 2. Each lists cases from /index alone and reads a case's record, inputs and golden
-on demand, each checked against the record first."""
+"""The reader of the group-per-case layout (schemas 1 and 2: a group per case, its record
+as the group's attributes, a dataset per array): `GroupFile`, with the interface of
+every golden reader (aclcheck.store.dispatch.GoldenFile). It lists cases from /index
+alone and reads a case's record, inputs and golden on demand, each checked against the
+record first. Read-only: aclcheck writes only the packed layout (schema 3)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.layouts import StridedTensor
+from aclcheck.cases.record import INT, NAMES, SHAPE
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.ops import OPERATORS
 from aclcheck.ops.operator import Operator
@@ -35,9 +38,38 @@ from aclcheck.store.h5read import (
     read_dataset,
 )
 from aclcheck.store.index import IndexEntry, entries_from_array, index_columns, index_mismatches
-from aclcheck.store.packed import PACKED_SCHEMA_VERSION
-from aclcheck.store.packed_reader import PackedFile
-from aclcheck.store.records import record_from_attrs, record_problem
+from aclcheck.store.records import record_problem
+
+#: The group-per-case layout's last schema version.
+GROUP_SCHEMA_VERSION = 2
+#: Case attributes besides the Case record fields.
+EXPECT_ATTRS = ("expected_status", "expected_rule", "expected_reason", "out_written",
+                "has_golden")
+
+
+def record_from_attrs(attrs: Mapping[str, Any], case_type: type[Case]) -> dict[str, Any]:
+    """The case record (Case.to_record() form) from /cases/<id> attributes; an absent
+    attribute takes the field's default (None for optional fields); required fields
+    without an attribute are left out, so Case.from_record reports them."""
+    kinds = {f.name: f.kind for f in case_type.record_fields()}
+    rec: dict[str, Any] = {}
+    for fld in dataclasses.fields(case_type):  # type: ignore[arg-type]
+        key, kind = fld.name, kinds[fld.name]
+        if key not in attrs:
+            if fld.default is not dataclasses.MISSING:
+                rec[key] = fld.default
+            elif fld.default_factory is not dataclasses.MISSING:
+                rec[key] = list(fld.default_factory())
+            continue
+        value = plain_value(attrs[key])
+        if kind == NAMES:
+            value = [v for v in str(value).split(",") if v]
+        elif kind == SHAPE:
+            value = [int(v) for v in (value if isinstance(value, list) else [value])]
+        elif kind == INT:
+            value = int(value)
+        rec[key] = value
+    return rec
 
 
 def tensor_from(p: Path, ds: object, what: str, case: Case, name: str,
@@ -105,7 +137,7 @@ class GroupFile:
         self.path = Path(path)
         self.read_limit = default_read_limit() if read_limit is None else read_limit
         self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN)
-        if self.meta["schema_version"] >= PACKED_SCHEMA_VERSION:
+        if self.meta["schema_version"] > GROUP_SCHEMA_VERSION:
             self._f.close()
             raise InputFileError.at(self.path, f"schema version {self.meta['schema_version']}"
                                     " is not a group-per-case layout (open_golden reads it)")
@@ -282,21 +314,3 @@ class GroupFile:
                         return "gzip" if ds.compression == "gzip" else "none"
         return "none"
 
-
-#: What open_golden returns: one interface over every schema.
-GoldenFile = GroupFile | PackedFile
-
-
-def golden_schema(path: str | Path) -> int:
-    """The schema version of a golden file (its root checked as every reader does)."""
-    f, meta = open_h5(Path(path), FORMAT_GOLDEN)
-    f.close()
-    return int(meta["schema_version"])
-
-
-def open_golden(path: str | Path, *, read_limit: int | None = None) -> GoldenFile:
-    """Open a golden file of any schema this aclcheck reads (validates the root and
-    /index): schema 3 packed, schemas 1 and 2 a group per case."""
-    if golden_schema(path) >= PACKED_SCHEMA_VERSION:
-        return PackedFile(path, read_limit=read_limit)
-    return GroupFile(path, read_limit=read_limit)

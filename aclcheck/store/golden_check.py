@@ -1,4 +1,4 @@
-"""The integrity check of a packed golden file (`inspect --check` on schema 3): every case
+"""The integrity check of a golden file (`inspect --check` on schema 3, packed): every case
 read (records, slots, views, checksums of every chunk a case touches), and the pools
 accounted for: the cases' slices tile each pool, with no element unowned or shared."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 from aclcheck.errors import InputFileError
 from aclcheck.store.check_report import CheckReport
 from aclcheck.store.codec import FORMAT_GOLDEN
-from aclcheck.store.h5read import H5_ERRORS, damage
-from aclcheck.store.packed import POOL_GROUP
-from aclcheck.store.packed_reader import PackedFile, open_packed
+from aclcheck.store.golden_reader import PackedFile
+from aclcheck.store.golden_schema import POOL_GROUP
+from aclcheck.store.h5read import CORRUPT, H5_ERRORS, damage
 
 #: Elements of a pool read (and checksummed) at a time, in whole chunks.
 VERIFY_BYTES = 16 << 20
@@ -28,7 +28,7 @@ def check_packed(path: str | Path) -> CheckReport:
     writer appends every case's arrays in row order, so each slice must start where the
     one before it in its pool ended)."""
     report = CheckReport(Path(path), FORMAT_GOLDEN)
-    with open_packed(path) as pf:
+    with PackedFile(path) as pf:
         p = pf.path
         lengths = pf.pools()
         corrupt = {name: _verify_pool(pf, name, report) for name in lengths}
@@ -83,8 +83,7 @@ def _check_case(pf: PackedFile, i: int, cid: str, report: CheckReport,
         pf.check_bounds(slot, f"case {cid}: {name}")
         end = slot.start + slot.count
         if any(lo < end and slot.start < hi for lo, hi in corrupt[slot.dtype]):
-            report.add(f"case {cid}: {name}: checksum mismatch (fletcher32): the data is "
-                       "corrupt")
+            report.add(f"case {cid}: {name}: {CORRUPT}")
         problem = tiles[slot.dtype].add(cid, slot.start, slot.count)
         if problem:
             report.add(problem)

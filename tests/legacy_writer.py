@@ -1,8 +1,9 @@
-"""The group-per-case writer (schema 2): streams cases (record attributes, inputs, float64
-golden) into a group each and writes /index and the root attributes on commit.
+"""The group-per-case writer (schema 2), for tests: streams cases (record attributes,
+inputs, float64 golden) into a group each and writes /index and the root attributes on
+commit.
 
-Not what aclcheck writes (every golden file is packed: aclcheck.store.packed_writer); kept
-so that tests and benchmarks can make the older files the readers still accept."""
+Not what aclcheck writes (every golden file is packed: aclcheck.store.golden_writer); kept
+here so that tests can make the older files aclcheck.store.legacy still reads."""
 
 from __future__ import annotations
 
@@ -22,16 +23,56 @@ from aclcheck.store.atomic import AtomicH5, write_dataset, write_root_attrs
 from aclcheck.store.codec import (
     COMPRESSIONS,
     FORMAT_GOLDEN,
-    GROUP_SCHEMA_VERSION,
+    attr_value,
     check_id,
-    new_group,
+    rows_array,
     run_meta,
     set_attrs,
+    shape_text,
     text_attr,
 )
 from aclcheck.store.dtype_codec import encode_array
-from aclcheck.store.index import IndexEntry, index_array, index_entry
-from aclcheck.store.records import record_attrs
+from aclcheck.store.index import IndexEntry, index_columns, index_entry
+from aclcheck.store.legacy.group_reader import GROUP_SCHEMA_VERSION
+
+
+def record_attrs(case: Case) -> dict[str, Any]:
+    """Attributes of /cases/<id>: the case record (None omitted, lists of str joined by
+    commas, empty `null` as "") plus the expectation."""
+    attrs: dict[str, Any] = {}
+    for key, value in case.to_record().items():
+        if value is None:
+            continue
+        if key == "null":
+            attrs[key] = text_attr(",".join(value))
+            continue
+        attrs[key] = attr_value(value)
+    exp = case.expectation
+    attrs["expected_status"] = np.int64(exp.status)
+    attrs["expected_rule"] = text_attr(exp.rule)
+    attrs["expected_reason"] = text_attr(exp.reason)
+    attrs["out_written"] = np.uint8(case.out_written)
+    return attrs
+
+
+def index_array(entries: list[IndexEntry], case_type: type[Case]) -> np.ndarray:
+    """The /index table of the group layout (one row per entry, shapes as text)."""
+    rows = []
+    for e in entries:
+        row = e.to_dict()
+        for column, shape in e.shapes:
+            row[column] = shape_text(shape)
+        row["null"] = ",".join(e.null)
+        rows.append(row)
+    return rows_array(rows, index_columns(case_type))
+
+
+def new_group(parent: h5py.Group, name: str) -> h5py.Group:
+    """A group whose ~25 attributes stay in its object header (compact storage): the
+    default switches to a fractal heap above 8 attributes, twice the size per case."""
+    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+    gcpl.set_attr_phase_change(64, 48)
+    return h5py.Group(h5py.h5g.create(parent.id, name.encode("utf-8"), gcpl=gcpl))
 
 
 def _tensor_attrs(t: StridedTensor, dtype: str) -> dict[str, Any]:
@@ -136,5 +177,3 @@ def write_groups(path: str | Path, items: Iterable[tuple[Case, CaseData]],
         for case, tensors in items:
             writer.add(case, tensors)
     return writer
-
-

@@ -1,16 +1,15 @@
-"""The packed golden writer (schema 3, aclcheck.store.packed): streams cases into one row
-of /index each and their arrays into one 1-D dataset per dtype.
+"""The golden writer (schema 3, the packed layout of aclcheck.store.golden_schema): streams
+cases into one row of /index each and their arrays into one 1-D dataset per dtype.
 
 Memory stays flat whatever the case count: a pool keeps at most one chunk of its tail
 (every chunk is written once, whole, so HDF5 never reads a chunk back), and the rows
 wait in an unlinked temporary file until the commit writes /index from it in batches.
-The file appears under its name only on commit. aclcheck.store exports it as
-GoldenWriter / write_golden: every golden file aclcheck writes is packed.
+The file appears under its name only on commit. Every golden file aclcheck writes is
+written here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,22 +28,23 @@ from aclcheck.store.codec import (
     COMPRESSIONS,
     FORMAT_GOLDEN,
     GZIP_LEVEL,
+    SCHEMA_VERSION,
     check_id,
     run_meta,
     set_attrs,
     text_attr,
 )
 from aclcheck.store.dtype_codec import encode_array, storage_dtype
-from aclcheck.store.packed import (
+from aclcheck.store.golden_schema import (
     GOLDEN,
     GOLDEN_DTYPE,
-    PACKED_SCHEMA_VERSION,
     POOL_CHUNK_BYTES,
     POOL_GROUP,
     PackedSchema,
     Slot,
     case_row,
     facts,
+    id_hash,
     packed_schema,
     row_values,
 )
@@ -54,9 +54,9 @@ from aclcheck.store.packed import (
 SPILL_ROWS = 1024
 
 
-class _Pool:
-    """One dtype's 1-D dataset, appended to: whole chunks go to the file as they fill,
-    the tail (less than a chunk) waits in a buffer.
+class PoolWriter:
+    """One dtype's 1-D dataset (a pool of the layout), appended to: whole chunks go to the
+    file as they fill, the tail (less than a chunk) waits in a buffer.
 
     Appending is two steps, so a batch of cases costs integer arithmetic per array and a
     few large copies: `reserve` gives an array its place and notes the chunk writes that
@@ -75,7 +75,7 @@ class _Pool:
         self.written = 0  # elements in the file (whole chunks only, until close)
         self.ds: h5py.Dataset | None = None
 
-    def reserve(self, n: int, writes: list[tuple[_Pool, int, int]]) -> int:
+    def reserve(self, n: int, writes: list[tuple[PoolWriter, int, int]]) -> int:
         """The start of `n` more elements; adds to `writes` the (pool, first chunk,
         chunks) written once they are there: the chunk they complete, then the whole
         chunks they hold."""
@@ -198,10 +198,6 @@ def index_chunk(n: int, dtype: np.dtype) -> int:
     return min(n, 1 << (rows.bit_length() - 1), SPILL_ROWS)
 
 
-def _id_hash(cid: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(cid, digest_size=8).digest(), "little")
-
-
 @dataclass(frozen=True)
 class Prepared:
     """Cases made ready for a packed file wherever their tensors were made (a worker
@@ -276,8 +272,8 @@ def _flat(name: str, dtype: str, t: Any) -> np.ndarray | None:
     return flat
 
 
-class PackedWriter:
-    """Streams cases into a packed golden file (schema 3); the file appears under its
+class GoldenWriter:
+    """Streams cases into a golden file (schema 3, packed); the file appears under its
     name only on commit. A context manager: a normal exit commits, an exception deletes
     the temporary file. `case_type`: the record class of the cases (default: the first
     case's; the default operator's for a file of no cases)."""
@@ -296,15 +292,15 @@ class PackedWriter:
         except BaseException:
             self._out.abort()
             raise
-        self._pools: dict[str, _Pool] = {}
+        self._pools: dict[str, PoolWriter] = {}
         self._rows: _Rows | None = None
         self.case_type = case_type
         self.array_bytes = 0
         self.file_bytes = 0
 
-    def _pool(self, dtype: str) -> _Pool:
+    def _pool(self, dtype: str) -> PoolWriter:
         if dtype not in self._pools:
-            self._pools[dtype] = _Pool(self._group, dtype, self.compress)
+            self._pools[dtype] = PoolWriter(self._group, dtype, self.compress)
         return self._pools[dtype]
 
     def _rows_for(self, case: Case) -> _Rows:
@@ -333,7 +329,7 @@ class PackedWriter:
         for case in batch.cases[1:]:
             self._rows_for(case)  # one operator's cases only
         bases = {dtype: self._pool(dtype).length for dtype in batch.pools}
-        writes: list[tuple[_Pool, int, int]] = []
+        writes: list[tuple[PoolWriter, int, int]] = []
         with self._out.writing():
             for row, moved in zip(batch.rows, batch.moves, strict=True):
                 if moved:
@@ -368,7 +364,7 @@ class PackedWriter:
         hashes, at = [], 0
         for rows in self._rows.batches():  # whole chunks: none is written twice
             ds[at:at + len(rows)] = rows
-            hashes.append(np.array([_id_hash(cid) for cid in rows["id"].tolist()],
+            hashes.append(np.array([id_hash(cid) for cid in rows["id"].tolist()],
                                    np.uint64))
             at += len(rows)
         every = np.concatenate(hashes)  # 8 bytes a case, not the ids themselves
@@ -390,7 +386,7 @@ class PackedWriter:
                 count = self._write_index(f)
                 assert self._rows is not None
                 meta = {**self.meta, "operator": self._rows.schema.case_type.OPERATOR}
-                write_root_attrs(f, FORMAT_GOLDEN, meta, count, PACKED_SCHEMA_VERSION)
+                write_root_attrs(f, FORMAT_GOLDEN, meta, count, SCHEMA_VERSION)
             self.file_bytes = self._out.commit()
         except BaseException:
             self._out.abort()
@@ -407,7 +403,7 @@ class PackedWriter:
         self._close_rows()
         self._out.abort()
 
-    def __enter__(self) -> PackedWriter:
+    def __enter__(self) -> GoldenWriter:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -417,11 +413,11 @@ class PackedWriter:
             self.abort()
 
 
-def write_packed(path: str | Path, items: Iterable[tuple[Case, CaseData]],
+def write_golden(path: str | Path, items: Iterable[tuple[Case, CaseData]],
                  meta: Mapping[str, Any] | None = None, *, force: bool = False,
-                 compress: str = "none") -> PackedWriter:
-    """Write a whole packed golden file from (case, tensors) pairs; the closed writer."""
-    with PackedWriter(path, meta, force=force, compress=compress) as writer:
+                 compress: str = "none") -> GoldenWriter:
+    """Write a whole golden file from (case, tensors) pairs; the closed writer."""
+    with GoldenWriter(path, meta, force=force, compress=compress) as writer:
         for case, tensors in items:
             writer.add(case, tensors)
     return writer

@@ -1,6 +1,7 @@
-"""The packed golden layout (schema 3): every case one row of /index, every array a slice of
-a shared 1-D dataset per dtype (docs/store.md). Pure: the row schema of an operator's
-record class, and case <-> row; no file I/O.
+"""The golden layout's names (schema 3, the packed layout): every case one row of /index,
+every array a slice of a shared 1-D dataset per dtype (docs/store.md). Pure: the row
+schema of an operator's record class, case <-> row, and the id hash the reader and the
+writer look rows up by; no file I/O.
 
 Why packed: a group, its attributes and its datasets per case cost ~3 ms to write and
 4-7 ms to read (HDF5 object headers, one attribute at a time); one row and a few slices
@@ -15,6 +16,7 @@ its roles (one slot per input role, one for the golden), so no tensor is named h
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -28,9 +30,6 @@ from aclcheck.cases.record import FLOATS, INT, NAMES, SHAPE, TensorDesc
 from aclcheck.store.codec import parse_shape_text, shape_text
 from aclcheck.store.dtype_codec import storage_dtype
 
-#: Golden files in this layout carry this schema version (1: a group per case; 2: 1 plus
-#: the operator root attribute; 3: 2's root, packed data).
-PACKED_SCHEMA_VERSION = 3
 #: The group holding one 1-D dataset per logical dtype: /data/float16, /data/float64, ...
 POOL_GROUP = "data"
 #: Chunk size of the pools (bytes): one chunk is read and checksummed per first touch.
@@ -117,9 +116,11 @@ def packed_schema(case_type: type[Case]) -> PackedSchema:
                         described, sparse)
 
 
-def pool_name(dtype: str) -> str:
-    """The dataset of `dtype`'s arrays, relative to the root."""
-    return f"{POOL_GROUP}/{dtype}"
+def id_hash(raw: bytes) -> int:
+    """A case id's 8-byte hash (its UTF-8 bytes): the reader keeps these, sorted, instead
+    of the id column (a lookup by id costs 12 bytes a case, not the column's width), and
+    the writer finds duplicate ids by them without holding the ids."""
+    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little")
 
 
 @dataclass(frozen=True)

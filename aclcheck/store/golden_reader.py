@@ -1,6 +1,7 @@
-"""The packed golden reader (schema 3, aclcheck.store.packed): the same interface as
-GoldenFile, with the same promise: nothing is read that the case's record does not
-account for, and every problem is one InputFileError line naming the file and the case.
+"""The golden reader (schema 3, the packed layout of aclcheck.store.golden_schema), with
+the interface every golden reader has (aclcheck.store.dispatch.GoldenFile) and the same
+promise: nothing is read that the case's record does not account for, and every problem
+is one InputFileError line naming the file and the case.
 
 Memory stays flat whatever the case count: only an 8-byte hash of each id and its row
 are held (sorted, for random access by id: 12 bytes a case); rows are read in blocks as
@@ -10,7 +11,6 @@ checksum of each chunk it reads; its own chunk cache is off).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -25,32 +25,39 @@ from aclcheck.dtypes import NUMPY_DTYPES
 from aclcheck.errors import InputFileError, UsageError
 from aclcheck.ops import OPERATORS
 from aclcheck.ops.operator import Operator
-from aclcheck.store.codec import FORMAT_GOLDEN, index_dtype_problem, is_safe_id, plain_value
-from aclcheck.store.dtype_codec import decode_array, storage_dtype
-from aclcheck.store.h5read import (
-    H5_ERRORS,
-    check_layout,
-    damage,
-    default_read_limit,
-    file_operator,
-    h5_reason,
-    member,
-    open_h5,
+from aclcheck.store.codec import (
+    FORMAT_GOLDEN,
+    SCHEMA_VERSION,
+    index_dtype_problem,
+    is_safe_id,
+    plain_value,
 )
-from aclcheck.store.index import IndexEntry, entries_from_array
-from aclcheck.store.packed import (
+from aclcheck.store.dtype_codec import decode_array, storage_dtype
+from aclcheck.store.golden_schema import (
     GOLDEN,
-    PACKED_SCHEMA_VERSION,
     POOL_GROUP,
     Facts,
     Slot,
     facts,
+    id_hash,
     packed_schema,
     record_from_row,
     row_dict,
     row_problem,
     slots_of,
 )
+from aclcheck.store.h5read import (
+    CHECKSUM_MISMATCH,
+    H5_ERRORS,
+    check_layout,
+    damage,
+    default_read_limit,
+    file_operator,
+    member,
+    open_h5,
+    read_error,
+)
+from aclcheck.store.index import IndexEntry, entries_from_array
 from aclcheck.store.records import record_problem
 
 #: Rows read from /index at a time (and kept: one block).
@@ -59,14 +66,9 @@ BLOCK_ROWS = 1024
 ID_BLOCK_ROWS = 1 << 13
 
 
-def id_hash(raw: bytes) -> int:
-    """An id's 8-byte hash: the reader keeps these (sorted) instead of the id column, so
-    a lookup by id costs 12 bytes a case, not the id column's width."""
-    return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little")
-
-
-class _Pool:
-    """One dtype's dataset, checked when the file is opened. Small slices are served from
+class PoolReader:
+    """One dtype's dataset (a pool of the layout), read in slices; checked when the file
+    is opened. Small slices are served from
     a window of whole chunks read at once (a case after case read touches each chunk
     once, HDF5 verifying its checksum); a slice of a chunk or more is read by itself."""
 
@@ -139,7 +141,7 @@ class PackedFile:
     def __init__(self, path: str | Path, *, read_limit: int | None = None) -> None:
         self.path = Path(path)
         self.read_limit = default_read_limit() if read_limit is None else read_limit
-        self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN, newest=PACKED_SCHEMA_VERSION)
+        self._f, self.meta = open_h5(self.path, FORMAT_GOLDEN)
         self._block: tuple[int, np.ndarray] | None = None
         try:
             self._check_version()
@@ -158,9 +160,9 @@ class PackedFile:
 
     def _check_version(self) -> None:
         p, version = self.path, self.meta["schema_version"]
-        if version != PACKED_SCHEMA_VERSION:
+        if version != SCHEMA_VERSION:
             raise InputFileError.at(p, f"schema version {version} is not the packed layout "
-                                    f"({PACKED_SCHEMA_VERSION})")
+                                    f"({SCHEMA_VERSION})")
         #: the operator whose cases the file holds
         self.op: Operator = OPERATORS[file_operator(p, self.meta)]
         self.case_type: type[Case] = self.op.case_type
@@ -189,10 +191,7 @@ class PackedFile:
             try:
                 ids = ds.fields("id")[start:start + ID_BLOCK_ROWS]
             except H5_ERRORS as exc:
-                msg = h5_reason(str(exc))
-                kind = "checksum mismatch (fletcher32)" if "filter" in msg or "checksum" in msg \
-                    else f"cannot read ({msg})"
-                raise InputFileError.at(p, f"/index: {kind}") from None
+                raise read_error(p, "/index", exc, CHECKSUM_MISMATCH) from None
             for at, raw in enumerate(ids.tolist(), start):
                 try:
                     cid = raw.decode("utf-8")
@@ -222,7 +221,7 @@ class PackedFile:
         group = member(p, self._f, POOL_GROUP, f"/{POOL_GROUP}")
         if not isinstance(group, h5py.Group):
             raise InputFileError.at(p, f"missing group /{POOL_GROUP}")
-        self._pools: dict[str, _Pool] = {}
+        self._pools: dict[str, PoolReader] = {}
         for name in sorted(group.keys()):
             what = f"/{POOL_GROUP}/{name}"
             if name not in NUMPY_DTYPES:
@@ -233,7 +232,7 @@ class PackedFile:
                 raise InputFileError.at(p, f"{what}: a {ds.ndim}-D {ds.dtype} dataset with "
                                      f"dtype attribute {label!r}, expected 1-D "
                                      f"{storage_dtype(name)} {name!r}")
-            self._pools[name] = _Pool(ds, name)
+            self._pools[name] = PoolReader(ds, name)
 
     # -- context manager
     def close(self) -> None:
@@ -254,10 +253,7 @@ class PackedFile:
             try:
                 rows = self._index_ds[start:start + BLOCK_ROWS]
             except H5_ERRORS as exc:
-                msg = h5_reason(str(exc))
-                kind = ("checksum mismatch (fletcher32): the data is corrupt"
-                        if "filter" in msg or "checksum" in msg else f"cannot read ({msg})")
-                raise InputFileError.at(self.path, f"{what}: {kind}") from None
+                raise read_error(self.path, what, exc) from None
             self._block = (block, rows)
         return self._block[1]
 
@@ -364,11 +360,11 @@ class PackedFile:
         """Where each of the case's arrays lies (checked against its record)."""
         return self._checked(case_id)[2]
 
-    def pool(self, dtype: str) -> _Pool:
+    def pool(self, dtype: str) -> PoolReader:
         """The pool of one dtype (one the file has: see pools())."""
         return self._pools[dtype]
 
-    def check_bounds(self, slot: Slot, what: str) -> _Pool:
+    def check_bounds(self, slot: Slot, what: str) -> PoolReader:
         """The slot's pool, after checking that the slot lies inside it."""
         pool = self._pools.get(slot.dtype)
         if pool is None:
@@ -393,11 +389,7 @@ class PackedFile:
         try:
             return pool.read(slot.start, slot.count)
         except H5_ERRORS as exc:
-            msg = h5_reason(str(exc))
-            if "filter" in msg or "checksum" in msg:
-                raise InputFileError.at(self.path, f"{what}: checksum mismatch (fletcher32): "
-                                     "the data is corrupt") from None
-            raise InputFileError.at(self.path, f"{what}: cannot read ({msg})") from None
+            raise read_error(self.path, what, exc) from None
 
     def tensor(self, case_id: str, name: str) -> StridedTensor | None:
         """One input tensor (by role) as laid out in memory (None for a null pointer)."""
@@ -443,8 +435,3 @@ class PackedFile:
     def pools(self) -> dict[str, int]:
         """Length (elements) of each pool, by dtype."""
         return {name: pool.length for name, pool in self._pools.items()}
-
-
-def open_packed(path: str | Path, *, read_limit: int | None = None) -> PackedFile:
-    """Open a packed golden file (validates the root, /index and the pools)."""
-    return PackedFile(path, read_limit=read_limit)
