@@ -22,7 +22,6 @@ from aclcheck.dtypes import BFLOAT16, FLOAT16, first_subnormal_reciprocal, float
 from aclcheck.ops.adaptive.tiling import (
     CUBE_CORES,
     VECTOR_CORES,
-    a2_tiling,
     large_lanes_threshold,
     pass_edge_cells,
 )
@@ -390,11 +389,3 @@ def draw(family: str, slot: Slot) -> Draw | None:
     """The draw of a hardware family for one slot (None: nothing for this slot)."""
     return FAMILIES[family].recipe(slot)
 
-
-def tiling_of(slot: Slot, d: Draw, cores: int):
-    """The A2/A3 plan of a draw (for tests, coverage and `aclcheck families`)."""
-    lanes = 1
-    for x in d.grad_shape[:-2]:
-        lanes *= x
-    return a2_tiling(tuple(d.grad_shape[-2:]), lanes, tuple(d.self_shape[-2:]),
-                     slot.itemsize, cores)
