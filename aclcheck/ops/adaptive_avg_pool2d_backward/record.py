@@ -21,9 +21,9 @@ from aclcheck.ops.adaptive_avg_pool2d_backward.values import DISTRIBUTIONS
 class Case(GradSelfOutRecord):
     """One call of aclnnAdaptiveAvgPool2dBackward, fully described."""
 
-    OPERATOR: ClassVar[str] = "adaptive_avg_pool2d_backward"
+    OPERATOR: ClassVar[str] = contract.OPERATOR
     ROLES: ClassVar[tuple[Role, ...]] = contract.ROLES
-    SPATIAL_RANK: ClassVar[int] = 2
+    SPATIAL_RANK: ClassVar[int] = contract.SPATIAL_RANK
     DISTRIBUTIONS: ClassVar[tuple[str, ...]] = DISTRIBUTIONS
 
     @classmethod
