@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aclcheck.dtypes import BFLOAT16, FLOAT16, first_subnormal_reciprocal, float_format
+from aclcheck.ops.adaptive.draws import Draw
 from aclcheck.ops.adaptive.tiling import (
     CUBE_CORES,
     VECTOR_CORES,
@@ -54,16 +55,6 @@ class Slot:
     def cores(self) -> tuple[int, ...]:
         """Vector-core counts of the product's tiled kernel; () where it has none."""
         return PRODUCT_CORES.get(self.product, ())
-
-
-@dataclass(frozen=True)
-class Draw:
-    """A family's shapes, value distribution and memory layout for one slot."""
-
-    self_shape: tuple[int, ...]
-    grad_shape: tuple[int, ...]
-    distribution: str = "uniform"
-    layout: str = "contiguous"
 
 
 Recipe = Callable[[Slot], "Draw | None"]
