@@ -3,9 +3,9 @@
 
     contract    what it accepts and the status of every call (both readings: the
                 implementation's checks in order, the documentation)
-    record      its case record (the on-disk schema)
+    record      its case record (the on-disk schema) and case ids
     families    the seeded case families and the invalid-call rules
-    values      its case ids and the values of its inputs
+    values      the values of its inputs
     space       its call space for shrink and hunt (the adaptive-pooling space over D, H, W)
     reference   the float64 backward, separable over D, H, W
     numerics    each product's numeric path, the per-case model judging reads

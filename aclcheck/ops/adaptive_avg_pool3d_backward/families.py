@@ -21,9 +21,8 @@ from aclcheck.cases import derive_seed
 from aclcheck.ops.adaptive import draws
 from aclcheck.ops.adaptive.draws import Draw, InvalidFamily, Rule, drawn_case
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract, hardware
-from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case, make_id
 from aclcheck.ops.adaptive_avg_pool3d_backward.stress import stress_shapes
-from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id
 from aclcheck.ops.operator import FamilyNote
 
 SPECIAL_DISTS = ("special", "inf-fill", "nan-fill", "subnormal", "near-max")

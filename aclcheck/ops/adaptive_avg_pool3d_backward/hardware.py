@@ -18,8 +18,7 @@ from aclcheck.cases import derive_seed
 from aclcheck.dtypes import FLOAT16, first_subnormal_reciprocal, float_format
 from aclcheck.ops.adaptive.draws import Draw, drawn_case
 from aclcheck.ops.adaptive.tiling import BLOCK_BYTES, core_split
-from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
-from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id
+from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case, make_id
 from aclcheck.ops.operator import FamilyNote
 
 #: Small integer terms: an exact golden (misplaced or mis-scaled terms show) that

@@ -1,4 +1,4 @@
-"""Ids and input values of aclnnAdaptiveAvgPool3dBackward cases.
+"""Input values of aclnnAdaptiveAvgPool3dBackward cases.
 
 The value distributions are the 2D operator's (the vendor suites' random ones plus exact,
 special-value and overflow-edge ones); what is 3D here is where exact values come from
@@ -12,8 +12,7 @@ import math
 
 import numpy as np
 
-from aclcheck.cases import Case, join_id
-from aclcheck.cases.layouts import LAYOUT_TAGS
+from aclcheck.cases import Case
 from aclcheck.cases.values import SPECIAL_DISTS, other_values, random_floats, special_floats
 from aclcheck.dtypes import FLOAT_FORMATS, round_to
 from aclcheck.ops.adaptive.ties import tie_grad
@@ -27,23 +26,6 @@ DISTRIBUTIONS: tuple[str, ...] = (
 )
 #: Random-number stream of each input role (independent draws per tensor).
 STREAMS: dict[str, int] = {"grad_output": 1, "self": 2}
-
-
-def shape_tag(shape: tuple[int, ...]) -> str:
-    """n2c3d4h17w9 for 5-D, c3d4h17w9 for 4-D, s5x6 for other ranks."""
-    if len(shape) == 5:
-        return "n{}c{}d{}h{}w{}".format(*shape)
-    if len(shape) == 4:
-        return "c{}d{}h{}w{}".format(*shape)
-    return "s" + "x".join(str(d) for d in shape)
-
-
-def make_id(product: str, dtype: str, fmt: str, label: str, self_shape: tuple[int, ...],
-            grad_shape: tuple[int, ...], distribution: str, layout: str = "contiguous") -> str:
-    """Readable, stable id, e.g. a2-bf16-NCDHW-nondiv0-n2c3d5h7w9-o3x4x5-normal."""
-    out = "x".join(str(d) for d in grad_shape[-3:])
-    return join_id(product, dtype, fmt, label, f"{shape_tag(self_shape)}-o{out}",
-                   distribution, LAYOUT_TAGS.get(layout, ""))
 
 
 def _spatial(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
