@@ -12,10 +12,10 @@ import pytest
 from aclcheck.cases.acl import PARAM_INVALID, PARAM_NULLPTR, SUCCESS, UNSPECIFIED
 from aclcheck.dtypes import FLOAT_FORMATS
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract, families
-from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case, make_id, shape_tag
 from aclcheck.ops.adaptive_avg_pool3d_backward.reference import backward, plans
 from aclcheck.ops.adaptive_avg_pool3d_backward.stress import NC_LARGE
-from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id, shape_tag, tensor_values
+from aclcheck.ops.adaptive_avg_pool3d_backward.values import tensor_values
 from aclcheck.store.codec import is_safe_id
 
 

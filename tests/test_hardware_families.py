@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from aclcheck.ops.adaptive.draws import Draw
 from aclcheck.ops.adaptive.tiling import (
     CUBE_CORES,
     VECTOR_CORES,
@@ -30,7 +31,6 @@ from aclcheck.ops.adaptive_avg_pool2d_backward.families import shape_case
 from aclcheck.ops.adaptive_avg_pool2d_backward.hardware import (
     FAMILIES,
     GLOBAL_STRESS,
-    Draw,
     Slot,
     core_edges,
     draw,

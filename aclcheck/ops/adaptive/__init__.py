@@ -1,3 +1,6 @@
-"""What the adaptive-pooling backward operators share: window bounds and the tables that
-map windows onto input positions (windows), gradOutputs on exact rounding ties (ties),
-and their space of calls (space)."""
+"""What the adaptive-pooling backward operators share, so that each operator's folder
+keeps only what differs: window bounds and the tables that map windows onto input
+positions (windows), gradOutputs on exact rounding ties (ties), their space of calls
+(space), the record fields (record), case ids (ids), the seeded draws and the
+invalid-call family (draws), input values (values), a case's memory (footprint), and the
+Operator record assembled from a folder (assembly)."""

@@ -1,23 +1,63 @@
 """What the adaptive-pooling operators' seeded families share: the draws of their small
-shapes (leading dims, a random distribution, an overlapping (in, out) pair), the stable
-ordinal a count-1 suite rotates its variants on, and the invalid-call recipes built from
-the contract's rules. Each operator's families.py keeps only what differs."""
+shapes (leading dims, a random distribution, an overlapping (in, out) pair), a drawn call
+and the case it makes, the stable ordinal a count-1 suite rotates its variants on, and the
+invalid-call family built from the contract's rules. Each operator's families.py keeps
+only what differs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
+
+from aclcheck.cases import derive_seed
+from aclcheck.ops.adaptive.record import PoolingRecord
 
 #: The vendor suites' random distributions, which most families draw from.
 RANDOM_DISTS: tuple[str, ...] = ("normal", "uniform", "small", "outliers")
 
 
-def lead(rng: np.random.Generator, rank: int, full_rank: int) -> tuple[int, ...]:
-    """Leading dims: (N, C) at the operator's full rank, (C,) one below; C in 1..4."""
-    c = int(rng.integers(1, 5))
-    return (int(rng.integers(1, 3)), c) if rank == full_rank else (c,)
+@dataclass(frozen=True)
+class Draw:
+    """A drawn call: self's and gradOutput's shapes, gradOutput's value distribution and
+    the tensors' memory layout."""
+
+    self_shape: tuple[int, ...]
+    grad_shape: tuple[int, ...]
+    distribution: str = "uniform"
+    layout: str = "contiguous"
+
+    @classmethod
+    def of(cls, lead: tuple[int, ...], ins: tuple[int, ...], outs: tuple[int, ...],
+           distribution: str = "uniform", layout: str = "contiguous") -> Draw:
+        """The draw of leading dims `lead` and spatial sizes `ins` (self) and `outs`
+        (gradOutput)."""
+        return cls(lead + tuple(ins), lead + tuple(outs), distribution, layout)
+
+
+#: (product, dtype, format, label, self shape, grad shape, distribution, layout) -> id
+MakeId = Callable[..., str]
+#: an operator's record class
+R = TypeVar("R", bound=PoolingRecord)
+
+
+def drawn_case(case_type: type[R], make_id: MakeId, family: str, label: str, product: str,
+               dtype: str, fmt: str, seed: int, d: Draw) -> R:
+    """The record of a drawn call, named by its slot, its label and what was drawn."""
+    cid = make_id(product, dtype, fmt, label, d.self_shape, d.grad_shape, d.distribution,
+                  d.layout)
+    return case_type(cid, family, product, dtype, fmt, d.self_shape, d.grad_shape, seed,
+                     d.distribution, d.layout)
+
+
+def lead(rng: np.random.Generator, rank: int, full_rank: int, most_c: int = 4,
+         most_n: int = 2) -> tuple[int, ...]:
+    """Leading dims: (N, C) at the operator's full rank, (C,) one below; C in 1..most_c,
+    N in 1..most_n (C drawn first)."""
+    c = int(rng.integers(1, most_c + 1))
+    return (int(rng.integers(1, most_n + 1)), c) if rank == full_rank else (c,)
 
 
 def random_dist(rng: np.random.Generator) -> str:
@@ -95,3 +135,42 @@ def recipes(rules: Sequence[Rule], product: str, supported: Sequence[str],
     for k, d in enumerate(lacking):
         out.append((f"dtype_{d}", d, formats[(k + index) % len(formats)], {}))
     return out
+
+
+@dataclass(frozen=True)
+class InvalidFamily(Generic[R]):
+    """An operator's invalid-call family: its rules, its record and ids, the rank and
+    format of its probes, and the tag its seeds are derived under."""
+
+    rules: Sequence[Rule]
+    case_type: type[R]
+    make_id: MakeId
+    format_rank: Mapping[str, int | None]
+    full_rank: int
+    default_format: str
+    seed_tag: str
+
+
+def invalid_cases(family: InvalidFamily[R], product: str, product_dtypes: Sequence[str],
+                  dtypes: Sequence[str], formats: Sequence[str], index: int,
+                  suite_seed: int, self_shape: tuple[int, ...],
+                  grad_shape: tuple[int, ...]) -> list[R]:
+    """The invalid-call family of one product (which has `product_dtypes`): each rule once
+    per selected dtype the product supports (once for rules that set the dtype; the
+    selected formats of the full rank rotate), plus one case per selected dtype the product
+    lacks; every probe starts from (self_shape, grad_shape)."""
+    supported = [d for d in dtypes if d in product_dtypes] or list(product_dtypes)
+    lacking = [d for d in dtypes if d not in product_dtypes]
+    fmts = ([f for f in formats if family.format_rank.get(f) in (None, family.full_rank)]
+            or [family.default_format])
+    cases = []
+    for name, d, f, changes in recipes(family.rules, product, supported, lacking, fmts,
+                                       index, self_shape, grad_shape):
+        seed = derive_seed(suite_seed, family.seed_tag, product, name, index)
+        base = family.case_type("", "invalid", product, d, f, self_shape, grad_shape, seed,
+                                "uniform")
+        case = base.replace(**changes)
+        cid = family.make_id(product, case.dtype, case.format, f"invalid{index}_{name}",
+                             case.self_shape, case.grad_shape, case.distribution)
+        cases.append(case.replace(id=cid))
+    return cases

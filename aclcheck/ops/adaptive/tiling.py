@@ -107,11 +107,6 @@ class Tiling:
     cells_per_pass: int  # output cells one UB pass holds (1 when lanes are sliced)
     workspace_bytes: int  # the FLOAT32 accumulator of the 16-bit atomic path
 
-    @property
-    def passes_per_core(self) -> int:
-        """UB passes of a full core (the last core may need fewer)."""
-        return ceil_div(self.split.per_core, self.cells_per_pass) if self.split.per_core else 0
-
 
 def a2_tiling(out_sizes: tuple[int, ...], lanes: int, in_sizes: tuple[int, ...],
               itemsize: int, cores: int, ub_bytes: int = UB_BYTES) -> Tiling:

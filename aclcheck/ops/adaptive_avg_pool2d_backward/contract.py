@@ -33,16 +33,20 @@ from aclcheck.errors import AclcheckError, SuiteError
 from aclcheck.ops.operator import ProductRules
 
 __all__ = [  # this operator's contract, and the ABI names its document defines
-    "ACL_DTYPE_ENUM", "ACL_FORMAT_ENUM", "ALL_DTYPES", "ALL_FORMATS", "ASSIST_LIMIT", "Call",
-    "COMPUTE_DTYPES", "FORMATS", "FORMAT_RANK", "INNER_NULLPTR", "MAX_RANK",
-    "PARAM_INVALID", "PARAM_NULLPTR", "PRIVATE_FORMATS", "PRODUCTS", "ROLES",
-    "RUNTIME_ERROR", "STATUS_NAMES", "SUCCESS", "TENSOR_NAMES", "TensorDesc",
+    "ACL_DTYPE_ENUM", "ACL_FORMAT_ENUM", "ALL_DTYPES", "ALL_FORMATS", "API", "ASSIST_LIMIT",
+    "Call", "COMPUTE_DTYPES", "FORMATS", "FORMAT_RANK", "INNER_NULLPTR", "MAX_RANK",
+    "OPERATOR", "PARAM_INVALID", "PARAM_NULLPTR", "PRIVATE_FORMATS", "PRODUCTS", "ROLES",
+    "RUNTIME_ERROR", "SPATIAL_RANK", "STATUS_NAMES", "SUCCESS", "TENSOR_NAMES", "TensorDesc",
     "UNDOCUMENTED_FORMATS", "UNSPECIFIED", "VALID_RANKS", "expected_status",
     "normalize_dtype", "normalize_format", "product", "status_name",
     "supported_formats_for_rank",
 ]
 
 # -- its tensors ----------------------------------------------------------------------------
+
+OPERATOR = "adaptive_avg_pool2d_backward"
+API = "aclnnAdaptiveAvgPool2dBackward"
+SPATIAL_RANK = 2
 
 ROLES: tuple[Role, ...] = (
     Role("grad_output", "grad", "gradOutput"),

@@ -8,20 +8,20 @@ other cases were made before it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from aclcheck.cases import derive_seed
 from aclcheck.cases.values import SPECIAL_DISTS
 from aclcheck.dtypes import ALL_DTYPES
+from aclcheck.ops.adaptive import draws
+from aclcheck.ops.adaptive.draws import Draw, InvalidFamily, Rule, drawn_case
 from aclcheck.ops.adaptive.ids import make_id
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract, hardware
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.stress import stress_draw
 from aclcheck.ops.operator import FamilyNote
 
-RANDOM_DISTS = ("normal", "uniform", "small", "outliers")
 ALIGN_SIZES = (15, 16, 17, 255, 256, 257)
 LAYOUT_CYCLE = ("channels_last", "strided", "transposed")
 #: The format order the variant rotation counts in (frozen: the committed golden draws
@@ -29,46 +29,23 @@ LAYOUT_CYCLE = ("channels_last", "strided", "transposed")
 ROTATION_FORMATS = ("ND", "NCHW", "NCL", "NHWC", "NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ")
 
 
-@dataclass(frozen=True)
-class Shapes:
-    """A family's drawn shapes (4-D or 3-D) and the value distribution."""
-
-    self_shape: tuple[int, ...]
-    grad_shape: tuple[int, ...]
-    distribution: str
-    layout: str = "contiguous"
-
-
 def _lead(rng: np.random.Generator, rank: int) -> tuple[int, ...]:
-    c = int(rng.integers(1, 6))
-    return (int(rng.integers(1, 4)), c) if rank == 4 else (c,)
-
-
-def _dist(rng: np.random.Generator) -> str:
-    return str(rng.choice(RANDOM_DISTS))
-
-
-def _nondiv_pair(rng: np.random.Generator, lo: int, hi: int) -> tuple[int, int]:
-    """(in, out) with out < in and in % out != 0."""
-    while True:
-        n = int(rng.integers(lo, hi + 1))
-        o = int(rng.integers(2, n)) if n > 2 else 1
-        if n % o:
-            return n, o
+    """Leading dims of this operator's draws: C in 1..5, N in 1..3."""
+    return draws.lead(rng, rank, 4, most_c=5, most_n=3)
 
 
 def _divisible(rng, rank, index):
     ho, wo = int(rng.integers(1, 7)), int(rng.integers(1, 7))
     h, w = ho * int(rng.integers(1, 5)), wo * int(rng.integers(1, 5))
     lead = _lead(rng, rank)
-    return Shapes(lead + (h, w), lead + (ho, wo), _dist(rng))
+    return Draw(lead + (h, w), lead + (ho, wo), draws.random_dist(rng))
 
 
 def _nondivisible(rng, rank, index):
-    h, ho = _nondiv_pair(rng, 3, 24)
-    w, wo = _nondiv_pair(rng, 3, 24)
+    h, ho = draws.nondiv_pair(rng, 3, 24)
+    w, wo = draws.nondiv_pair(rng, 3, 24)
     lead = _lead(rng, rank)
-    return Shapes(lead + (h, w), lead + (ho, wo), _dist(rng))
+    return Draw(lead + (h, w), lead + (ho, wo), draws.random_dist(rng))
 
 
 def _upsampling(rng, rank, index):
@@ -76,19 +53,19 @@ def _upsampling(rng, rank, index):
     ho = int(rng.integers(h + 1, 3 * h + 3))
     wo = int(rng.integers(w + 1, 3 * w + 3)) if rng.random() < 0.75 else max(1, w // 2)
     lead = _lead(rng, rank)
-    return Shapes(lead + (h, w), lead + (ho, wo), _dist(rng))
+    return Draw(lead + (h, w), lead + (ho, wo), draws.random_dist(rng))
 
 
 def _global(rng, rank, index):
     h, w = int(rng.integers(1, 41)), int(rng.integers(1, 41))
     lead = _lead(rng, rank)
-    return Shapes(lead + (h, w), lead + (1, 1), _dist(rng))
+    return Draw(lead + (h, w), lead + (1, 1), draws.random_dist(rng))
 
 
 def _identity(rng, rank, index):
     h, w = int(rng.integers(1, 17)), int(rng.integers(1, 17))
     lead = _lead(rng, rank)
-    return Shapes(lead + (h, w), lead + (h, w), _dist(rng))
+    return Draw(lead + (h, w), lead + (h, w), draws.random_dist(rng))
 
 
 def _alignment(rng, rank, index):
@@ -98,7 +75,7 @@ def _alignment(rng, rank, index):
     wo = int(rng.integers(1, min(w, 40)))
     ho = int(rng.integers(1, h + 1))
     lead = (1, c) if rank == 4 else (c,)
-    return Shapes(lead + (h, w), lead + (ho, wo), _dist(rng))
+    return Draw(lead + (h, w), lead + (ho, wo), draws.random_dist(rng))
 
 
 def _exactint(rng, rank, index):
@@ -107,16 +84,16 @@ def _exactint(rng, rank, index):
     h = int(rng.integers(ho, 4 * ho + 1))
     w = int(rng.integers(wo, 4 * wo + 1))
     lead = _lead(rng, rank)
-    return Shapes(lead + (h, w), lead + (ho, wo), "exact-int")
+    return Draw(lead + (h, w), lead + (ho, wo), "exact-int")
 
 
 def _special(rng, rank, index):
-    h, ho = _nondiv_pair(rng, 3, 12)
+    h, ho = draws.nondiv_pair(rng, 3, 12)
     if rng.random() < 0.3:
         h, ho = ho, h  # upsampling: overlapping windows mix specials
     w, wo = int(rng.integers(2, 12)), int(rng.integers(1, 12))
     lead = _lead(rng, rank)
-    return Shapes(lead + (h, w), lead + (ho, wo), SPECIAL_DISTS[index % len(SPECIAL_DISTS)])
+    return Draw(lead + (h, w), lead + (ho, wo), SPECIAL_DISTS[index % len(SPECIAL_DISTS)])
 
 
 def _empty(rng, rank, index):
@@ -132,13 +109,13 @@ def _empty(rng, rank, index):
     else:
         h, ho = 0, 0  # empty spatial dim on both
     t = tuple(lead)
-    return Shapes(t + (h, w), t + (ho, wo), _dist(rng))
+    return Draw(t + (h, w), t + (ho, wo), draws.random_dist(rng))
 
 
 def _layout(rng, rank, index):
     base = _upsampling(rng, rank, index) if index % 2 else _nondivisible(rng, rank, index)
-    return Shapes(base.self_shape, base.grad_shape, base.distribution,
-                  LAYOUT_CYCLE[index % len(LAYOUT_CYCLE)])
+    return Draw(base.self_shape, base.grad_shape, base.distribution,
+                LAYOUT_CYCLE[index % len(LAYOUT_CYCLE)])
 
 
 def _rank3(rng, rank, index):
@@ -158,7 +135,7 @@ def _rounding(rng, rank, index):
     wo = int(rng.integers(12, 33))
     w = wo if up or rng.random() < 0.5 else 2 * wo
     lead = (1, 3) if rank == 4 else (3,)
-    return Shapes(lead + (1 if up else 3, w), lead + (2, wo), "ties")
+    return Draw(lead + (1 if up else 3, w), lead + (2, wo), "ties")
 
 
 #: Index boundaries (in, out) along H: i*in or (i+1)*in crosses 2**11 and 2**15 in every
@@ -174,10 +151,10 @@ def _index(rng, rank, index):
     h, ho = INDEX_H[index % len(INDEX_H)]
     w, wo = INDEX_W[(index // len(INDEX_H)) % len(INDEX_W)] if h < 4000 else (1, 1)
     lead = (1, 1) if rank == 4 else (1,)
-    return Shapes(lead + (h, w), lead + (ho, wo), "uniform")
+    return Draw(lead + (h, w), lead + (ho, wo), "uniform")
 
 
-ShapeFn = Callable[[np.random.Generator, int, int], Shapes]
+ShapeFn = Callable[[np.random.Generator, int, int], Draw]
 
 #: family name -> (id label, shape function)
 FAMILIES: dict[str, tuple[str, ShapeFn]] = {
@@ -241,25 +218,14 @@ NOTES: dict[str, FamilyNote] = {
 }
 
 def _rank_for(fmt: str, family: str, rng: np.random.Generator) -> int | None:
-    implied = contract.FORMAT_RANK.get(fmt)
-    if family == "rank3":
-        return None if implied == 4 else 3
-    if implied is not None:
-        return implied
-    return 4 if rng.random() < 0.5 else 3
+    return draws.rank_for(contract.FORMAT_RANK.get(fmt), 4, family == "rank3", 0.5, rng)
 
 
 def _rotation(product: str, dtype: str, fmt: str) -> int:
-    """Stable ordinal of a (product, dtype, format) combination.
-
-    Families that rotate over variants (special distributions, empty-tensor kinds,
-    layouts) rotate on index + this ordinal, so even a count-1 suite covers every variant
-    across its combinations instead of repeating variant 0 everywhere.
-    """
-    p = list(contract.PRODUCTS).index(product) if product in contract.PRODUCTS else 0
-    d = ALL_DTYPES.index(dtype) if dtype in ALL_DTYPES else 0
-    f = ROTATION_FORMATS.index(fmt) if fmt in ROTATION_FORMATS else 0
-    return f + len(ROTATION_FORMATS) * (d + len(ALL_DTYPES) * p)
+    """Stable ordinal of a (product, dtype, format) combination (draws.rotation), over
+    every dtype and the frozen ROTATION_FORMATS."""
+    return draws.rotation(tuple(contract.PRODUCTS), ALL_DTYPES, ROTATION_FORMATS, product,
+                          dtype, fmt)
 
 
 def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
@@ -270,53 +236,30 @@ def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
     seed = derive_seed(suite_seed, family, product, dtype, fmt, index)
     rng = np.random.default_rng([seed, 0])
     if family in hardware.FAMILIES or family == "stress":
-        s = _hardware_shapes(family, product, dtype, fmt, index)
-        if s is None:
+        d = _hardware_draw(family, product, dtype, fmt, index)
+        if d is None:
             return None
         label = "stress" if family == "stress" else hardware.FAMILIES[family].label
-        cid = make_id(product, dtype, fmt, f"{label}{index}", s.self_shape, s.grad_shape,
-                      s.distribution, s.layout)
-        return Case(cid, family, product, dtype, fmt, s.self_shape, s.grad_shape, seed,
-                    s.distribution, s.layout)
-    label, fn = FAMILIES[family]
-    rank = _rank_for(fmt, family, rng)
-    if rank is None:
-        return None
-    s = fn(rng, rank, index + _rotation(product, dtype, fmt))
-    cid = make_id(product, dtype, fmt, f"{label}{index}", s.self_shape, s.grad_shape,
-                  s.distribution, s.layout)
-    return Case(cid, family, product, dtype, fmt, s.self_shape, s.grad_shape, seed,
-                s.distribution, s.layout)
+    else:
+        label, fn = FAMILIES[family]
+        rank = _rank_for(fmt, family, rng)
+        if rank is None:
+            return None
+        d = fn(rng, rank, index + _rotation(product, dtype, fmt))
+    return drawn_case(Case, make_id, family, f"{label}{index}", product, dtype, fmt, seed, d)
 
 
-def _hardware_shapes(family: str, product: str, dtype: str, fmt: str,
-                     index: int) -> Shapes | None:
-    """A hardware-edge draw as Shapes: the family's recipe for the slot, or (stress) the
-    hardware edges too large for the default suite, one per index past the index ones."""
+def _hardware_draw(family: str, product: str, dtype: str, fmt: str,
+                   index: int) -> Draw | None:
+    """A hardware-edge draw: the family's recipe for the slot, or (stress) the hardware
+    edges too large for the default suite, one per index past the index ones."""
     slot = hardware.Slot(product, dtype, contract.FORMAT_RANK.get(fmt), index)
     if family == "stress":
-        d = stress_draw(slot)
-    else:
-        d = hardware.draw(family, slot)
-    if d is None:
-        return None
-    return Shapes(d.self_shape, d.grad_shape, d.distribution, d.layout)
+        return stress_draw(slot)
+    return hardware.draw(family, slot)
 
 
 # -- invalid calls: one case per documented rule ------------------------------------------
-
-
-@dataclass(frozen=True)
-class Rule:
-    """An invalid-call recipe: a name and the field overrides that break the call.
-
-    per_dtype: probed once in each dtype the product supports (an adapter lacking one
-    dtype still gets the probe in the others); False for recipes that set the dtype.
-    """
-
-    name: str
-    make: Callable[[tuple[int, ...], tuple[int, ...], str, str], dict]
-    per_dtype: bool = True
 
 
 def _shapes4() -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -350,31 +293,13 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+INVALID = InvalidFamily(RULES, Case, make_id, contract.FORMAT_RANK, full_rank=4,
+                        default_format="NCHW", seed_tag="invalid")
+
+
 def invalid_cases(product: str, dtypes: tuple[str, ...], formats: tuple[str, ...],
                   index: int, suite_seed: int) -> list[Case]:
-    """The invalid-call family of one product: each rule once per selected dtype the
-    product supports (once for rules that set the dtype; formats rotate over the
-    selection), plus one case per selected dtype the product lacks."""
-    prod = contract.product(product)
-    supported = [d for d in dtypes if d in prod.dtypes] or list(prod.dtypes)
-    lacking = [d for d in dtypes if d not in prod.dtypes]
-    fmts = [f for f in formats if contract.FORMAT_RANK.get(f) in (None, 4)] or ["NCHW"]
-    recipes: list[tuple[str, str, str, dict]] = []
-    for k, rule in enumerate(RULES):
-        probed = supported if rule.per_dtype else [supported[(k + index) % len(supported)]]
-        for j, d in enumerate(probed):
-            f = fmts[(k + j + index) % len(fmts)]
-            s, g = _shapes4()
-            recipes.append((rule.name, d, f, rule.make(s, g, d, f)))
-    for k, d in enumerate(lacking):
-        recipes.append((f"dtype_{d}", d, fmts[(k + index) % len(fmts)], {}))
-    cases = []
-    for name, d, f, changes in recipes:
-        seed = derive_seed(suite_seed, "invalid", product, name, index)
-        s, g = _shapes4()
-        base = Case("", "invalid", product, d, f, s, g, seed, "uniform")
-        case = base.replace(**changes)
-        cid = make_id(product, case.dtype, case.format, f"invalid{index}_{name}",
-                      case.self_shape, case.grad_shape, case.distribution)
-        cases.append(case.replace(id=cid))
-    return cases
+    """The invalid-call family of one product (draws.invalid_cases)."""
+    s, g = _shapes4()
+    return draws.invalid_cases(INVALID, product, contract.product(product).dtypes,
+                               dtypes, formats, index, suite_seed, s, g)

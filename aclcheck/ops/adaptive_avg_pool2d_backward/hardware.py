@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aclcheck.dtypes import BFLOAT16, FLOAT16, first_subnormal_reciprocal, float_format
+from aclcheck.ops.adaptive.draws import Draw
 from aclcheck.ops.adaptive.tiling import (
     CUBE_CORES,
     VECTOR_CORES,
-    a2_tiling,
     large_lanes_threshold,
     pass_edge_cells,
 )
@@ -55,16 +55,6 @@ class Slot:
     def cores(self) -> tuple[int, ...]:
         """Vector-core counts of the product's tiled kernel; () where it has none."""
         return PRODUCT_CORES.get(self.product, ())
-
-
-@dataclass(frozen=True)
-class Draw:
-    """A family's shapes, value distribution and memory layout for one slot."""
-
-    self_shape: tuple[int, ...]
-    grad_shape: tuple[int, ...]
-    distribution: str = "uniform"
-    layout: str = "contiguous"
 
 
 Recipe = Callable[[Slot], "Draw | None"]
@@ -390,11 +380,3 @@ def draw(family: str, slot: Slot) -> Draw | None:
     """The draw of a hardware family for one slot (None: nothing for this slot)."""
     return FAMILIES[family].recipe(slot)
 
-
-def tiling_of(slot: Slot, d: Draw, cores: int):
-    """The A2/A3 plan of a draw (for tests, coverage and `aclcheck families`)."""
-    lanes = 1
-    for x in d.grad_shape[:-2]:
-        lanes *= x
-    return a2_tiling(tuple(d.grad_shape[-2:]), lanes, tuple(d.self_shape[-2:]),
-                     slot.itemsize, cores)

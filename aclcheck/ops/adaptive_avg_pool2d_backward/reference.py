@@ -20,7 +20,6 @@ costs several times its arithmetic (see benchmarks/README.md).
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from aclcheck.arrays import plane_blocks
-from aclcheck.dtypes import NUMPY_DTYPES
+from aclcheck.ops.adaptive import footprint
 from aclcheck.ops.adaptive.windows import (
     SpreadPlan,
     Workspace,
@@ -197,13 +196,4 @@ def golden(case: Any, inputs: Mapping[str, np.ndarray], out: np.ndarray | None =
 def case_bytes(case: Any) -> int:
     """Memory one case's arrays need while generated: the input storage buffers as laid
     out, the float64 golden, and a float64 copy of gradOutput for the reference."""
-    total = 0
-    for name in ("grad_output", "self"):
-        if name in case.null:
-            continue
-        desc = case.tensor_desc(name)
-        storage = case.view_geometry(name)[2]
-        total += storage * np.dtype(NUMPY_DTYPES[desc.dtype]).itemsize
-    if case.positive:
-        total += 8 * (math.prod(case.self_shape) + math.prod(case.grad_shape))
-    return total
+    return footprint.case_bytes(case, {"self": 1, "grad_output": 1})

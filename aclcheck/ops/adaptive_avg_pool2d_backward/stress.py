@@ -15,15 +15,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from aclcheck.ops.adaptive.deal import deal
+from aclcheck.ops.adaptive.deal import contract_slots, deal
 from aclcheck.ops.adaptive.deal import order as deal_order
+from aclcheck.ops.adaptive.draws import Draw
 from aclcheck.ops.adaptive.tiling import VECTOR_CORES
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 from aclcheck.ops.adaptive_avg_pool2d_backward.hardware import (
     GLOBAL_STRESS,
     PRODUCT_CORES,
     TALL_STRESS,
-    Draw,
     Slot,
     lead_dims,
     slice_edges,
@@ -63,16 +63,11 @@ def edges() -> tuple[tuple[str, Callable[[Key], bool]], ...]:
     return tuple(out)
 
 
-def _slots() -> list[Key]:
-    """Every (product, dtype, rank) slot of the family, in the contract's order."""
-    return [(p, d, contract.FORMAT_RANK.get(f)) for p, rules in contract.PRODUCTS.items()
-            for d in rules.dtypes for f in contract.FORMATS]
-
-
 @functools.cache
 def dealt() -> dict[Key, tuple[str, ...]]:
-    """Each slot's own edges (aclcheck.ops.adaptive.deal)."""
-    return deal(_slots(), edges())
+    """Each slot of the contract's own edges (aclcheck.ops.adaptive.deal)."""
+    return deal(contract_slots(contract.PRODUCTS, contract.FORMATS, contract.FORMAT_RANK),
+                edges())
 
 
 def order(slot: Slot) -> tuple[str, ...]:

@@ -9,27 +9,14 @@ import math
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.cases.values import SPECIAL_DISTS, other_values, random_floats, special_floats
+from aclcheck.cases.values import other_values
 from aclcheck.dtypes import FLOAT_FORMATS, round_to
 from aclcheck.ops.adaptive.ties import tie_grad
+from aclcheck.ops.adaptive.values import AVERAGE_DISTRIBUTIONS, drawn_floats, role_rng
 from aclcheck.ops.adaptive.windows import spread_plan
 
-#: Value distributions. The first four are the vendor suites' random ones; the rest are
-#: special-purpose (exact golden, IEEE special values, overflow edge).
-DISTRIBUTIONS: tuple[str, ...] = (
-    "normal",
-    "uniform",
-    "small",
-    "outliers",
-    "exact-int",
-    "special",
-    "inf-fill",
-    "nan-fill",
-    "subnormal",
-    "near-max",
-    "ones",
-    "ties",
-)
+#: Value distributions: the average-pooling operators' (aclcheck.ops.adaptive.values).
+DISTRIBUTIONS: tuple[str, ...] = AVERAGE_DISTRIBUTIONS
 
 
 def _exact_int_grad(rng: np.random.Generator, grad_shape: tuple[int, ...],
@@ -46,8 +33,7 @@ def tensor_values(case: Case, name: str) -> np.ndarray:
     """The logical values of grad_output or self, in that tensor's numpy dtype."""
     desc = case.tensor_desc(name)
     shape, dtype = tuple(desc.shape), desc.dtype
-    stream = {"grad_output": 1, "self": 2}[name]
-    rng = np.random.default_rng([case.seed, stream])
+    rng = role_rng(case, name)
     if dtype not in FLOAT_FORMATS:
         return other_values(rng, shape, dtype)
     dist = case.distribution if name == "grad_output" else "uniform"
@@ -62,10 +48,8 @@ def tensor_values(case: Case, name: str) -> np.ndarray:
             vals = _exact_int_grad(rng, shape, tuple(case.self_shape[-2:]))
         else:
             vals = rng.integers(-2, 3, math.prod(shape)).reshape(shape).astype(np.float64)
-    elif dist in SPECIAL_DISTS:
-        vals = special_floats(rng, shape, dist, dtype)
     else:
-        vals = random_floats(rng, shape, dist, dtype)
+        vals = drawn_floats(rng, shape, dist, dtype)
     with np.errstate(over="ignore"):
         return round_to(vals, FLOAT_FORMATS[dtype])
 

@@ -14,17 +14,15 @@ probes both rules.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from aclcheck.cases import derive_seed
 from aclcheck.ops.adaptive import draws
-from aclcheck.ops.adaptive.draws import Rule
+from aclcheck.ops.adaptive.draws import Draw, InvalidFamily, Rule, drawn_case
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract, hardware
-from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
+from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case, make_id
 from aclcheck.ops.adaptive_avg_pool3d_backward.stress import stress_shapes
-from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id
 from aclcheck.ops.operator import FamilyNote
 
 SPECIAL_DISTS = ("special", "inf-fill", "nan-fill", "subnormal", "near-max")
@@ -39,25 +37,10 @@ INDEX_PAIRS = ((5999, 3000), (4097, 4098), (6005, 3003), (257, 256), (4099, 4098
 TIE_DTYPES = ("float16", "bfloat16")
 
 
-@dataclass(frozen=True)
-class Shapes:
-    """A family's drawn shapes (rank 5 or 4) and the value distribution."""
-
-    self_shape: tuple[int, ...]
-    grad_shape: tuple[int, ...]
-    distribution: str
-    layout: str = "contiguous"
-
-
-def _shapes(lead: tuple[int, ...], ins: tuple[int, ...], outs: tuple[int, ...], dist: str,
-            layout: str = "contiguous") -> Shapes:
-    return Shapes(lead + tuple(ins), lead + tuple(outs), dist, layout)
-
-
 def _divisible(rng, rank, index):
     outs = tuple(int(rng.integers(1, 5)) for _ in range(3))
     ins = tuple(o * int(rng.integers(1, 4)) for o in outs)
-    return _shapes(draws.lead(rng, rank, 5), ins, outs, draws.random_dist(rng))
+    return Draw.of(draws.lead(rng, rank, 5), ins, outs, draws.random_dist(rng))
 
 
 def _nondivisible(rng, rank, index):
@@ -66,7 +49,7 @@ def _nondivisible(rng, rank, index):
         k = int(rng.integers(0, 3))
         o = int(rng.integers(1, 5))
         pairs[k] = (o * int(rng.integers(1, 3)), o)
-    return _shapes(draws.lead(rng, rank, 5), tuple(p[0] for p in pairs), tuple(p[1] for p in pairs),
+    return Draw.of(draws.lead(rng, rank, 5), tuple(p[0] for p in pairs), tuple(p[1] for p in pairs),
                    draws.random_dist(rng))
 
 
@@ -76,17 +59,17 @@ def _upsampling(rng, rank, index):
                  else max(1, i // 2) for i in ins)
     if all(o <= i for o, i in zip(outs, ins, strict=True)):
         outs = (ins[0] + 1,) + outs[1:]
-    return _shapes(draws.lead(rng, rank, 5), ins, outs, draws.random_dist(rng))
+    return Draw.of(draws.lead(rng, rank, 5), ins, outs, draws.random_dist(rng))
 
 
 def _global(rng, rank, index):
     ins = tuple(int(rng.integers(1, 13)) for _ in range(3))
-    return _shapes(draws.lead(rng, rank, 5), ins, (1, 1, 1), draws.random_dist(rng))
+    return Draw.of(draws.lead(rng, rank, 5), ins, (1, 1, 1), draws.random_dist(rng))
 
 
 def _identity(rng, rank, index):
     ins = tuple(int(rng.integers(1, 9)) for _ in range(3))
-    return _shapes(draws.lead(rng, rank, 5), ins, ins, draws.random_dist(rng))
+    return Draw.of(draws.lead(rng, rank, 5), ins, ins, draws.random_dist(rng))
 
 
 def _rank4(rng, rank, index):
@@ -101,14 +84,14 @@ def _alignment(rng, rank, index):
     outs = tuple(int(rng.integers(1, i + 1)) for i in ins)
     if outs == (1, 1, 1):
         outs = (2, 1, 1)
-    return _shapes(lead, ins, outs, draws.random_dist(rng))
+    return Draw.of(lead, ins, outs, draws.random_dist(rng))
 
 
 def _exactint(rng, rank, index):
     # small windows: every term g / (kd*kh*kw) is an integer in [-2, 2]
     outs = tuple(int(rng.integers(1, 4)) for _ in range(3))
     ins = tuple(int(rng.integers(o, 3 * o + 1)) for o in outs)
-    return _shapes(draws.lead(rng, rank, 5), ins, outs, "exact-int")
+    return Draw.of(draws.lead(rng, rank, 5), ins, outs, "exact-int")
 
 
 def _special(rng, rank, index):
@@ -117,7 +100,7 @@ def _special(rng, rank, index):
         d, do = do, d  # upsampling: overlapping windows mix specials
     ins = (d, int(rng.integers(2, 6)), int(rng.integers(1, 6)))
     outs = (do, int(rng.integers(1, 6)), int(rng.integers(1, 6)))
-    return _shapes(draws.lead(rng, rank, 5), ins, outs, SPECIAL_DISTS[index % len(SPECIAL_DISTS)])
+    return Draw.of(draws.lead(rng, rank, 5), ins, outs, SPECIAL_DISTS[index % len(SPECIAL_DISTS)])
 
 
 def _layout(rng, rank, index):
@@ -125,7 +108,7 @@ def _layout(rng, rank, index):
     lead = base.self_shape[:rank - 3]
     if rank == 5 and lead[1] == 1:  # channels-last needs C > 1 to mean anything
         lead = (lead[0], 3)
-    return _shapes(lead, base.self_shape[-3:], base.grad_shape[-3:], base.distribution,
+    return Draw.of(lead, base.self_shape[-3:], base.grad_shape[-3:], base.distribution,
                    LAYOUT_CYCLE[index % len(LAYOUT_CYCLE)])
 
 
@@ -138,7 +121,7 @@ def _rounding(rng, rank, index):
     wo = int(rng.integers(6, 17))
     w = wo if up or rng.random() < 0.5 else 2 * wo
     lead = (1, 3) if rank == 5 else (3,)
-    return _shapes(lead, (d, 1 if up else 3, w), (d, 2, wo), "ties")
+    return Draw.of(lead, (d, 1 if up else 3, w), (d, 2, wo), "ties")
 
 
 def _index(rng, rank, index):
@@ -148,7 +131,7 @@ def _index(rng, rank, index):
     ins, outs = [1, 1, 1], [1, 1, 1]
     ins[axis], outs[axis] = size_in, size_out
     lead = (1, 1) if rank == 5 else (1,)
-    return _shapes(lead, tuple(ins), tuple(outs), "uniform")
+    return Draw.of(lead, tuple(ins), tuple(outs), "uniform")
 
 
 def _empty(rng, rank, index):
@@ -167,10 +150,10 @@ def _empty(rng, rank, index):
         k = int(rng.integers(0, 3))
         ins[k], outs[k] = 0, 1  # an empty spatial dim of self (torch: out-of-bounds write
         # when that gradOutput axis is > 1; with 1 it returns an empty tensor)
-    return _shapes(tuple(lead), tuple(ins), tuple(outs), draws.random_dist(rng))
+    return Draw.of(tuple(lead), tuple(ins), tuple(outs), draws.random_dist(rng))
 
 
-ShapeFn = Callable[[np.random.Generator, int, int], Shapes]
+ShapeFn = Callable[[np.random.Generator, int, int], Draw]
 
 #: family name -> (id label, shape function, drawn with a 1x1x1 output on products
 #: that judge only the global path)
@@ -199,10 +182,10 @@ ALL_FAMILIES: tuple[str, ...] = tuple(FAMILIES) + HARDWARE_FAMILIES + RULE_FAMIL
 DEFAULT_FAMILIES: tuple[str, ...] = tuple(FAMILIES) + HARDWARE_FAMILIES + RULE_FAMILIES
 
 
-def _globalized(s: Shapes, rank: int) -> Shapes:
+def _globalized(s: Draw, rank: int) -> Draw:
     """The same draw with a 1x1x1 output (zeros of an empty variant kept)."""
     outs = tuple(0 if o == 0 else 1 for o in s.grad_shape[-3:])
-    return Shapes(s.self_shape, s.grad_shape[:rank - 3] + outs, s.distribution, s.layout)
+    return Draw(s.self_shape, s.grad_shape[:rank - 3] + outs, s.distribution, s.layout)
 
 
 def _rank_for(fmt: str, family: str, rng: np.random.Generator) -> int | None:
@@ -243,10 +226,7 @@ def shape_case(family: str, product: str, dtype: str, fmt: str, index: int,
     s = fn(rng, rank, index + _rotation(product, dtype, fmt))
     if not windowed(product):
         s = _globalized(s, rank)
-    cid = make_id(product, dtype, fmt, f"{label}{index}", s.self_shape, s.grad_shape,
-                  s.distribution, s.layout)
-    return Case(cid, family, product, dtype, fmt, s.self_shape, s.grad_shape, seed,
-                s.distribution, s.layout)
+    return drawn_case(Case, make_id, family, f"{label}{index}", product, dtype, fmt, seed, s)
 
 
 def _stress_case(product: str, dtype: str, fmt: str, index: int,
@@ -256,10 +236,7 @@ def _stress_case(product: str, dtype: str, fmt: str, index: int,
     if d is None:
         return None
     seed = derive_seed(suite_seed, "3d", "stress", product, dtype, fmt, index)
-    cid = make_id(product, dtype, fmt, f"stress{index}", d.self_shape, d.grad_shape,
-                  d.distribution, d.layout)
-    return Case(cid, "stress", product, dtype, fmt, d.self_shape, d.grad_shape, seed,
-                d.distribution, d.layout)
+    return drawn_case(Case, make_id, "stress", f"stress{index}", product, dtype, fmt, seed, d)
 
 
 # -- invalid calls: one case per rule of the contract ------------------------------------------
@@ -316,26 +293,17 @@ def _base_shapes(product: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return self_shape, (2, 3, 2, 3, 2) if windowed(product) else (2, 3, 1, 1, 1)
 
 
+INVALID = InvalidFamily(RULES, Case, make_id, contract.FORMAT_RANK, full_rank=5,
+                        default_format="NCDHW", seed_tag="3d-invalid")
+
+
 def invalid_cases(product: str, dtypes: tuple[str, ...], formats: tuple[str, ...],
                   index: int, suite_seed: int) -> list[Case]:
-    """The invalid-call family of one product: each rule once per selected dtype the
-    product supports (once for rules that set the dtype; formats rotate over the
-    selection), plus one case per selected dtype the product lacks."""
-    prod = contract.product(product)
-    supported = [d for d in dtypes if d in prod.dtypes] or list(prod.dtypes)
-    lacking = [d for d in dtypes if d not in prod.dtypes]
-    fmts = [f for f in formats if contract.FORMAT_RANK.get(f) in (None, 5)] or ["NCDHW"]
+    """The invalid-call family of one product (draws.invalid_cases), probes from a
+    windowed call where the product judges one."""
     s, g = _base_shapes(product)
-    recipes = draws.recipes(RULES, product, supported, lacking, fmts, index, s, g)
-    cases = []
-    for name, d, f, changes in recipes:
-        seed = derive_seed(suite_seed, "3d-invalid", product, name, index)
-        base = Case("", "invalid", product, d, f, s, g, seed, "uniform")
-        case = base.replace(**changes)
-        cid = make_id(product, case.dtype, case.format, f"invalid{index}_{name}",
-                      case.self_shape, case.grad_shape, case.distribution)
-        cases.append(case.replace(id=cid))
-    return cases
+    return draws.invalid_cases(INVALID, product, contract.product(product).dtypes,
+                               dtypes, formats, index, suite_seed, s, g)
 
 
 # -- what each family aims at (`aclcheck families --op aapool3d-bwd`) --------------------------

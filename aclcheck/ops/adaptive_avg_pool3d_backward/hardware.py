@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from aclcheck.cases import derive_seed
 from aclcheck.dtypes import FLOAT16, first_subnormal_reciprocal, float_format
+from aclcheck.ops.adaptive.draws import Draw, drawn_case
 from aclcheck.ops.adaptive.tiling import BLOCK_BYTES, core_split
-from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
-from aclcheck.ops.adaptive_avg_pool3d_backward.values import make_id
+from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case, make_id
 from aclcheck.ops.operator import FamilyNote
 
 #: Small integer terms: an exact golden (misplaced or mis-scaled terms show) that
@@ -46,21 +46,6 @@ class Slot:
     def order(self) -> int:
         """A stable ordinal of (product, dtype): recipes rotate their edges on it."""
         return _PRODUCT_ORDER.get(self.product, 0) + _DTYPE_ORDER.get(self.dtype, 0)
-
-
-@dataclass(frozen=True)
-class Draw:
-    """A family's shapes (rank 5 or 4), value distribution and memory layout."""
-
-    self_shape: tuple[int, ...]
-    grad_shape: tuple[int, ...]
-    distribution: str = "uniform"
-    layout: str = "contiguous"
-
-
-def _draw(lead: tuple[int, ...], ins: tuple[int, ...], outs: tuple[int, ...],
-          dist: str = "uniform", layout: str = "contiguous") -> Draw:
-    return Draw(lead + tuple(ins), lead + tuple(outs), dist, layout)
 
 
 def _place(axis: int, long: tuple[int, int], others: tuple[tuple[int, int], ...]
@@ -104,12 +89,12 @@ def _tall3d(slot: Slot) -> Draw | None:
             return None
         long = TALL_PAIRS[(_PRODUCT_ORDER.get(slot.product, 0) + index) % 2 if index else 0]
         ins, outs = _place(variant % 3, long, TALL_OTHERS)
-        return _draw((1, 1), ins, outs, EXACT)
+        return Draw.of((1, 1), ins, outs, EXACT)
     # ND: the 2^31 crossing from --count 2 on, one axis an index
     if not 1 <= slot.index <= 3:
         return None
     ins, outs = _place((slot.order + slot.index) % 3, INT32_PAIR, ((1, 1), (1, 1)))
-    return _draw((1,), ins, outs, EXACT)
+    return Draw.of((1,), ins, outs, EXACT)
 
 
 # -- bigglobal3d: the 1x1x1 fill over big planes, N·C > 1; the FLOAT16 factor's edge -------
@@ -140,7 +125,7 @@ def _bigglobal3d(slot: Slot) -> Draw | None:
     lead = (2, 1) if vol == GLOBAL_VOLUMES[0] or index else (1, 1)
     if slot.rank != 5:
         lead = lead[:1]
-    return _draw(lead, vol, (1, 1, 1))
+    return Draw.of(lead, vol, (1, 1, 1))
 
 
 # -- lanes3d: channels-last-3d with N > 1, N·C whole lane blocks, windowed ----------------
@@ -165,7 +150,7 @@ def _lanes3d(slot: Slot) -> Draw | None:
     blocks = 1 + (slot.order + slot.index) % 2
     n, c = (2, lanes * blocks) if slot.index < 2 else (3, lanes + 1)
     ins, outs = LANE_GEOMETRY[(slot.order + slot.index) % len(LANE_GEOMETRY)]
-    return _draw((n, c), ins, outs, "uniform", "channels_last")
+    return Draw.of((n, c), ins, outs, "uniform", "channels_last")
 
 
 # -- unequal3d: unequal D windows across a core's span of output cells ---------------------
@@ -189,7 +174,7 @@ def _unequal3d(slot: Slot) -> Draw | None:
     d, do = D_PAIRS[(slot.order + slot.index) % len(D_PAIRS)]
     (h, ho), (w, wo) = HW_PLANE
     lead = (2, 1) if slot.rank == 5 else (2,)
-    return _draw(lead, (d, h, w), (do, ho, wo), EXACT)
+    return Draw.of(lead, (d, h, w), (do, ho, wo), EXACT)
 
 
 # -- the families -------------------------------------------------------------------------
@@ -230,13 +215,13 @@ FAMILIES: dict[str, HardwareFamily] = {f.name: f for f in (
 def stress_draws(slot: Slot) -> list[Draw]:
     """The 3D hardware edges too large for the default suite: 2^31 crossings with the other
     axes windowed, big 1x1x1 planes (2^16 and more, 2^25), 2^24 crossings on every axis."""
-    out = [_draw(lead, vol, (1, 1, 1)) for lead, vol in GLOBAL_STRESS]
+    out = [Draw.of(lead, vol, (1, 1, 1)) for lead, vol in GLOBAL_STRESS]
     for axis in range(3):
         ins, outs = _place(axis, INT32_PAIR, TALL_OTHERS)
-        out.append(_draw((1, 1), ins, outs, EXACT))
+        out.append(Draw.of((1, 1), ins, outs, EXACT))
     for axis in range(3):
         ins, outs = _place(axis, TALL_PAIRS[1], ((3, 2), (5, 3)))
-        out.append(_draw((2, 1), ins, outs, EXACT))
+        out.append(Draw.of((2, 1), ins, outs, EXACT))
     if slot.rank == 4:
         out = [Draw(d.self_shape[1:], d.grad_shape[1:], d.distribution) for d in out]
     return out
@@ -261,7 +246,4 @@ def hardware_case(family: str, product: str, dtype: str, fmt: str, rank: int | N
     if d is None or (rank is not None and len(d.self_shape) != rank):
         return None
     seed = derive_seed(suite_seed, "3d", family, product, dtype, fmt, index)
-    cid = make_id(product, dtype, fmt, f"{label}{index}", d.self_shape, d.grad_shape,
-                  d.distribution, d.layout)
-    return Case(cid, family, product, dtype, fmt, d.self_shape, d.grad_shape, seed,
-                d.distribution, d.layout)
+    return drawn_case(Case, make_id, family, f"{label}{index}", product, dtype, fmt, seed, d)

@@ -22,7 +22,7 @@ import numpy as np
 
 from aclcheck.arrays import plane_blocks
 from aclcheck.cases import Case
-from aclcheck.dtypes import NUMPY_DTYPES
+from aclcheck.ops.adaptive import footprint
 from aclcheck.ops.adaptive.windows import (
     SpreadPlan,
     Workspace,
@@ -148,13 +148,4 @@ def golden(case: Case, inputs: Mapping[str, np.ndarray], out: np.ndarray | None 
 def case_bytes(case: Case) -> int:
     """Memory one case's arrays need while generated: the input storage buffers as laid
     out, the float64 golden, and a float64 copy of gradOutput for the reference."""
-    total = 0
-    for name in ("grad_output", "self"):
-        if name in case.null:
-            continue
-        desc = case.tensor_desc(name)
-        storage = case.view_geometry(name)[2]
-        total += storage * np.dtype(NUMPY_DTYPES[desc.dtype]).itemsize
-    if case.positive:
-        total += 8 * sum(math.prod(case.tensor_desc(n).shape) for n in ("self", "grad_output"))
-    return total
+    return footprint.case_bytes(case, {"self": 1, "grad_output": 1})

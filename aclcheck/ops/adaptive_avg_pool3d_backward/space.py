@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from aclcheck.ops.adaptive.space import AdaptiveSpace
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
-from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
-from aclcheck.ops.adaptive_avg_pool3d_backward.values import DISTRIBUTIONS, make_id
+from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case, make_id
+from aclcheck.ops.adaptive_avg_pool3d_backward.values import DISTRIBUTIONS
 
 SPACE = AdaptiveSpace(Case, ("D", "H", "W"), contract.PRODUCTS,
                       contract.supported_formats_for_rank, DISTRIBUTIONS, make_id)

@@ -12,8 +12,9 @@ import functools
 from collections.abc import Callable
 
 from aclcheck.dtypes import float_format
-from aclcheck.ops.adaptive.deal import deal
+from aclcheck.ops.adaptive.deal import contract_slots, deal
 from aclcheck.ops.adaptive.deal import order as deal_order
+from aclcheck.ops.adaptive.draws import Draw
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract, hardware
 
 #: N·C around the A2/A3 tiling's switch to slicing N·C (a lane no longer fits the unified
@@ -47,16 +48,11 @@ def edges() -> tuple[tuple[str, Callable[[Key], bool]], ...]:
     return tuple(out)
 
 
-def _slots() -> list[Key]:
-    """Every (product, dtype, rank) slot of the family, in the contract's order."""
-    return [(p, d, contract.FORMAT_RANK.get(f)) for p, rules in contract.PRODUCTS.items()
-            for d in rules.dtypes for f in contract.FORMATS]
-
-
 @functools.cache
 def dealt() -> dict[Key, tuple[str, ...]]:
-    """Each slot's own edges."""
-    return deal(_slots(), edges())
+    """Each slot of the contract's own edges (aclcheck.ops.adaptive.deal)."""
+    return deal(contract_slots(contract.PRODUCTS, contract.FORMATS, contract.FORMAT_RANK),
+                edges())
 
 
 def order(key: Key) -> tuple[str, ...]:
@@ -64,7 +60,7 @@ def order(key: Key) -> tuple[str, ...]:
     return deal_order(key, dealt(), edges())
 
 
-def stress_shapes(key: Key, index: int) -> hardware.Draw | None:
+def stress_shapes(key: Key, index: int) -> Draw | None:
     """The stress draw of a slot at an index (None past its last edge); rank None: 5."""
     edges_ = order(key)
     if index >= len(edges_):
@@ -74,6 +70,6 @@ def stress_shapes(key: Key, index: int) -> hardware.Draw | None:
     if kind == "nc":
         nc = NC_LARGE[int(n)]
         lead = (1, nc) if rank == 5 else (nc,)
-        return hardware.Draw(lead + (3, 2, 1), lead + (2, 1, 1))
+        return Draw(lead + (3, 2, 1), lead + (2, 1, 1))
     slot = hardware.Slot(key[0], key[1], rank, 0)
     return hardware.stress_draws(slot)[int(n)]

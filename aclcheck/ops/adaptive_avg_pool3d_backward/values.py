@@ -1,4 +1,4 @@
-"""Ids and input values of aclnnAdaptiveAvgPool3dBackward cases.
+"""Input values of aclnnAdaptiveAvgPool3dBackward cases.
 
 The value distributions are the 2D operator's (the vendor suites' random ones plus exact,
 special-value and overflow-edge ones); what is 3D here is where exact values come from
@@ -12,38 +12,15 @@ import math
 
 import numpy as np
 
-from aclcheck.cases import Case, join_id
-from aclcheck.cases.layouts import LAYOUT_TAGS
-from aclcheck.cases.values import SPECIAL_DISTS, other_values, random_floats, special_floats
+from aclcheck.cases import Case
+from aclcheck.cases.values import other_values
 from aclcheck.dtypes import FLOAT_FORMATS, round_to
 from aclcheck.ops.adaptive.ties import tie_grad
+from aclcheck.ops.adaptive.values import AVERAGE_DISTRIBUTIONS, drawn_floats, role_rng
 from aclcheck.ops.adaptive.windows import spread_plan
 
-#: Value distributions (the 2D operator's): the vendor suites' four random ones, then
-#: exact golden, IEEE special values, overflow edge, ones and rounding ties.
-DISTRIBUTIONS: tuple[str, ...] = (
-    "normal", "uniform", "small", "outliers", "exact-int", "special", "inf-fill",
-    "nan-fill", "subnormal", "near-max", "ones", "ties",
-)
-#: Random-number stream of each input role (independent draws per tensor).
-STREAMS: dict[str, int] = {"grad_output": 1, "self": 2}
-
-
-def shape_tag(shape: tuple[int, ...]) -> str:
-    """n2c3d4h17w9 for 5-D, c3d4h17w9 for 4-D, s5x6 for other ranks."""
-    if len(shape) == 5:
-        return "n{}c{}d{}h{}w{}".format(*shape)
-    if len(shape) == 4:
-        return "c{}d{}h{}w{}".format(*shape)
-    return "s" + "x".join(str(d) for d in shape)
-
-
-def make_id(product: str, dtype: str, fmt: str, label: str, self_shape: tuple[int, ...],
-            grad_shape: tuple[int, ...], distribution: str, layout: str = "contiguous") -> str:
-    """Readable, stable id, e.g. a2-bf16-NCDHW-nondiv0-n2c3d5h7w9-o3x4x5-normal."""
-    out = "x".join(str(d) for d in grad_shape[-3:])
-    return join_id(product, dtype, fmt, label, f"{shape_tag(self_shape)}-o{out}",
-                   distribution, LAYOUT_TAGS.get(layout, ""))
+#: Value distributions: the average-pooling operators' (the 2D operator's too).
+DISTRIBUTIONS: tuple[str, ...] = AVERAGE_DISTRIBUTIONS
 
 
 def _spatial(shape: tuple[int, ...]) -> tuple[int, int, int] | None:
@@ -69,7 +46,7 @@ def tensor_values(case: Case, role: str) -> np.ndarray:
     """The logical values of an input role (grad_output or self) in its numpy dtype."""
     desc = case.tensor_desc(role)
     shape, dtype = tuple(desc.shape), desc.dtype
-    rng = np.random.default_rng([case.seed, STREAMS[role]])
+    rng = role_rng(case, role)
     if dtype not in FLOAT_FORMATS:
         return other_values(rng, shape, dtype)
     fmt = FLOAT_FORMATS[dtype]
@@ -88,9 +65,7 @@ def tensor_values(case: Case, role: str) -> np.ndarray:
             vals = _exact_int_grad(rng, shape, in_dhw)
         else:
             vals = rng.integers(-2, 3, math.prod(shape)).reshape(shape).astype(np.float64)
-    elif dist in SPECIAL_DISTS:
-        vals = special_floats(rng, shape, dist, dtype)
     else:
-        vals = random_floats(rng, shape, dist, dtype)
+        vals = drawn_floats(rng, shape, dist, dtype)
     with np.errstate(over="ignore"):
         return round_to(vals, fmt)

@@ -12,13 +12,13 @@ products only the invalid family is drawn (every non-null call is 161002 there).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from aclcheck.cases import derive_seed
 from aclcheck.ops.adaptive import draws
-from aclcheck.ops.adaptive.draws import Rule
+from aclcheck.ops.adaptive.draws import InvalidFamily, Rule
 from aclcheck.ops.adaptive.ids import make_id
 from aclcheck.ops.adaptive_max_pool2d_backward import contract
 from aclcheck.ops.adaptive_max_pool2d_backward.record import Case
@@ -300,26 +300,16 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+INVALID = InvalidFamily(RULES, Case, make_id, contract.FORMAT_RANK, full_rank=4,
+                        default_format="NCHW", seed_tag="maxpool2d-invalid")
+
+
 def invalid_cases(product: str, dtypes: tuple[str, ...], formats: tuple[str, ...],
                   index: int, suite_seed: int) -> list[Case]:
-    """The invalid-call family of one product: each rule once per selected dtype the
-    product supports (formats rotate over the selection), plus one case per selected
-    dtype the product lacks (every dtype on a product without the operator)."""
-    prod = contract.product(product)
-    supported = [d for d in dtypes if d in prod.dtypes] or list(prod.dtypes)
-    lacking = [d for d in dtypes if d not in prod.dtypes]
-    fmts = [f for f in formats if contract.FORMAT_RANK.get(f) in (None, 4)] or ["NCHW"]
-    s, g = (2, 3, 5, 7), (2, 3, 2, 3)
-    recipes = draws.recipes(RULES, product, supported, lacking, fmts, index, s, g)
-    cases = []
-    for name, d, f, changes in recipes:
-        seed = derive_seed(suite_seed, "maxpool2d-invalid", product, name, index)
-        base = Case("", "invalid", product, d, f, s, g, seed, "uniform")
-        case = base.replace(**changes)
-        cid = make_id(product, case.dtype, case.format, f"invalid{index}_{name}",
-                      case.self_shape, case.grad_shape, case.distribution)
-        cases.append(replace(case, id=cid))
-    return cases
+    """The invalid-call family of one product (draws.invalid_cases; every dtype lacking
+    on a product without the operator)."""
+    return draws.invalid_cases(INVALID, product, contract.product(product).dtypes,
+                               dtypes, formats, index, suite_seed, (2, 3, 5, 7), (2, 3, 2, 3))
 
 
 # -- what each family aims at (`aclcheck families --op ampool2d-bwd`) -------------------------

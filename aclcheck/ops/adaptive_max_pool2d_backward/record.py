@@ -1,5 +1,6 @@
 """The case record of aclnnAdaptiveMaxPool2dBackward: one flat field per fact of its call
-(the on-disk schema of its golden files, case files and /index), and its ids.
+(the on-disk schema of its golden files, case files and /index): the fields every
+adaptive-pooling record opens with (aclcheck.ops.adaptive.record), then its own.
 
 Beyond the average-pooling records: the indices role (`indices_shape`, None: gradOutput's;
 `indices_dtype`, INT64 unless set) and `index_choice`, how the indices are chosen
@@ -13,8 +14,8 @@ from functools import cached_property
 from typing import ClassVar
 
 from aclcheck.cases import Call, Check, Expectation, Role
-from aclcheck.cases import Case as CaseBase
 from aclcheck.cases.acl import UNSPECIFIED
+from aclcheck.ops.adaptive.record import PoolingRecord
 from aclcheck.ops.adaptive_max_pool2d_backward import contract
 from aclcheck.ops.adaptive_max_pool2d_backward.values import (
     DISTRIBUTIONS,
@@ -24,7 +25,7 @@ from aclcheck.ops.adaptive_max_pool2d_backward.values import (
 
 
 @dataclass(frozen=True)
-class Case(CaseBase):
+class Case(PoolingRecord):
     """One call of aclnnAdaptiveMaxPool2dBackward, fully described."""
 
     OPERATOR: ClassVar[str] = contract.OPERATOR
@@ -38,16 +39,6 @@ class Case(CaseBase):
         "out_shape", "grad_dtype", "self_dtype", "out_dtype", "grad_format", "self_format",
         "indices_format", "out_format", "null")
 
-    id: str
-    family: str
-    product: str
-    dtype: str
-    format: str
-    self_shape: tuple[int, ...]
-    grad_shape: tuple[int, ...]
-    seed: int
-    distribution: str = "normal"
-    layout: str = "contiguous"
     index_choice: str = "first-max"
     indices_dtype: str = "int64"
     indices_shape: tuple[int, ...] | None = None

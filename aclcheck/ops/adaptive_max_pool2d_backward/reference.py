@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.dtypes import NUMPY_DTYPES
+from aclcheck.ops.adaptive import footprint
 
 
 def scatter(grad_output: np.ndarray, indices: np.ndarray, hw: tuple[int, int],
@@ -62,13 +62,4 @@ def naive(grad_output: np.ndarray, indices: np.ndarray, hw: tuple[int, int]) -> 
 def case_bytes(case: Case) -> int:
     """Memory one case's arrays need while generated: the input storage buffers as laid
     out, the float64 golden, and float64 copies of gradOutput and the indices."""
-    total = 0
-    for role in case.inputs():
-        if role.name in case.null:
-            continue
-        desc = case.tensor_desc(role.name)
-        total += case.view_geometry(role.name)[2] * np.dtype(NUMPY_DTYPES[desc.dtype]).itemsize
-    if case.positive:
-        total += 8 * math.prod(case.tensor_desc("self").shape)
-        total += 16 * math.prod(case.tensor_desc("grad_output").shape)
-    return total
+    return footprint.case_bytes(case, {"self": 1, "grad_output": 2})

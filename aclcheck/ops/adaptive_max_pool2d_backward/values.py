@@ -26,8 +26,9 @@ import math
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.cases.values import SPECIAL_DISTS, other_values, random_floats, special_floats
+from aclcheck.cases.values import other_values
 from aclcheck.dtypes import FLOAT_FORMATS, round_to
+from aclcheck.ops.adaptive.values import drawn_floats, role_rng
 from aclcheck.ops.adaptive.windows import spread_plan, window_bounds
 
 #: gradOutput's value distributions: the vendor suites' random ones first, then exact
@@ -44,15 +45,8 @@ INVALID_CHOICES: tuple[str, ...] = ("out-of-plane", "negative", "out-of-window",
                                     "int64-overflow")
 INDEX_CHOICES: tuple[str, ...] = VALID_CHOICES + INVALID_CHOICES
 
-_STREAM = {"grad_output": 1, "self": 2, "indices": 3}
-
-
-def _rng(case: Case, name: str) -> np.random.Generator:
-    return np.random.default_rng([case.seed, _STREAM[name]])
-
-
 def _grad_values(case: Case, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    rng = _rng(case, "grad_output")
+    rng = role_rng(case, "grad_output")
     fmt = FLOAT_FORMATS[dtype]
     dist = case.distribution
     n = math.prod(shape)
@@ -74,16 +68,14 @@ def _grad_values(case: Case, shape: tuple[int, ...], dtype: str) -> np.ndarray:
         if len(shape) >= 2:
             vals[..., 0::2, 0::3] = np.inf
             vals[..., 1::2, 0::3] = -np.inf
-    elif dist in SPECIAL_DISTS:
-        vals = special_floats(rng, shape, dist, dtype)
     else:
-        vals = random_floats(rng, shape, dist, dtype)
+        vals = drawn_floats(rng, shape, dist, dtype)
     with np.errstate(over="ignore"):
         return round_to(vals, fmt)
 
 
 def _self_values(case: Case, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    rng = _rng(case, "self")
+    rng = role_rng(case, "self")
     n = math.prod(shape)
     if case.index_choice == "unrelated":  # type: ignore[attr-defined]
         vals = np.full(shape, np.nan)
@@ -101,7 +93,7 @@ def tensor_values(case: Case, name: str) -> np.ndarray:
     if name == "indices":
         return index_values(case)
     if dtype not in FLOAT_FORMATS:
-        return other_values(_rng(case, name), shape, dtype)
+        return other_values(role_rng(case, name), shape, dtype)
     if name == "grad_output":
         return _grad_values(case, shape, dtype)
     return _self_values(case, shape, dtype)
@@ -196,7 +188,7 @@ def index_values(case: Case) -> np.ndarray:
     """The indices of a case in their dtype: flat positions h*W + w of each cell's choice."""
     desc = case.tensor_desc("indices")
     shape, dtype = tuple(desc.shape), desc.dtype
-    rng = _rng(case, "indices")
+    rng = role_rng(case, "indices")
     if dtype in FLOAT_FORMATS:  # a refused call's float indices: small whole numbers
         return round_to(rng.integers(0, 4, shape).astype(np.float64), FLOAT_FORMATS[dtype])
     if not _windowed(case) or dtype not in ("int32", "int64"):
