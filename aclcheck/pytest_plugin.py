@@ -35,9 +35,9 @@ from aclcheck.options import Kind, Option
 if TYPE_CHECKING:
     from aclcheck.cases.call import Capabilities
     from aclcheck.impls.base import Implementation
-    from aclcheck.judging.gate import Gate
-    from aclcheck.judging.verdicts import CaseVerdict
-    from aclcheck.judging.xfail import XfailEntry, XfailList
+    from aclcheck.judging.case.verdicts import CaseVerdict
+    from aclcheck.judging.gate.gate import Gate
+    from aclcheck.judging.gate.xfail import XfailEntry, XfailList
     from aclcheck.running.runner import CaseRunner, RunOptions
     from aclcheck.store import GoldenFile, IndexEntry
 
@@ -151,7 +151,7 @@ class GoldenGate:
     def _setup(self, config: pytest.Config, golden: str) -> None:
         from aclcheck.cases.call import Capabilities
         from aclcheck.errors import AclcheckError, UsageError
-        from aclcheck.judging import xfail
+        from aclcheck.judging.gate import xfail
         from aclcheck.running.config import VerifyConfig
         from aclcheck.running.remote import open_impl
         from aclcheck.store import open_golden
@@ -247,7 +247,7 @@ class GoldenGate:
         workers: the controller sees every case's report)."""
         if hasattr(session.config, "workerinput") or session.config.option.collectonly:
             return
-        from aclcheck.judging.gate import Gate
+        from aclcheck.judging.gate.gate import Gate
         from aclcheck.report.console import gate_lines
 
         gate = self.gate()
@@ -258,8 +258,8 @@ class GoldenGate:
 
     def gate(self) -> Gate:
         """The session's gate from the case reports seen (pytest judges each case)."""
-        from aclcheck.judging.gate import Finding, Kind, catch_all, decide
-        from aclcheck.judging.verdicts import CaseVerdict, Verdict
+        from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+        from aclcheck.judging.gate.gate import Finding, Kind, catch_all, decide
 
         verdicts = [CaseVerdict(nodeid.rpartition("::")[2], Verdict(value), "",
                                 expected_status=status)
@@ -349,7 +349,7 @@ class CaseItem(pytest.Item):
                                               raises=KnownFailure))
 
     def runtest(self) -> None:
-        from aclcheck.judging.verdicts import Verdict
+        from aclcheck.judging.case.verdicts import Verdict
 
         v = _gate(self.config).run(self.name, self.position)
         self.user_properties.append(("aclcheck_verdict", v.verdict.value))

@@ -3,7 +3,7 @@
 Target (issue 4): one large case (64 M float32 elements) compared with every metric costs
 at most 4x numpy.allclose on the same arrays, and at most 3x the two arrays' size in
 extra memory (peak traced allocations during the call). Target (issue 12): the
-exactness analysis (aclcheck.judging.exactness: which elements the path computes exactly, and
+exactness analysis (aclcheck.judging.case.exactness: which elements the path computes exactly, and
 the RNE check there) adds at most 10 %: compare() runs side by side with the analysis
 switched off. It only runs for FLOAT16/BFLOAT16 outputs, so measure with --dtype float16.
 
@@ -24,7 +24,7 @@ from unittest import mock
 import numpy as np
 
 from aclcheck.dtypes import NUMPY_DTYPES
-from aclcheck.judging.standards import STANDARDS
+from aclcheck.judging.case.standards import STANDARDS
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 

@@ -131,7 +131,7 @@ def unexplained(reports: dict[str, dict[str, Any]]) -> list[str]:
 
 def stale_entries(reports: dict[str, dict[str, Any]], golden: Path) -> list[str]:
     """Known-failure entries that explain no failure of this run (candidates to remove)."""
-    from aclcheck.judging import xfail
+    from aclcheck.judging.gate import xfail
 
     found = []
     for impl, report in reports.items():

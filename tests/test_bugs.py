@@ -17,9 +17,9 @@ import pytest
 
 from aclcheck.cases.layouts import place
 from aclcheck.dtypes import correctly_rounded, float_format
-from aclcheck.judging.codes import DiagnosisCode as C
-from aclcheck.judging.diagnosis import CaseEvidence, ModelResult, rank
-from aclcheck.judging.reproduce import Reproduction
+from aclcheck.judging.diagnosis.codes import DiagnosisCode as C
+from aclcheck.judging.diagnosis.ranking import CaseEvidence, ModelResult, rank
+from aclcheck.judging.diagnosis.reproduce import Reproduction
 from aclcheck.ops.adaptive.windows import spread_plan
 from aclcheck.ops.adaptive_avg_pool2d_backward import bugs, diagnose
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward

@@ -20,11 +20,11 @@ from aclcheck.dtypes import (
     half_ulp,
     scale_error,
 )
-from aclcheck.judging import compare as compare_mod
-from aclcheck.judging.compare import discriminating
-from aclcheck.judging.findings import WORST_COUNT
-from aclcheck.judging.overrides import parse_overrides
-from aclcheck.judging.standards import STANDARDS
+from aclcheck.judging.case import compare as compare_mod
+from aclcheck.judging.case.hints import WORST_COUNT
+from aclcheck.judging.case.judge import discriminating
+from aclcheck.judging.case.overrides import parse_overrides
+from aclcheck.judging.case.standards import STANDARDS
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import budget, budget_model, product_path
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward

@@ -10,8 +10,8 @@ import pytest
 
 from aclcheck.configfile import MAX_DEPTH, Entry, nesting_depth, read_document
 from aclcheck.errors import ConfigError, SuiteError, UsageError
-from aclcheck.judging import xfail
-from aclcheck.judging.overrides import load_overrides
+from aclcheck.judging.case.overrides import load_overrides
+from aclcheck.judging.gate import xfail
 from aclcheck.suite.casefile import load_case_file
 
 

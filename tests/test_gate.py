@@ -174,8 +174,8 @@ def test_unreachable_dask_scheduler_is_a_usage_error(cli_run: CliRun, golden: Pa
 
 
 def test_xfail_entries_match_by_verdict_and_may_pass(tmp_path: Path) -> None:
-    from aclcheck.judging import xfail
-    from aclcheck.judging.verdicts import CaseVerdict, Verdict
+    from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+    from aclcheck.judging.gate import xfail
 
     xf = tmp_path / "k.toml"
     xf.write_text('[[xfail]]\nid = "a2-*"\nreason = "precision"\nverdicts = ["FAIL"]\n'

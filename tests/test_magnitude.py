@@ -1,5 +1,5 @@
-"""Magnitude classes (aclcheck/judging/magnitude.py) and the rounding modes they rest on
-(aclcheck/judging/roundings.py): size first, rounding language only for neighbours."""
+"""Magnitude classes (aclcheck/judging/case/magnitude.py) and the rounding modes they rest on
+(aclcheck/judging/case/roundings.py): size first, rounding language only for neighbours."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, correctly_rounded
-from aclcheck.judging.magnitude import (
+from aclcheck.judging.case.magnitude import (
     Magnitude,
     MagnitudeClass,
     MagnitudeTally,
@@ -19,7 +19,7 @@ from aclcheck.judging.magnitude import (
     headline,
     summarize,
 )
-from aclcheck.judging.roundings import Rounding, is_neighbour, neighbours, rounded
+from aclcheck.judging.case.roundings import Rounding, is_neighbour, neighbours, rounded
 
 FMTS = (FLOAT16, BFLOAT16, FLOAT32)
 

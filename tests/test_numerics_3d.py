@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import FLOAT16, FLOAT32, FLOAT64, correctly_rounded, float_format
-from aclcheck.judging.compare import compare
-from aclcheck.judging.default_standard import DEFAULT_C
-from aclcheck.judging.exactness import is_tie, proven_mask
+from aclcheck.judging.case.compare import compare
+from aclcheck.judging.case.default_standard import DEFAULT_C
+from aclcheck.judging.case.exactness import is_tie, proven_mask
 from aclcheck.ops.adaptive_avg_pool3d_backward import families, numerics
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.reference import backward

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import FLOAT16, FLOAT32
-from aclcheck.judging.overflow import OverflowMode, classify
+from aclcheck.judging.case.overflow import OverflowMode, classify
 
 INF, NAN = np.inf, np.nan
 MAX16 = FLOAT16.max_value
@@ -89,7 +89,7 @@ def saturating_reference(grad_output, self):
 
 class TestProductModes:
     def test_each_product_judged_in_its_default_mode(self):
-        from aclcheck.judging.overflow import judged_mode, product_modes
+        from aclcheck.judging.case.overflow import judged_mode, product_modes
 
         assert product_modes("atlas-a2")[0] == OverflowMode.INF_NAN
         assert product_modes("atlas-training") == (OverflowMode.SATURATION,)

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.impls import create
-from aclcheck.judging.codes import DiagnosisCode as C
-from aclcheck.judging.reproduce import CaseEvidence, ModelResult
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.codes import DiagnosisCode as C
+from aclcheck.judging.diagnosis.reproduce import CaseEvidence, ModelResult
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.running.live import LiveJudge
 from aclcheck.store import run_meta

@@ -1,22 +1,23 @@
-"""Failure signatures and their rules (aclcheck/judging/signature.py), the ranking of the
-diagnosis (aclcheck/judging/diagnosis.py) and the per-case findings (judging/clues.py,
-ops/adaptive/clues.py), all over plain records and small arrays."""
+"""Failure signatures and their rules (aclcheck/judging/diagnosis/signature.py), the ranking
+of the diagnosis (aclcheck/judging/diagnosis/ranking.py) and the per-case findings
+(judging/diagnosis/clues.py, ops/adaptive/clues.py), all over plain records and small
+arrays."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aclcheck.judging.clues import Finding, findings
-from aclcheck.judging.codes import DiagnosisCode as C
-from aclcheck.judging.codes import Kind
-from aclcheck.judging.diagnosis import (
+from aclcheck.judging.diagnosis.clues import Finding, findings
+from aclcheck.judging.diagnosis.codes import DiagnosisCode as C
+from aclcheck.judging.diagnosis.codes import Kind
+from aclcheck.judging.diagnosis.ranking import (
     CaseEvidence,
     ModelResult,
     RuleEvidence,
     rank,
 )
-from aclcheck.judging.signature import (
+from aclcheck.judging.diagnosis.signature import (
     AxisKind,
     CaseFacts,
     axis_kind,

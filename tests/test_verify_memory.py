@@ -18,11 +18,11 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from aclcheck.judging import spool as spool_module
-from aclcheck.judging.diagnosis import diagnose
-from aclcheck.judging.signature import AxisKind, CaseFacts, rules, signature, tally
-from aclcheck.judging.spool import VerdictSpool
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.ranking import diagnose
+from aclcheck.judging.diagnosis.signature import AxisKind, CaseFacts, rules, signature, tally
+from aclcheck.judging.gate import spool as spool_module
+from aclcheck.judging.gate.spool import VerdictSpool
 from aclcheck.report.console import print_in_pieces
 from aclcheck.report.safe_text import data_text
 from aclcheck.running.session import FactsLog, Selection

@@ -20,7 +20,7 @@ from aclcheck.cli.coverage_view import require_edges as require_edges_of
 from aclcheck.cli.coverage_view import show_coverage
 from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
-from aclcheck.judging.exactness import exact_ties
+from aclcheck.judging.case.exactness import exact_ties
 from aclcheck.ops import operator_of
 from aclcheck.store import (
     FORMAT_RESULTS,

@@ -13,8 +13,8 @@ from aclcheck.errors import (
     EXIT_OK,
     UsageError,
 )
-from aclcheck.judging.gate import decide
-from aclcheck.judging.verdicts import summarize, summary_line
+from aclcheck.judging.case.verdicts import summarize, summary_line
+from aclcheck.judging.gate.gate import decide
 from aclcheck.report import json_report
 from aclcheck.report.console import gate_lines
 from aclcheck.report.files import check_writable

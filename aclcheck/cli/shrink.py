@@ -18,8 +18,8 @@ from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import live_options
 from aclcheck.dtypes import FLOAT_FORMATS, float_format
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
-from aclcheck.judging.gate import UNJUDGED
-from aclcheck.judging.pieces import load
+from aclcheck.judging.case.pieces import load
+from aclcheck.judging.gate.gate import UNJUDGED
 from aclcheck.ops import DEFAULT, operator_of
 from aclcheck.report.casedump import AxisWindows, dump
 from aclcheck.report.files import file_mode

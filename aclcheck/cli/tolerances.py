@@ -1,6 +1,6 @@
 """`aclcheck tolerances`: the tolerance standards as tables (with overrides applied).
 
-The rendering of a standard lives here, in the CLI layer: judging/standards.py and
+The rendering of a standard lives here, in the CLI layer: judging/case/standards.py and
 default_standard.py hold the numbers and the rules, this module draws them.
 """
 
@@ -16,9 +16,9 @@ from rich.table import Table
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.cli.options import click_option
 from aclcheck.errors import UsageError
-from aclcheck.judging.overrides import Overrides, load_overrides
-from aclcheck.judging.rule import DTYPES, FLOAT64_ROW, ParamValue, Standard
-from aclcheck.judging.standards import STANDARDS, get_standard
+from aclcheck.judging.case.overrides import Overrides, load_overrides
+from aclcheck.judging.case.rule import DTYPES, FLOAT64_ROW, ParamValue, Standard
+from aclcheck.judging.case.standards import STANDARDS, get_standard
 from aclcheck.ops import default_operator, operator
 from aclcheck.ops.operator import Operator
 from aclcheck.options import DEFAULT_STANDARD, OP

@@ -13,16 +13,8 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
-from aclcheck.judging.diagnosis import RunDiagnosis
-from aclcheck.judging.gate import Gate, Kind
-from aclcheck.judging.magnitude import CLASS_ORDER
-from aclcheck.judging.signature import GroupRow, compact
-from aclcheck.judging.vendor import (
-    VendorAgreement,
-    agreement_line,
-    shown_status,
-)
-from aclcheck.judging.verdicts import (
+from aclcheck.judging.case.magnitude import CLASS_ORDER
+from aclcheck.judging.case.verdicts import (
     FAILING,
     SUMMARY_KEYS,
     CaseVerdict,
@@ -31,6 +23,14 @@ from aclcheck.judging.verdicts import (
     summary_line,
     summary_of,
 )
+from aclcheck.judging.diagnosis.ranking import RunDiagnosis
+from aclcheck.judging.diagnosis.signature import GroupRow, compact
+from aclcheck.judging.diagnosis.vendor import (
+    VendorAgreement,
+    agreement_line,
+    shown_status,
+)
+from aclcheck.judging.gate.gate import Gate, Kind
 from aclcheck.report.diff import Diff
 from aclcheck.report.errormap import error_map
 from aclcheck.report.safe_text import data_text, printable

@@ -24,7 +24,7 @@ import numpy as np
 from aclcheck import interrupts
 from aclcheck.cases import CaseData
 from aclcheck.executors import ProcessPool
-from aclcheck.judging.reproduce import CaseEvidence
+from aclcheck.judging.diagnosis.reproduce import CaseEvidence
 from aclcheck.ops import operator_of
 from aclcheck.running.zygote import PR_SET_PDEATHSIG, prctl
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities, Outcome
-from aclcheck.judging.reproduce import CaseEvidence
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.case.verdicts import CaseVerdict
+from aclcheck.judging.diagnosis.reproduce import CaseEvidence
 from aclcheck.running.parked import Parked
 from aclcheck.running.runner import (
     CaseRunner,

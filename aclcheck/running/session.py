@@ -28,12 +28,12 @@ from aclcheck.errors import UsageError
 from aclcheck.executors import open_executor, slots
 from aclcheck.impls.aclnn_options import configure_environment
 from aclcheck.impls.base import Implementation
-from aclcheck.judging import xfail
-from aclcheck.judging.diagnosis import Entry, RunDiagnosis, diagnose
-from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
-from aclcheck.judging.signature import CaseFacts, Tally
-from aclcheck.judging.spool import VerdictSpool
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.ranking import Entry, RunDiagnosis, diagnose
+from aclcheck.judging.diagnosis.signature import CaseFacts, Tally
+from aclcheck.judging.gate import xfail
+from aclcheck.judging.gate.gate import Finding, Gate, Kind, catch_all, decide
+from aclcheck.judging.gate.spool import VerdictSpool
 from aclcheck.ops import operator_of
 from aclcheck.report import json_report, junit
 from aclcheck.report.diff import Diff, run_mismatch

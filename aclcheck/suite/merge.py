@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.judging.diagnosis import Entry, magnitude_json, merge_entries
-from aclcheck.judging.verdicts import CaseVerdict, Verdict, summarize
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict, summarize
+from aclcheck.judging.diagnosis.ranking import Entry, magnitude_json, merge_entries
 from aclcheck.store import VOLATILE_ROOT_ATTRS, GoldenFile, GoldenWriter, open_golden, run_meta
 from aclcheck.suite import sharding
 
@@ -168,7 +168,7 @@ def merged_signature(verdicts: Sequence[CaseVerdict], reports: Sequence[dict[str
 
 def merged_diagnosis(verdicts: Sequence[CaseVerdict], reports: Sequence[Report]
                      ) -> tuple[Entry, ...]:
-    """The shards' diagnoses merged (judging.diagnosis.merge_entries)."""
+    """The shards' diagnoses merged (judging.diagnosis.ranking.merge_entries)."""
     shards = []
     for path, report, _ in reports:
         try:

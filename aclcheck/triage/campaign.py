@@ -26,7 +26,7 @@ import numpy as np
 
 from aclcheck.cases import Case
 from aclcheck.configfile import DIGEST_PREFIX
-from aclcheck.judging.verdicts import FAILING, Verdict
+from aclcheck.judging.case.verdicts import FAILING, Verdict
 from aclcheck.ops import OPERATORS, operator
 from aclcheck.options import ACCUMULATE_CHOICES, DEFAULT_OPERATOR, SPIN_RULE
 
@@ -77,7 +77,7 @@ class Campaign:
         """The campaign a checkpoint's campaign.json holds, every field checked (type,
         range, known name): ValueError naming the first that is not one this aclcheck
         writes."""
-        from aclcheck.judging.standards import STANDARDS
+        from aclcheck.judging.case.standards import STANDARDS
 
         if not isinstance(data, dict):
             raise ValueError(f"a JSON {type(data).__name__}, not an object")

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aclcheck.judging.clues import REGION_MAX, Finding
-from aclcheck.judging.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.clues import REGION_MAX, Finding
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
 from aclcheck.ops.adaptive.windows import window_bounds
 
 

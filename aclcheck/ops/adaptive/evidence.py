@@ -1,9 +1,9 @@
 """The evidence of one failing case of an adaptive-pooling operator (the 3D average
-pooling, the max pooling): where its wrong elements sit (judging.clues, and
+pooling, the max pooling): where its wrong elements sit (judging.diagnosis.clues, and
 ops.adaptive.clues along the window axes), which rounding of the final conversion
 explains a one-ULP failure, and which of the operator's what-if models (if it has any)
 reproduce the output. An element is wrong, and a model's output matches, by the
-contract's interval of the case's product path (judging.reproduce.contract_interval)."""
+contract's interval of the case's product path (judging.diagnosis.reproduce.contract_interval)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.dtypes import JUDGED_FORMATS, judged_format
-from aclcheck.judging.clues import findings, rounding_findings
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.model import CaseModel
-from aclcheck.judging.pieces import load
-from aclcheck.judging.reproduce import (
+from aclcheck.judging.case.model import CaseModel
+from aclcheck.judging.case.pieces import load
+from aclcheck.judging.diagnosis.clues import findings, rounding_findings
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.reproduce import (
     CaseEvidence,
     ModelResult,
     contract_interval,

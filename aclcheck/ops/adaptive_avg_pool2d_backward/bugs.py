@@ -26,9 +26,9 @@ from functools import cached_property
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, correctly_rounded, float_format
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.reproduce import BugModel, WhatIf
-from aclcheck.judging.roundings import Rounding
+from aclcheck.judging.case.roundings import Rounding
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.reproduce import BugModel, WhatIf
 from aclcheck.ops.adaptive.windows import SpreadPlan, window_bounds
 
 F32 = np.float32

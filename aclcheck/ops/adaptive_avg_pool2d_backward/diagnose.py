@@ -1,9 +1,9 @@
 """The diagnosis hooks of aclnnAdaptiveAvgPool2dBackward: what a failure signature groups
-one of its cases by (judging.signature.CaseFacts), and the evidence of one failing case:
+one of its cases by (judging.diagnosis.signature.CaseFacts), and the evidence of one failing case:
 the what-if models (bugs.py) re-judged on the kernel's output, and where its wrong
-elements sit (judging.clues, ops.adaptive.clues).
+elements sit (judging.diagnosis.clues, ops.adaptive.clues).
 
-A model is judged by the interval of judging.reproduce with the error bound of the
+A model is judged by the interval of judging.diagnosis.reproduce with the error bound of the
 case's product path (its own accumulation for a precision model, 0 where the exactness
 proof holds), so it explains an output only where a kernel with that bug could have
 written it.
@@ -15,11 +15,11 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.dtypes import FLOAT_FORMATS, float_format, plane_quanta
-from aclcheck.judging.budget import BudgetModel
-from aclcheck.judging.clues import findings, rounding_findings
-from aclcheck.judging.exactness import proven_mask
-from aclcheck.judging.pieces import load
-from aclcheck.judging.reproduce import (
+from aclcheck.judging.case.budget import BudgetModel
+from aclcheck.judging.case.exactness import proven_mask
+from aclcheck.judging.case.pieces import load
+from aclcheck.judging.diagnosis.clues import findings, rounding_findings
+from aclcheck.judging.diagnosis.reproduce import (
     CaseEvidence,
     ModelResult,
     Reproduction,
@@ -27,7 +27,7 @@ from aclcheck.judging.reproduce import (
     inside,
     reproduce,
 )
-from aclcheck.judging.signature import CaseFacts
+from aclcheck.judging.diagnosis.signature import CaseFacts
 from aclcheck.ops.adaptive.clues import window_findings
 from aclcheck.ops.adaptive.facts import WindowTable, case_facts, family_now, window_tables
 from aclcheck.ops.adaptive.windows import spread_plan
@@ -129,7 +129,7 @@ class _Bounds:
 
 
 def rejudge(sc: bugs.Scene, what: WhatIf, actual: np.ndarray, product: str) -> Reproduction:
-    """One model against one output (judging.reproduce on the product's error bound)."""
+    """One model against one output (judging.diagnosis.reproduce on the product's error bound)."""
     return _Bounds(sc, product).rejudge(what, actual)
 
 

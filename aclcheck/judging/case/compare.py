@@ -4,7 +4,7 @@ Everything is computed in float64 from the raw outputs, chunk by chunk over the 
 dims (and over rows of very large planes), so memory stays at a few chunk-sized
 temporaries plus one plane-block of m (the operator's backward of its inputs' magnitudes,
 from the case's NumericModel) whatever the case size. Special values follow the rules of
-the product's overflow mode (judging.overflow; docs/contract.md section 10) for every
+the product's overflow mode (judging.case.overflow; docs/contract.md section 10) for every
 standard; one that breaks them counts as an element with infinite error.
 """
 
@@ -18,18 +18,18 @@ from functools import partial
 import numpy as np
 
 from aclcheck.arrays import plane_blocks
-from aclcheck.judging.budget import BudgetModel
-from aclcheck.judging.evidence import Evidence, EvidenceBuilder
-from aclcheck.judging.exactness import BlockBounds, Prover
-from aclcheck.judging.findings import Hint, Hints, Worst, WorstTally, special_notes
-from aclcheck.judging.magnitude import Magnitude, MagnitudeTally
-from aclcheck.judging.metrics import Totals, metrics_of
-from aclcheck.judging.model import ExactPlan, NumericModel
-from aclcheck.judging.overflow import OverflowMode
-from aclcheck.judging.overrides import Overrides
-from aclcheck.judging.pieces import Piece, load, make_piece
-from aclcheck.judging.rule import Standard, StandardResult, Tally
-from aclcheck.judging.standards import get_standard, refusal
+from aclcheck.judging.case.budget import BudgetModel
+from aclcheck.judging.case.evidence import Evidence, EvidenceBuilder
+from aclcheck.judging.case.exactness import BlockBounds, Prover
+from aclcheck.judging.case.hints import Hint, Hints, Worst, WorstTally, special_notes
+from aclcheck.judging.case.magnitude import Magnitude, MagnitudeTally
+from aclcheck.judging.case.metrics import Totals, metrics_of
+from aclcheck.judging.case.model import ExactPlan, NumericModel
+from aclcheck.judging.case.overflow import OverflowMode
+from aclcheck.judging.case.overrides import Overrides
+from aclcheck.judging.case.pieces import Piece, load, make_piece
+from aclcheck.judging.case.rule import Standard, StandardResult, Tally
+from aclcheck.judging.case.standards import get_standard, refusal
 from aclcheck.options import DEFAULT_STANDARD
 
 #: Elements per sub-chunk: the hot loop's arrays (a dozen float64 temporaries) stay in
@@ -104,16 +104,6 @@ def _index_text(index: tuple[int, ...], names: tuple[str, ...]) -> str:
     if names and len(names) == len(index):
         return "[" + ", ".join(f"{k}={v}" for k, v in zip(names, index, strict=True)) + "]"
     return str(list(index))
-
-
-def discriminating(golden: np.ndarray) -> bool:
-    """False when the golden cannot tell a correct kernel from a broken one: no nonzero
-    element (all zeros, or empty). NaN and inf count as nonzero."""
-    g = np.asarray(golden)
-    return bool(g.size) and bool(np.any(g != 0))
-
-
-# -- iteration ----------------------------------------------------------------------------
 
 
 # -- the comparison -----------------------------------------------------------------------

@@ -13,8 +13,8 @@ from aclcheck.cases.acl import PRODUCTS
 from aclcheck.configfile import read_document
 from aclcheck.dtypes import JUDGED_FORMATS, normalize_dtype
 from aclcheck.errors import UsageError
-from aclcheck.judging.rule import Params, ParamValue, Standard
-from aclcheck.judging.standards import STANDARDS
+from aclcheck.judging.case.rule import Params, ParamValue, Standard
+from aclcheck.judging.case.standards import STANDARDS
 from aclcheck.options import ACCUMULATE_CHOICES
 
 _STRING_PARAMS: dict[str, tuple[str, ...]] = {

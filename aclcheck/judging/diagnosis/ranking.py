@@ -1,6 +1,6 @@
 """From the evidence of a run's failing cases to a ranked diagnosis.
 
-Evidence comes in three kinds (judging/codes.Kind): what-if models that reproduce a case's
+Evidence comes in three kinds (judging/diagnosis/codes.Kind): what-if models that reproduce a case's
 output, signature rules over which cases fail, and findings about where one case's wrong
 elements sit. `rank` turns them into entries ordered by strength of evidence:
 
@@ -25,12 +25,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aclcheck.judging.codes import DiagnosisCode, Kind
-from aclcheck.judging.magnitude import ClassSummary, Magnitude, MagnitudeClass
-from aclcheck.judging.magnitude import summarize as summarize_magnitudes
-from aclcheck.judging.probe_fit import Difference, Quantity, describe
-from aclcheck.judging.reproduce import CaseEvidence, ModelResult
-from aclcheck.judging.signature import (
+from aclcheck.judging.case.magnitude import ClassSummary, Magnitude, MagnitudeClass
+from aclcheck.judging.case.magnitude import summarize as summarize_magnitudes
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.codes import DiagnosisCode, Kind
+from aclcheck.judging.diagnosis.probe_fit import Difference, Quantity, describe
+from aclcheck.judging.diagnosis.reproduce import CaseEvidence, ModelResult
+from aclcheck.judging.diagnosis.signature import (
     CaseFacts,
     GroupRow,
     Signature,
@@ -40,7 +41,6 @@ from aclcheck.judging.signature import (
     signature,
     tally,
 )
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
 #: Entries that account for fewer of the failing cases are not reported.
 MIN_SHARE = 0.25
@@ -53,7 +53,7 @@ FINDING_SHARE = 0.9
 
 @dataclass(frozen=True)
 class RuleEvidence:
-    """A signature rule that holds for the run (judging.signature.RuleFinding's data)."""
+    """A signature rule that holds for the run (judging.diagnosis.signature.RuleFinding's data)."""
 
     code: DiagnosisCode
     text: str
@@ -330,7 +330,7 @@ def diagnose(verdicts: Sequence[CaseVerdict], facts: Iterable[CaseFacts] | Tally
         if v.verdict is Verdict.FAIL:
             if v.magnitude is not None:
                 magnitudes.append(v.magnitude)
-            evidence.append(v.clues if v.clues is not None
+            evidence.append(v.clues if isinstance(v.clues, CaseEvidence)
                             else CaseEvidence(v.case_id, judged=False))
     magnitude = summarize_magnitudes(magnitudes)
     counted = tally(facts)

@@ -13,8 +13,8 @@ from enum import StrEnum
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat
-from aclcheck.judging.budget import BudgetModel
-from aclcheck.judging.model import Axis
+from aclcheck.judging.case.budget import BudgetModel
+from aclcheck.judging.case.model import Axis
 
 #: Worst elements kept.
 WORST_COUNT = 5

@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat
-from aclcheck.judging.clues import Finding
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.exactness import proven_mask
-from aclcheck.judging.model import AxisTables, NumericModel
-from aclcheck.judging.roundings import Rounding, rounded
+from aclcheck.judging.case.exactness import proven_mask
+from aclcheck.judging.case.model import AxisTables, NumericModel
+from aclcheck.judging.case.roundings import Rounding, rounded
+from aclcheck.judging.diagnosis.clues import Finding
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
 
 
 @dataclass(frozen=True)

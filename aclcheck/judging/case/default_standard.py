@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aclcheck.dtypes import half_ulp
-from aclcheck.judging.exactness import ExactTally
-from aclcheck.judging.findings import Hint
-from aclcheck.judging.pieces import Piece
-from aclcheck.judging.rule import (
+from aclcheck.judging.case.exactness import ExactTally
+from aclcheck.judging.case.hints import Hint
+from aclcheck.judging.case.pieces import Piece
+from aclcheck.judging.case.rule import (
     DTYPES,
     FLOAT64_ROW,
     Overrides,

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.roundings import Rounding, explaining, is_neighbour
+from aclcheck.judging.case.roundings import Rounding, explaining, is_neighbour
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
 
 #: A finding about a region covering more than this share of the elements says nothing.
 REGION_MAX = 0.75
@@ -123,7 +123,7 @@ ROUNDING_WORDS = {Rounding.TIES_AWAY: "to nearest, ties away from zero",
 def rounding_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
                       fmt: FloatFormat) -> list[Finding]:
     """A one-ULP failure whose every element is the exact value rounded one other way
-    (aclcheck.judging.roundings.explaining): the final conversion's rounding, named; or
+    (aclcheck.judging.case.roundings.explaining): the final conversion's rounding, named; or
     that no single rounding explains it."""
     total = int(np.count_nonzero(wrong))
     g = np.asarray(golden, dtype=np.float64)

@@ -1,4 +1,4 @@
-"""Measured against contracted (aclcheck.judging.probe): the differences, as data, each
+"""Measured against contracted (aclcheck.judging.diagnosis.probe): the differences, as data, each
 fitted to a family of simple formulas over the shape's integers.
 
 Window bounds: floor, ceil and round of i·I/O and (i+1)·I/O, their ±1 variants, the same

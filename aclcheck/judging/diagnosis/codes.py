@@ -19,7 +19,7 @@ class Kind(StrEnum):
     MODEL = "model"
     RULE = "rule"
     FINDING = "finding"
-    MEASURED = "measured"  # the kernel's own M, measured by the probe (judging.probe)
+    MEASURED = "measured"  # the kernel's own M, measured by the probe (judging.diagnosis.probe)
 
 
 class DiagnosisCode(StrEnum):

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
-from aclcheck.judging.xfail import XfailEntry
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.gate.xfail import XfailEntry
 
 #: verdicts that say nothing about the kernel
 UNJUDGED = frozenset({Verdict.SKIP, Verdict.MISTRUSTED})

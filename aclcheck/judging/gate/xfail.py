@@ -21,8 +21,8 @@ from pathlib import Path
 
 from aclcheck.configfile import Entry, read_document, top_level
 from aclcheck.errors import ConfigError
-from aclcheck.judging.spool import Mapped
-from aclcheck.judging.verdicts import FAILING, CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import FAILING, CaseVerdict, Verdict
+from aclcheck.judging.gate.spool import Mapped
 
 ENTRY_KEYS = frozenset({"id", "reason", "impl", "verdicts", "may_pass"})
 

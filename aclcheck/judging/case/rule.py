@@ -17,16 +17,16 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from aclcheck.dtypes import COMPUTE_DTYPES, FloatFormat
-from aclcheck.judging.budget import BudgetModel
-from aclcheck.judging.findings import Hint
-from aclcheck.judging.pieces import Piece
+from aclcheck.judging.case.budget import BudgetModel
+from aclcheck.judging.case.hints import Hint
+from aclcheck.judging.case.pieces import Piece
 
 ParamValue = float | str
 Params = Mapping[str, ParamValue]
 
 
 class Overrides(Protocol):
-    """Person-written changes of standards' parameters (aclcheck.judging.overrides reads
+    """Person-written changes of standards' parameters (aclcheck.judging.case.overrides reads
     them from TOML): what a standard asks of them."""
 
     def lookup(self, standard: str, dtype: str, product: str | None = None) -> Params: ...

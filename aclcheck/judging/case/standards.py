@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.judging.default_standard import Aclcheck
-from aclcheck.judging.pieces import Piece
-from aclcheck.judging.rule import (
+from aclcheck.judging.case.default_standard import Aclcheck
+from aclcheck.judging.case.pieces import Piece
+from aclcheck.judging.case.rule import (
     FLOAT64_ROW,
     Standard,
     StandardResult,

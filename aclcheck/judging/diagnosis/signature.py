@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from aclcheck.judging.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
 
 
 class AxisKind(StrEnum):
@@ -45,7 +45,7 @@ def axis_kind(in_size: int, out_size: int) -> AxisKind:
     return AxisKind.DIVISIBLE if in_size % out_size == 0 else AxisKind.NONDIVISIBLE
 
 
-#: Verdict values (judging.verdicts.Verdict) as a signature counts them.
+#: Verdict values (judging.case.verdicts.Verdict) as a signature counts them.
 FAILING = frozenset({"FAIL", "WRONG_STATUS", "UNIMPLEMENTED", "NONDETERMINISTIC", "ERROR"})
 PASSING = frozenset({"PASS"})
 #: Count keys per verdict (the JSON summary's names).

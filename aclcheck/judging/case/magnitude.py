@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, correctly_rounded, held, ordered_bits, ordered_distance
-from aclcheck.judging.roundings import neighbours
+from aclcheck.judging.case.roundings import neighbours
 
 #: An element this many ULP off is gross, whatever its budget.
 GROSS_ULP = 4
