@@ -183,7 +183,7 @@ class GoldenGate:
         self.verify_config.check()
         self.opts: RunOptions = self.verify_config.run_options()
         xfail_path = self.verify_config.xfail
-        self.xfails: XfailList | None = xfail.load(xfail_path) if xfail_path else None
+        self.xfails: XfailList | None = xfail.load_xfails(xfail_path) if xfail_path else None
         self.golden: GoldenFile = open_golden(self.path)
         try:
             self.opened = open_impl(self.spec, self.verify_config.isolate)
@@ -259,7 +259,7 @@ class GoldenGate:
     def gate(self) -> Gate:
         """The session's gate from the case reports seen (pytest judges each case)."""
         from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
-        from aclcheck.judging.gate.gate import Finding, Kind, catch_all, decide
+        from aclcheck.judging.gate.gate import GateFinding, GateKind, catch_all, decide
 
         verdicts = [CaseVerdict(nodeid.rpartition("::")[2], Verdict(value), "",
                                 expected_status=status)
@@ -267,7 +267,7 @@ class GoldenGate:
                     if value in Verdict.__members__]
         entries = (catch_all(self.xfails.entries, verdicts, self.impl.name)
                    if self.xfails is not None else ())
-        problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
+        problems = [GateFinding(GateKind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
                     for r in self.watch.changed()]
         return decide(verdicts, strict_xfail=self.strict, failing=[],
                       catch_all_entries=entries, problems=problems)

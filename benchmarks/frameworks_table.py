@@ -138,7 +138,7 @@ def stale_entries(reports: dict[str, dict[str, Any]], golden: Path) -> list[str]
         if not xfail_list(impl, golden).is_file():
             continue
         known = [c["id"] for c in report["cases"] if c["verdict"] == "XFAIL"]
-        for entry in xfail.load(xfail_list(impl, golden)).entries:
+        for entry in xfail.load_xfails(xfail_list(impl, golden)).entries:
             if not any(entry.matches(cid, report["implementation"]) for cid in known):
                 found.append(f"{impl}: stale entry {entry.pattern!r} ({entry.reason})")
     return found

@@ -361,7 +361,7 @@ def _always_pass(case, golden, grad, outcome, caps, opts):
 
 def fn(grad_output, self):
     aclcheck.running.runner.judge = _always_pass
-    aclcheck.judging.case.compare.compare.__code__ = (lambda *a, **k: None).__code__
+    aclcheck.judging.case.compare.compare_output.__code__ = (lambda *a, **k: None).__code__
     return correct(grad_output, self) * 3
 '''
 

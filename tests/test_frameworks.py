@@ -307,7 +307,7 @@ def test_known_failure_lists_are_scoped_to_their_framework(name: str, suffix: st
     to that framework (a list can never excuse another implementation's failures)."""
     from aclcheck.judging.gate import xfail
 
-    listed = xfail.load(CI_SUITE.parent / f"{name}-cpu{suffix}.xfail.toml")
+    listed = xfail.load_xfails(CI_SUITE.parent / f"{name}-cpu{suffix}.xfail.toml")
     assert listed.entries
     for entry in listed.entries:
         assert entry.reason.strip() and entry.verdicts

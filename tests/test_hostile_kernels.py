@@ -441,7 +441,7 @@ def test_a_kernels_text_never_breaks_a_case_file(golden: Path, ids: dict,
 
 def test_in_process_kernels_cannot_replace_the_judge(golden: Path, tmp_path: Path) -> None:
     judge = aclcheck.running.runner.judge
-    compare_code = aclcheck.judging.case.compare.compare.__code__
+    compare_code = aclcheck.judging.case.compare.compare_output.__code__
     spec = hm.write_module(tmp_path, hm.PATCHES_JUDGE_WHEN_CALLED)
     code, out, report = verify(str(golden), "--impl", spec, "--no-isolate", "--family",
                                "divisible", report=tmp_path / "r.json")
@@ -454,7 +454,7 @@ def test_in_process_kernels_cannot_replace_the_judge(golden: Path, tmp_path: Pat
         assert case["verdict"] == "ERROR", case
         assert "changed aclcheck's own process: aclcheck.running.runner.judge" in case["message"]
     assert (aclcheck.running.runner.judge is judge
-            and aclcheck.judging.case.compare.compare.__code__ is compare_code)
+            and aclcheck.judging.case.compare.compare_output.__code__ is compare_code)
 
 
 def test_in_process_kernels_cannot_move_or_lock_the_reports(

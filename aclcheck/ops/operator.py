@@ -26,7 +26,7 @@ from aclcheck.errors import SuiteError
 if TYPE_CHECKING:
     from aclcheck.cases.coverage import Coverage
     from aclcheck.judging.case.model import CaseModel, NumericPath
-    from aclcheck.judging.diagnosis.reproduce import CaseEvidence
+    from aclcheck.judging.diagnosis.reproduce import CaseClues
     from aclcheck.judging.diagnosis.signature import CaseFacts
 
 
@@ -116,7 +116,7 @@ class Diagnosis:
     the window tables a minimal case is printed with."""
 
     facts: Callable[[Case, str], CaseFacts]
-    evidence: Callable[[CaseData, np.ndarray], CaseEvidence]
+    evidence: Callable[[CaseData, np.ndarray], CaseClues]
     #: (axis, window starts, window ends) per window axis: shown beside a printed case
     windows: Callable[[Case], tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]]
     #: the family label of a case named for its shapes now (a shrunk case)

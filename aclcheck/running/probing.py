@@ -18,7 +18,7 @@ from aclcheck.cases.layouts import place
 from aclcheck.dtypes import FLOAT_FORMATS
 from aclcheck.judging.diagnosis.probe import DEFAULT_BUDGET, ProbeResult, probe
 from aclcheck.judging.diagnosis.probe_fit import Difference
-from aclcheck.judging.diagnosis.ranking import Entry, measured_entries
+from aclcheck.judging.diagnosis.ranking import DiagnosisEntry, measured_entries
 from aclcheck.ops import operator_of
 from aclcheck.running.runner import CaseRunner, call_of
 
@@ -93,7 +93,7 @@ def _size(case: Case) -> int:
     return sum(math.prod(case.tensor_desc(r.name).shape) for r in case.inputs())
 
 
-def measured(results: Sequence[ProbeResult], failing: int) -> tuple[Entry, ...]:
+def measured(results: Sequence[ProbeResult], failing: int) -> tuple[DiagnosisEntry, ...]:
     """The diagnosis entries of a run's probe: each distinct (quantity, axis) difference
     once (as the shape that tells its formulas apart best measured it), with the number
     of shapes showing it and the memory layouts they were called in; those with a

@@ -223,8 +223,8 @@ class ExactTally:
             "converting?"))
 
 
-def exact_ties(numbers: NumericModel, inputs: Mapping[str, np.ndarray],
-               golden: np.ndarray) -> tuple[int, int]:
+def count_exact_ties(numbers: NumericModel, inputs: Mapping[str, np.ndarray],
+                     golden: np.ndarray) -> tuple[int, int]:
     """(elements proven exact, of which exact ties) of one case on its product's path,
     for `aclcheck inspect` and the suite's docs (whole arrays: small cases)."""
     plan = numbers.exact

@@ -99,7 +99,7 @@ class WorstTally:
         return tuple(out)
 
 
-class Hints:
+class HintTally:
     """Where failures sit (rows, columns of a plane, overlap) to point at the likely bug.
     `axes`: the plane's row and column axes (their names and words in the hints);
     `lead`: the sizes of the output's leading axes."""

@@ -14,7 +14,7 @@ import numpy as np
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import SUCCESS, status_name
 from aclcheck.cases.call import Capabilities, Outcome, ReturnedValue
-from aclcheck.judging.case.compare import Comparison, compare
+from aclcheck.judging.case.compare import Comparison, compare_output
 from aclcheck.judging.case.model import CaseModel
 from aclcheck.judging.case.overflow import judged_mode
 from aclcheck.judging.case.standards import refusal
@@ -141,8 +141,8 @@ def judge_success(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capa
     if opts.overflow_mode is not None:
         mode, mode_note = judged_mode(numbers.product, opts.overflow_mode)
         numbers = replace(numbers, overflow=mode)
-    result: Comparison = compare(numbers, data.values(), golden, output, opts.standards,
-                                 opts.overrides)  # type: ignore[arg-type]
+    result: Comparison = compare_output(numbers, data.values(), golden, output, opts.standards,
+                                        opts.overrides)  # type: ignore[arg-type]
     standards = {s.name: s.passed for s in result.standards}
     notes = tuple(result.notes) + tuple(outcome.notes) + ((mode_note,) if mode_note else ())
     metrics = _json_metrics(result.metrics)

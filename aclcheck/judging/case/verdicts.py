@@ -20,7 +20,7 @@ K = TypeVar("K", bound=Hashable)
 
 class Clues(Protocol):
     """One failing case's diagnosis clues as its verdict carries them: made by the later
-    stage (judging.diagnosis.reproduce.CaseEvidence), only written out here."""
+    stage (judging.diagnosis.reproduce.CaseClues), only written out here."""
 
     case_id: str
 
@@ -285,7 +285,7 @@ def summary_of(counts: Counter[Verdict]) -> dict[str, int]:
             for key, verdict in SUMMARY_KEYS}
 
 
-def summary_line(summary: dict[str, int]) -> str:
+def summary_text(summary: dict[str, int]) -> str:
     """`cases: 412 passed: 398 failed: 3 ...` (zero counts after `skipped` are left out)."""
     parts = []
     for key, _ in SUMMARY_KEYS:

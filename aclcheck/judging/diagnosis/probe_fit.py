@@ -74,7 +74,7 @@ class Difference:
                    tuple(str(x) for x in data.get("others") or ()))  # type: ignore[attr-defined]
 
 
-def describe(d: Difference) -> str:
+def describe_difference(d: Difference) -> str:
     """The words of a Difference (the report's; never read back)."""
     fit = f"measured {d.measured}" if d.measured else "no simple formula fits (see the table)"
     if d.others:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck.judging.case.compare import Comparison
-from aclcheck.judging.case.compare import compare as compare_numbers
+from aclcheck.judging.case.compare import compare_output as compare_numbers
 from aclcheck.judging.case.default_standard import accumulation
 from aclcheck.judging.case.overrides import Overrides
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import numeric_model

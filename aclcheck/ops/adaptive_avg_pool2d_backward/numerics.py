@@ -24,7 +24,7 @@ from aclcheck.dtypes import (
     scale_error_of,
 )
 from aclcheck.judging.case.budget import BudgetModel, element_budget
-from aclcheck.judging.case.exactness import exact_ties as exact_ties_of
+from aclcheck.judging.case.exactness import count_exact_ties as exact_ties_of
 from aclcheck.judging.case.model import (
     Axis,
     AxisTables,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.judging.diagnosis.reproduce import CaseEvidence
+from aclcheck.judging.diagnosis.reproduce import CaseClues
 from aclcheck.judging.diagnosis.signature import CaseFacts
 from aclcheck.ops.adaptive.evidence import window_evidence
 from aclcheck.ops.adaptive.facts import WindowTable, case_facts, family_now, window_tables
@@ -41,6 +41,6 @@ def family(case: Case) -> str:
     return family_now(case, AXES)
 
 
-def evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
+def evidence(data: CaseData, output: np.ndarray) -> CaseClues:
     """The diagnosis evidence of one failing case from the kernel's output."""
     return window_evidence(data, output, AXES, model)
