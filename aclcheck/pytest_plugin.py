@@ -35,9 +35,9 @@ from aclcheck.options import Kind, Option
 if TYPE_CHECKING:
     from aclcheck.cases.call import Capabilities
     from aclcheck.impls.base import Implementation
-    from aclcheck.judging.gate import Gate
-    from aclcheck.judging.verdicts import CaseVerdict
-    from aclcheck.judging.xfail import XfailEntry, XfailList
+    from aclcheck.judging.case.verdicts import CaseVerdict
+    from aclcheck.judging.gate.gate import Gate
+    from aclcheck.judging.gate.xfail import XfailEntry, XfailList
     from aclcheck.running.runner import CaseRunner, RunOptions
     from aclcheck.store.dispatch import GoldenFile
     from aclcheck.store.index import IndexEntry
@@ -152,7 +152,7 @@ class GoldenGate:
     def _setup(self, config: pytest.Config, golden: str) -> None:
         from aclcheck.cases.call import Capabilities
         from aclcheck.errors import AclcheckError, UsageError
-        from aclcheck.judging import xfail
+        from aclcheck.judging.gate import xfail
         from aclcheck.running.config import VerifyConfig
         from aclcheck.running.remote import open_impl
         from aclcheck.store.dispatch import open_golden
@@ -184,7 +184,7 @@ class GoldenGate:
         self.verify_config.check()
         self.opts: RunOptions = self.verify_config.run_options()
         xfail_path = self.verify_config.xfail
-        self.xfails: XfailList | None = xfail.load(xfail_path) if xfail_path else None
+        self.xfails: XfailList | None = xfail.load_xfails(xfail_path) if xfail_path else None
         self.golden: GoldenFile = open_golden(self.path)
         try:
             self.opened = open_impl(self.spec, self.verify_config.isolate)
@@ -248,7 +248,7 @@ class GoldenGate:
         workers: the controller sees every case's report)."""
         if hasattr(session.config, "workerinput") or session.config.option.collectonly:
             return
-        from aclcheck.judging.gate import Gate
+        from aclcheck.judging.gate.gate import Gate
         from aclcheck.report.console import gate_lines
 
         gate = self.gate()
@@ -259,8 +259,8 @@ class GoldenGate:
 
     def gate(self) -> Gate:
         """The session's gate from the case reports seen (pytest judges each case)."""
-        from aclcheck.judging.gate import Finding, Kind, catch_all, decide
-        from aclcheck.judging.verdicts import CaseVerdict, Verdict
+        from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+        from aclcheck.judging.gate.gate import GateFinding, GateKind, catch_all, decide
 
         verdicts = [CaseVerdict(nodeid.rpartition("::")[2], Verdict(value), "",
                                 expected_status=status)
@@ -268,7 +268,7 @@ class GoldenGate:
                     if value in Verdict.__members__]
         entries = (catch_all(self.xfails.entries, verdicts, self.impl.name)
                    if self.xfails is not None else ())
-        problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
+        problems = [GateFinding(GateKind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
                     for r in self.watch.changed()]
         return decide(verdicts, strict_xfail=self.strict, failing=[],
                       catch_all_entries=entries, problems=problems)
@@ -350,7 +350,7 @@ class CaseItem(pytest.Item):
                                               raises=KnownFailure))
 
     def runtest(self) -> None:
-        from aclcheck.judging.verdicts import Verdict
+        from aclcheck.judging.case.verdicts import Verdict
 
         v = _gate(self.config).run(self.name, self.position)
         self.user_properties.append(("aclcheck_verdict", v.verdict.value))

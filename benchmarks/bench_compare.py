@@ -3,7 +3,7 @@
 Target (issue 4): one large case (64 M float32 elements) compared with every metric costs
 at most 4x numpy.allclose on the same arrays, and at most 3x the two arrays' size in
 extra memory (peak traced allocations during the call). Target (issue 12): the
-exactness analysis (aclcheck.judging.exactness: which elements the path computes exactly, and
+exactness analysis (aclcheck.judging.case.exactness: which elements the path computes exactly, and
 the RNE check there) adds at most 10 %: compare() runs side by side with the analysis
 switched off. It only runs for FLOAT16/BFLOAT16 outputs, so measure with --dtype float16.
 
@@ -24,7 +24,7 @@ from unittest import mock
 import numpy as np
 
 from aclcheck.dtypes import NUMPY_DTYPES
-from aclcheck.judging.standards import STANDARDS
+from aclcheck.judging.case.standards import STANDARDS_BY_NAME
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 
@@ -98,7 +98,8 @@ def main() -> None:
                     help="one large (1, 1, S, S) plane instead of many 128x128 planes")
     ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass")
     args = ap.parse_args()
-    names = tuple(STANDARDS) if args.standards == "all" else tuple(args.standards.split(","))
+    names = (tuple(STANDARDS_BY_NAME) if args.standards == "all"
+             else tuple(args.standards.split(",")))
     grad, golden, actual = make_case(int(args.elements), args.dtype, args.one_plane)
     ctx = Context("atlas-a2", args.dtype, grad, golden.shape[-2:])
     arrays = golden.nbytes + actual.nbytes

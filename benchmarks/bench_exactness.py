@@ -2,7 +2,7 @@
 analysis, side by side.
 
 Target (issue 12): the analysis (which elements the product's path computes exactly, and
-the round-to-nearest-even check there; aclcheck/judging/exactness.py) adds at most 20 % to
+the round-to-nearest-even check there; aclcheck/judging/case/exactness.py) adds at most 20 % to
 verify on the default suite. The script writes the default suite (seed 0) to a temporary
 file, then runs `aclcheck verify FILE --impl reference` in-process (click's runner)
 alternately with the analysis on and switched off, and keeps each one's best time.

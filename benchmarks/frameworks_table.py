@@ -131,14 +131,14 @@ def unexplained(reports: dict[str, dict[str, Any]]) -> list[str]:
 
 def stale_entries(reports: dict[str, dict[str, Any]], golden: Path) -> list[str]:
     """Known-failure entries that explain no failure of this run (candidates to remove)."""
-    from aclcheck.judging import xfail
+    from aclcheck.judging.gate import xfail
 
     found = []
     for impl, report in reports.items():
         if not xfail_list(impl, golden).is_file():
             continue
         known = [c["id"] for c in report["cases"] if c["verdict"] == "XFAIL"]
-        for entry in xfail.load(xfail_list(impl, golden)).entries:
+        for entry in xfail.load_xfails(xfail_list(impl, golden)).entries:
             if not any(entry.matches(cid, report["implementation"]) for cid in known):
                 found.append(f"{impl}: stale entry {entry.pattern!r} ({entry.reason})")
     return found

@@ -39,15 +39,15 @@ BLOCK_ON_IMPORT = "import time\ntime.sleep(3600)\n" + CORRECT + "\nfn = correct\
 
 #: replaces aclcheck's judge with one that passes everything, then computes wrong answers
 PATCH_JUDGE_ON_IMPORT = CORRECT + '''
-import aclcheck.judging.judge, aclcheck.running.runner
-from aclcheck.judging.verdicts import Verdict
+import aclcheck.judging.case.judge, aclcheck.running.runner
+from aclcheck.judging.case.verdicts import Verdict
 
 
 def _always_pass(case, golden, grad, outcome, caps, opts):
-    return aclcheck.judging.judge._base(case, Verdict.PASS, "patched")
+    return aclcheck.judging.case.judge._base(case, Verdict.PASS, "patched")
 
 
-aclcheck.judging.judge.judge = _always_pass
+aclcheck.judging.case.judge.judge = _always_pass
 aclcheck.running.runner.judge = _always_pass
 print("\\x1b[2J\\x1b[31mKERNEL TEXT AT IMPORT\\x1b[0m")
 fn = wrong
@@ -351,17 +351,17 @@ def fn(grad_output, self):
 # -- attacks on aclcheck's own process (--no-isolate) --------------------------------------
 
 PATCHES_JUDGE_WHEN_CALLED = CORRECT + '''
-import aclcheck.judging.judge, aclcheck.running.runner, aclcheck.judging.compare
-from aclcheck.judging.verdicts import Verdict
+import aclcheck.judging.case.judge, aclcheck.running.runner, aclcheck.judging.case.compare
+from aclcheck.judging.case.verdicts import Verdict
 
 
 def _always_pass(case, golden, grad, outcome, caps, opts):
-    return aclcheck.judging.judge._base(case, Verdict.PASS, "patched")
+    return aclcheck.judging.case.judge._base(case, Verdict.PASS, "patched")
 
 
 def fn(grad_output, self):
     aclcheck.running.runner.judge = _always_pass
-    aclcheck.judging.compare.compare.__code__ = (lambda *a, **k: None).__code__
+    aclcheck.judging.case.compare.compare_output.__code__ = (lambda *a, **k: None).__code__
     return correct(grad_output, self) * 3
 '''
 

@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded, ulp
-from aclcheck.judging.exactness import is_tie
+from aclcheck.judging.case.exactness import is_tie
 from aclcheck.ops.adaptive.windows import window_bounds
 
 Kernel = Callable[[np.ndarray, np.ndarray], np.ndarray]

@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from aclcheck.dtypes import FLOAT_FORMATS
-from aclcheck.judging.roundings import Rounding, rounded
+from aclcheck.judging.case.roundings import Rounding, rounded
 from aclcheck.ops.adaptive.windows import window_bounds
 from aclcheck.ops.adaptive_avg_pool2d_backward import reference as ref2d
 from aclcheck.ops.adaptive_avg_pool3d_backward import reference as ref3d

@@ -17,9 +17,9 @@ import pytest
 
 from aclcheck.cases.layouts import place
 from aclcheck.dtypes import correctly_rounded, float_format
-from aclcheck.judging.codes import DiagnosisCode as C
-from aclcheck.judging.diagnosis import CaseEvidence, ModelResult, rank
-from aclcheck.judging.reproduce import Reproduction
+from aclcheck.judging.diagnosis.codes import DiagnosisCode as C
+from aclcheck.judging.diagnosis.ranking import rank_evidence
+from aclcheck.judging.diagnosis.reproduce import CaseClues, ModelResult, Reproduction
 from aclcheck.ops.adaptive.windows import spread_plan
 from aclcheck.ops.adaptive_avg_pool2d_backward import bugs, diagnose
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
@@ -194,11 +194,11 @@ def test_models_claim_only_their_own_kernel(dtype: str) -> None:
                 precision = what.accumulate is not None
                 if (res.explained or res.exact) and not precision and m.code is not code:
                     pytest.fail(f"{m.code} claims {name} on {s} {dtype}")
-            evidence.append(CaseEvidence(f"{name}-{s}", tuple(results)))
+            evidence.append(CaseClues(f"{name}-{s}", tuple(results)))
         if not any(e.explained_by for e in evidence):
             assert dtype == "float32" and code in CASTS | {C.SCALE_INPUT_DTYPE}
             continue
-        assert rank(evidence)[0].code is code, name
+        assert rank_evidence(evidence)[0].code is code, name
 
 
 def test_models_are_silent_where_the_bug_cannot_show() -> None:

@@ -20,18 +20,18 @@ from aclcheck.dtypes import (
     half_ulp,
     scale_error,
 )
-from aclcheck.judging import compare as compare_mod
-from aclcheck.judging.compare import discriminating
-from aclcheck.judging.findings import WORST_COUNT
-from aclcheck.judging.overrides import parse_overrides
-from aclcheck.judging.standards import STANDARDS
+from aclcheck.judging.case import compare as compare_mod
+from aclcheck.judging.case.hints import WORST_COUNT
+from aclcheck.judging.case.judge import discriminating
+from aclcheck.judging.case.overrides import parse_overrides
+from aclcheck.judging.case.standards import STANDARDS_BY_NAME
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import budget, budget_model, product_path
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from tests import kernels
 
 NP = {"float16": np.float16, "float32": np.float32, "bfloat16": ml_dtypes.bfloat16}
-ALL = tuple(STANDARDS)
+ALL = tuple(STANDARDS_BY_NAME)
 
 
 def setup(grad: np.ndarray, in_hw: tuple[int, int], dtype: str = "float32",

@@ -10,8 +10,8 @@ import pytest
 
 from aclcheck.configfile import MAX_DEPTH, Entry, nesting_depth, read_document
 from aclcheck.errors import ConfigError, SuiteError, UsageError
-from aclcheck.judging import xfail
-from aclcheck.judging.overrides import load_overrides
+from aclcheck.judging.case.overrides import load_overrides
+from aclcheck.judging.gate import xfail
 from aclcheck.suite.casefile import load_case_file
 
 
@@ -108,7 +108,7 @@ def test_the_three_formats_share_the_style(tmp_path: Path) -> None:
         load_case_file(cases)
     known = write(tmp_path, "x.toml", '[[xfail]]\nid = "a*"\nreason = "r"\nmay_pass = 1\n')
     with pytest.raises(UsageError, match=r"x.toml: entry 1, field 'may_pass': must be true"):
-        xfail.load(known)
+        xfail.load_xfails(known)
     deep = write(tmp_path, "t.toml", "a = " + "[" * 40 + "]" * 40)
     with pytest.raises(UsageError, match=r"t.toml: nested"):
         load_overrides(deep)

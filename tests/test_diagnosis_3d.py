@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from aclcheck.cases import CaseData
 from aclcheck.cli import cli
 from aclcheck.dtypes import correctly_rounded, float_format
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.signature import AxisKind
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.signature import AxisKind
 from aclcheck.ops import operator
 from aclcheck.ops.adaptive.windows import window_bounds
 from aclcheck.store.dispatch import open_golden

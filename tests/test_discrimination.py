@@ -28,10 +28,10 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import float_format, half_ulp
-from aclcheck.judging.compare import Comparison
-from aclcheck.judging.default_standard import DEFAULT_C
-from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
-from aclcheck.judging.standards import PUBLISHED, STANDARDS
+from aclcheck.judging.case.compare import Comparison
+from aclcheck.judging.case.default_standard import DEFAULT_C
+from aclcheck.judging.case.overflow import OverflowMode, product_modes, saturate
+from aclcheck.judging.case.standards import PUBLISHED, STANDARDS_BY_NAME
 from aclcheck.ops.adaptive.windows import term_counts
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import resolve_accumulate
@@ -41,7 +41,7 @@ from aclcheck.ops.materialize import make_inputs, make_tensors
 from aclcheck.suite.selection import Selection, build_suite
 from tests import kernels
 
-ALL = tuple(STANDARDS)
+ALL = tuple(STANDARDS_BY_NAME)
 FP32_PRODUCTS = ("atlas-a2", "atlas-a3")
 EXTRA_FAMILIES = ("upsampling", "special")
 EXTRA_COUNT = 3
@@ -101,7 +101,7 @@ SATURATING = tuple(p for p in TIE_TARGETS
 
 
 def saturated(out: np.ndarray, nan: bool = True) -> np.ndarray:
-    """An output as a saturation-mode device converts it (judging.overflow.saturate):
+    """An output as a saturation-mode device converts it (judging.case.overflow.saturate):
     inf to the largest finite value, and (nan=True) NaN to 0."""
     fmt = float_format(np.dtype(out.dtype).name)
     if nan:

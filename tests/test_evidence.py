@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from aclcheck.judging import evidence
-from aclcheck.judging.evidence import (
+from aclcheck.judging.case import evidence
+from aclcheck.judging.case.evidence import (
     HIST_LOG2_EDGES,
     JSON_INF,
     MAP_CELLS,
     Evidence,
     EvidenceBuilder,
 )
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.materialize import make_tensors

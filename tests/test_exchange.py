@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import FLOAT_FORMATS, correctly_rounded
-from aclcheck.judging.overflow import OverflowMode, product_modes, saturate
+from aclcheck.judging.case.overflow import OverflowMode, product_modes, saturate
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
 from aclcheck.store.dispatch import open_golden
 from aclcheck.store.exchange import raw_bytes

@@ -24,7 +24,7 @@ from aclcheck.cases.layouts import StridedTensor, contiguous_strides
 from aclcheck.cli import cli
 from aclcheck.impls import ImplementationUnavailable, UnknownImplementation, available, create
 from aclcheck.impls.base import CallInputs, Implementation
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.running.runner import RunOptions, run_cases
@@ -305,9 +305,9 @@ def test_impls_lists_both_with_their_versions() -> None:
 def test_known_failure_lists_are_scoped_to_their_framework(name: str, suffix: str) -> None:
     """Every entry of golden/<framework>-cpu[-3d].xfail.toml has a reason and applies only
     to that framework (a list can never excuse another implementation's failures)."""
-    from aclcheck.judging import xfail
+    from aclcheck.judging.gate import xfail
 
-    listed = xfail.load(CI_SUITE.parent / f"{name}-cpu{suffix}.xfail.toml")
+    listed = xfail.load_xfails(CI_SUITE.parent / f"{name}-cpu{suffix}.xfail.toml")
     assert listed.entries
     for entry in listed.entries:
         assert entry.reason.strip() and entry.verdicts

@@ -174,14 +174,14 @@ def test_unreachable_dask_scheduler_is_a_usage_error(cli_run: CliRun, golden: Pa
 
 
 def test_xfail_entries_match_by_verdict_and_may_pass(tmp_path: Path) -> None:
-    from aclcheck.judging import xfail
-    from aclcheck.judging.verdicts import CaseVerdict, Verdict
+    from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+    from aclcheck.judging.gate import xfail
 
     xf = tmp_path / "k.toml"
     xf.write_text('[[xfail]]\nid = "a2-*"\nreason = "precision"\nverdicts = ["FAIL"]\n'
                   'may_pass = true\n\n'
                   '[[xfail]]\nid = "*-empty*"\nreason = "rejects empty"\nverdicts = ["ERROR"]\n')
-    known = xfail.load(xf)
+    known = xfail.load_xfails(xf)
     verdicts = [CaseVerdict("a2-x-empty0", Verdict.ERROR, "raised"),
                 CaseVerdict("a2-y-div0", Verdict.FAIL, "off"),
                 CaseVerdict("a2-z-div1", Verdict.PASS, "ok"),

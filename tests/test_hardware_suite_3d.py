@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from aclcheck.cases.call import Capabilities, Outcome
-from aclcheck.judging.judge import JudgeOptions, judge_success
-from aclcheck.judging.verdicts import Verdict
+from aclcheck.judging.case.judge import JudgeOptions, judge_success
+from aclcheck.judging.case.verdicts import Verdict
 from aclcheck.ops.adaptive_avg_pool3d_backward import families, hardware, numerics
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 from aclcheck.ops.materialize import make_tensors

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import aclcheck.judging.compare
-import aclcheck.judging.judge
+import aclcheck.judging.case.compare
+import aclcheck.judging.case.judge
 import aclcheck.running.runner
 from aclcheck.cli import cli
 from aclcheck.impls.base import CallInputs
@@ -112,14 +112,14 @@ def test_isolated_runs_never_import_the_kernel_here(golden: Path, tmp_path: Path
     """The module replaces aclcheck's judge when imported and computes wrong answers:
     only its workers are changed; this process judges, and judges FAIL. What it prints
     while imported never reaches the console."""
-    judge_before, runner_judge = aclcheck.judging.judge.judge, aclcheck.running.runner.judge
+    judge_before, runner_judge = aclcheck.judging.case.judge.judge, aclcheck.running.runner.judge
     spec = hm.write_module(tmp_path, hm.PATCH_JUDGE_ON_IMPORT, "patcher")
     code, out, report = verify(str(golden), "--impl", spec, "--family", "divisible",
                                report=tmp_path / "r.json")
     assert code == 1
     assert report["cases"] and all(c["verdict"] == "FAIL" for c in report["cases"])
     assert report["isolation"] == "workers"
-    assert (aclcheck.judging.judge.judge is judge_before
+    assert (aclcheck.judging.case.judge.judge is judge_before
             and aclcheck.running.runner.judge is runner_judge)
     assert not any(name.startswith("patcher") for name in sys.modules)
     assert "KERNEL TEXT" not in out and "\x1b[2J" not in out
@@ -440,7 +440,8 @@ def test_a_kernels_text_never_breaks_a_case_file(golden: Path, ids: dict,
 
 
 def test_in_process_kernels_cannot_replace_the_judge(golden: Path, tmp_path: Path) -> None:
-    judge, compare_code = aclcheck.running.runner.judge, aclcheck.judging.compare.compare.__code__
+    judge = aclcheck.running.runner.judge
+    compare_code = aclcheck.judging.case.compare.compare_output.__code__
     spec = hm.write_module(tmp_path, hm.PATCHES_JUDGE_WHEN_CALLED)
     code, out, report = verify(str(golden), "--impl", spec, "--no-isolate", "--family",
                                "divisible", report=tmp_path / "r.json")
@@ -453,7 +454,7 @@ def test_in_process_kernels_cannot_replace_the_judge(golden: Path, tmp_path: Pat
         assert case["verdict"] == "ERROR", case
         assert "changed aclcheck's own process: aclcheck.running.runner.judge" in case["message"]
     assert (aclcheck.running.runner.judge is judge
-            and aclcheck.judging.compare.compare.__code__ is compare_code)
+            and aclcheck.judging.case.compare.compare_output.__code__ is compare_code)
 
 
 def test_in_process_kernels_cannot_move_or_lock_the_reports(

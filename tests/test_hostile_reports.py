@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.report import json_report
 from aclcheck.report.diff import diff
 from aclcheck.suite.selection import Selection
@@ -278,7 +278,7 @@ def test_rejections_and_undocumented_calls_alone_are_not_a_pass() -> None:
     ones right (the dtype probes of dtypes no product has, which it cannot decline):
     a run needs a judged valid call when it has valid calls. Undocumented calls never
     fail: they judge nothing."""
-    from aclcheck.judging.gate import decide
+    from aclcheck.judging.gate.gate import decide
 
     def v(cid: str, verdict: Verdict, status: int) -> CaseVerdict:
         return CaseVerdict(cid, verdict, "m", expected_status=status)

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from aclcheck.cli import cli
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.report import html as html_report
 
 
@@ -205,7 +205,7 @@ def test_headless_browser_renders_pictures(broken_run: tuple[Path, Path],
 
 
 def test_a_heat_map_of_one_colour_is_said_not_drawn() -> None:
-    from aclcheck.judging.evidence import Evidence
+    from aclcheck.judging.case.evidence import Evidence
     from aclcheck.report.pictures import case_pictures
 
     def evidence(worst: np.ndarray) -> Evidence:

@@ -1,5 +1,5 @@
-"""Magnitude classes (aclcheck/judging/magnitude.py) and the rounding modes they rest on
-(aclcheck/judging/roundings.py): size first, rounding language only for neighbours."""
+"""Magnitude classes (aclcheck/judging/case/magnitude.py) and the rounding modes they rest on
+(aclcheck/judging/case/roundings.py): size first, rounding language only for neighbours."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import BFLOAT16, FLOAT16, FLOAT32, correctly_rounded
-from aclcheck.judging.magnitude import (
+from aclcheck.judging.case.magnitude import (
     Magnitude,
     MagnitudeClass,
     MagnitudeTally,
-    classify,
-    headline,
-    summarize,
+    magnitude_class,
+    magnitude_headline,
+    summarize_magnitudes,
 )
-from aclcheck.judging.roundings import Rounding, is_neighbour, neighbours, rounded
+from aclcheck.judging.case.roundings import Rounding, is_neighbour, neighbours, rounded
 
 FMTS = (FLOAT16, BFLOAT16, FLOAT32)
 
@@ -139,11 +139,11 @@ def _ordered16(x: np.ndarray) -> np.ndarray:
 
 
 def test_classify_table() -> None:
-    assert classify(0, 0, 0, 0, 0, 0) is MagnitudeClass.NONE
-    assert classify(4, 1.0, 5, 5, 5, 0) is MagnitudeClass.GROSS
-    assert classify(1, 16.0, 5, 5, 5, 0) is MagnitudeClass.GROSS
-    assert classify(3, 2.0, 5, 5, 0, 0) is MagnitudeClass.ONE_ULP
-    assert classify(1, 2.0, 5, 4, 0, 0) is MagnitudeClass.FEW_ULP
+    assert magnitude_class(0, 0, 0, 0, 0, 0) is MagnitudeClass.NONE
+    assert magnitude_class(4, 1.0, 5, 5, 5, 0) is MagnitudeClass.GROSS
+    assert magnitude_class(1, 16.0, 5, 5, 5, 0) is MagnitudeClass.GROSS
+    assert magnitude_class(3, 2.0, 5, 5, 0, 0) is MagnitudeClass.ONE_ULP
+    assert magnitude_class(1, 2.0, 5, 4, 0, 0) is MagnitudeClass.FEW_ULP
 
 
 def test_merge_and_headline() -> None:
@@ -159,14 +159,14 @@ def test_merge_and_headline() -> None:
     merged.merge(b)
     assert merged.result().wrong == 3 and merged.result().elements == 200
     cases = [a.result(), a.result(), b.result()]
-    summary = summarize(cases)
+    summary = summarize_magnitudes(cases)
     assert [s.cls for s in summary] == [MagnitudeClass.GROSS, MagnitudeClass.TIES_ONLY]
-    text = headline(cases)
+    text = magnitude_headline(cases)
     assert re.match(r"gross: median (8|9)\d\d ULP \(\d+x budget\) on 2 % of elements of "
                     r"2 cases, max \d+ ULP \(\d+x budget\); ties-only: median 1 ULP",
                     text), text
     assert text.index("gross") < text.index("ties-only")
-    assert headline([]) == "no wrong elements"
+    assert magnitude_headline([]) == "no wrong elements"
 
 
 def test_json_round_trip_and_checks() -> None:

@@ -16,8 +16,8 @@ from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.cli import cli
 from aclcheck.errors import SuiteError
 from aclcheck.impls.reference import ReferenceImpl
-from aclcheck.judging.judge import JudgeOptions, judge
-from aclcheck.judging.verdicts import Verdict
+from aclcheck.judging.case.judge import JudgeOptions, judge
+from aclcheck.judging.case.verdicts import Verdict
 from aclcheck.ops import operator
 from aclcheck.ops.adaptive_max_pool2d_backward import families
 from aclcheck.ops.materialize import make_tensors
@@ -91,7 +91,7 @@ def test_a_case_file_sets_the_index_choice_and_refuses_an_unknown_one() -> None:
 def test_integer_indices_leave_a_product_dtype_rule_to_the_products() -> None:
     """On a product without the operator every call is a product rule: an adapter that
     models no product skips it (its INT64 indices are not a second compute dtype)."""
-    from aclcheck.judging.expressible import not_expressible
+    from aclcheck.judging.case.expressible import not_expressible
 
     case = next(c for c in families.invalid_cases("atlas-training", ("float32",), ("NCHW",),
                                                   0, 0))
@@ -128,7 +128,7 @@ def test_the_tolerance_table_says_the_scatter_has_no_scale() -> None:
 def test_a_failing_case_gets_evidence_of_where_its_errors_sit() -> None:
     """The diagnosis hooks (ops/adaptive/evidence.py): a store instead of an add is
     wrong only where windows overlap, and the evidence says so."""
-    from aclcheck.judging.codes import DiagnosisCode
+    from aclcheck.judging.diagnosis.codes import DiagnosisCode
     from aclcheck.ops.adaptive_max_pool2d_backward.record import Case
     from tests import kernels_maxpool as K
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import FLOAT16, FLOAT32, FLOAT64, correctly_rounded, float_format
-from aclcheck.judging.compare import compare
-from aclcheck.judging.default_standard import DEFAULT_C
-from aclcheck.judging.exactness import is_tie, proven_mask
+from aclcheck.judging.case.compare import compare_output
+from aclcheck.judging.case.default_standard import DEFAULT_C
+from aclcheck.judging.case.exactness import is_tie, proven_mask
 from aclcheck.ops.adaptive_avg_pool3d_backward import families, numerics
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool3d_backward.reference import backward
@@ -148,8 +148,8 @@ def _fp64_verdict(kernel: kernels3d.Kernel, dhw: tuple[int, int, int]) -> bool:
     self_ = np.zeros((2, 3, *dhw))
     numbers = numerics.numeric_model("atlas-a2", "float64", grad.shape, dhw)
     assert numbers is not None
-    return compare(numbers, {"grad_output": grad}, backward(grad, dhw),
-                   kernel(grad, self_)).passed
+    return compare_output(numbers, {"grad_output": grad}, backward(grad, dhw),
+                          kernel(grad, self_)).passed
 
 
 @pytest.mark.parametrize("dhw", FP64_PLANES)

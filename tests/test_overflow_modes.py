@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aclcheck.dtypes import FLOAT16, FLOAT32
-from aclcheck.judging.overflow import OverflowMode, classify
+from aclcheck.judging.case.overflow import OverflowMode, classify_specials
 
 INF, NAN = np.inf, np.nan
 MAX16 = FLOAT16.max_value
@@ -16,9 +16,9 @@ def _one(g, a, *, m=None, extra=1.0, mode=OverflowMode.INF_NAN, acc=FLOAT32, unj
          fmt=FLOAT16):
     """Classify one element: 'numeric', 'ok' or 'bad' (and the Specials record)."""
     arr = lambda x: np.array([x], dtype=np.float64)  # noqa: E731
-    s = classify(arr(g), arr(a), arr(extra), arr(abs(g) if m is None else m), fmt,
-                 acc.overflow_threshold, mode,
-                 None if unjudged is None else np.array([unjudged]))
+    s = classify_specials(arr(g), arr(a), arr(extra), arr(abs(g) if m is None else m), fmt,
+                          acc.overflow_threshold, mode,
+                          None if unjudged is None else np.array([unjudged]))
     kind = "numeric" if s.numeric[0] else "ok" if s.ok[0] else "bad"
     assert s.numeric[0] + s.ok[0] + s.bad[0] == 1
     return kind, s
@@ -89,7 +89,7 @@ def saturating_reference(grad_output, self):
 
 class TestProductModes:
     def test_each_product_judged_in_its_default_mode(self):
-        from aclcheck.judging.overflow import judged_mode, product_modes
+        from aclcheck.judging.case.overflow import judged_mode, product_modes
 
         assert product_modes("atlas-a2")[0] == OverflowMode.INF_NAN
         assert product_modes("atlas-training") == (OverflowMode.SATURATION,)

@@ -9,9 +9,9 @@ import pytest
 
 from aclcheck.dtypes import FLOAT_FORMATS
 from aclcheck.impls.registry import create
-from aclcheck.judging.probe import probe, spacing
-from aclcheck.judging.probe_fit import Quantity, plane_difference
-from aclcheck.judging.roundings import CONVERSIONS, Rounding, explaining, rounded
+from aclcheck.judging.case.roundings import CONVERSIONS, Rounding, explaining, rounded
+from aclcheck.judging.diagnosis.probe import probe, spacing
+from aclcheck.judging.diagnosis.probe_fit import Quantity, plane_difference
 from aclcheck.ops.adaptive.probe import shapes_geometry
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case as Case2d
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case as Case3d
@@ -170,16 +170,16 @@ def test_a_one_ulp_failure_no_single_rounding_explains_is_said_so() -> None:
     """1 + 1/4 ULP rounded up and 1 + 3/4 ULP rounded down (FLOAT16): each one ULP off,
     no one conversion gives both (to odd takes the first only, up or down one each):
     no-cast-rounding, not a guess; all rounded up is named."""
-    from aclcheck.judging.clues import rounding_findings
-    from aclcheck.judging.codes import DiagnosisCode
+    from aclcheck.judging.diagnosis.clues import rounding_clues
+    from aclcheck.judging.diagnosis.codes import DiagnosisCode
 
     f16 = FLOAT_FORMATS["float16"]
     exact = np.array([1.0 + 2.0**-12, 1.0 + 3 * 2.0**-12])
     nearest = rounded(exact, f16, Rounding.NEAREST)
     actual = np.array([1.0 + 2.0**-10, 1.0])
     assert np.all(actual != nearest)
-    (finding,) = rounding_findings(actual != nearest, exact, actual, f16)
+    (finding,) = rounding_clues(actual != nearest, exact, actual, f16)
     assert finding.code is DiagnosisCode.NO_CAST_ROUNDING
     up = rounded(exact, f16, Rounding.UP)
-    (named,) = rounding_findings(up != nearest, exact, up, f16)
+    (named,) = rounding_clues(up != nearest, exact, up, f16)
     assert named.code is DiagnosisCode.CAST_ROUNDING

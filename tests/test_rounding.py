@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from aclcheck.cli import cli
 from aclcheck.cli.inspect import list_lines
 from aclcheck.dtypes import BFLOAT16, FLOAT16, correctly_rounded, float_format
-from aclcheck.judging.exactness import is_tie
-from aclcheck.judging.overrides import parse_overrides
+from aclcheck.judging.case.exactness import is_tie
+from aclcheck.judging.case.overrides import parse_overrides
 from aclcheck.ops.adaptive_avg_pool2d_backward.compare import Context, compare
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import exact_ties
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case

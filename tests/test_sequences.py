@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from aclcheck.cases import Case
 from aclcheck.cli import cli
 from aclcheck.dtypes import FLOAT_FORMATS
-from aclcheck.judging.findings import HintCode
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.hints import HintCode
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import SEQUENCES, Predecessor
 from aclcheck.running import sequences

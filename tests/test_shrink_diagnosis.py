@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.impls import create
-from aclcheck.judging.codes import DiagnosisCode as C
-from aclcheck.judging.reproduce import CaseEvidence, ModelResult
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.codes import DiagnosisCode as C
+from aclcheck.judging.diagnosis.reproduce import CaseClues, ModelResult
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.running.live import LiveJudge
 from aclcheck.store.codec import run_meta
@@ -48,10 +48,10 @@ def test_shrink_keeps_the_diagnosis_code_and_names_the_family_anew() -> None:
 
 def test_a_case_whose_evidence_is_gone_does_not_keep_the_code() -> None:
     model = ModelResult(C.WINDOW_END_FLOOR, "end floor", explained=True, exact=True)
-    named = CaseVerdict("c", Verdict.FAIL, "m", clues=CaseEvidence("c", (model,)))
+    named = CaseVerdict("c", Verdict.FAIL, "m", clues=CaseClues("c", (model,)))
     want = Signature.of(NONDIV, named)
     assert want.code is C.WINDOW_END_FLOOR and want.kept_by(NONDIV, named)
-    cancelled = CaseVerdict("c", Verdict.FAIL, "m", clues=CaseEvidence("c", judged=False))
+    cancelled = CaseVerdict("c", Verdict.FAIL, "m", clues=CaseClues("c", judged=False))
     assert not want.kept_by(NONDIV, cancelled)  # e.g. the golden cancelled to zero
     assert not want.kept_by(NONDIV, CaseVerdict("c", Verdict.FAIL, "m"))
 

@@ -1,28 +1,26 @@
-"""Failure signatures and their rules (aclcheck/judging/signature.py), the ranking of the
-diagnosis (aclcheck/judging/diagnosis.py) and the per-case findings (judging/clues.py,
-ops/adaptive/clues.py), all over plain records and small arrays."""
+"""Failure signatures and their rules (aclcheck/judging/diagnosis/signature.py), the ranking
+of the diagnosis (aclcheck/judging/diagnosis/ranking.py) and the per-case findings
+(judging/diagnosis/clues.py, ops/adaptive/clues.py), all over plain records and small
+arrays."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aclcheck.judging.clues import Finding, findings
-from aclcheck.judging.codes import DiagnosisCode as C
-from aclcheck.judging.codes import Kind
-from aclcheck.judging.diagnosis import (
-    CaseEvidence,
-    ModelResult,
-    RuleEvidence,
-    rank,
-)
-from aclcheck.judging.signature import (
+from aclcheck.judging.diagnosis.clues import Clue, generic_clues
+from aclcheck.judging.diagnosis.codes import CodeKind
+from aclcheck.judging.diagnosis.codes import DiagnosisCode as C
+from aclcheck.judging.diagnosis.ranking import rank_evidence
+from aclcheck.judging.diagnosis.reproduce import CaseClues, ModelResult
+from aclcheck.judging.diagnosis.signature import (
     AxisKind,
     CaseFacts,
+    HeldRule,
     axis_kind,
     differing,
+    failure_signature,
     rules,
-    signature,
 )
 from aclcheck.ops.adaptive.clues import window_findings
 
@@ -103,7 +101,7 @@ def test_rules_stay_quiet_without_a_pattern() -> None:
 
 def test_signature_tables_and_differing_groups() -> None:
     facts = _suite(lambda c: c.rank == 3)
-    sig = signature(facts)
+    sig = failure_signature(facts)
     assert sig.by_rank["3"]["failed"] == 45 and sig.by_rank["4"]["passed"] == 45
     assert sig.by_family["invalid"] == {"cases": 1, "wrong_status": 1}
     assert sig.by_rank["4"]["cases"] == 45  # valid calls only
@@ -124,12 +122,12 @@ def _model(code: C, explained: bool, exact: bool = False, precision: bool = Fals
 
 
 def test_rank_orders_by_evidence() -> None:
-    cases = [CaseEvidence(f"c{i}", (
+    cases = [CaseClues(f"c{i}", (
         _model(C.CAST_TOWARD_ZERO, i < 6, exact=i < 4),
         _model(C.ACCUMULATE_INPUT_DTYPE, True, precision=True),
         _model(C.SCALE_INPUT_DTYPE, i == 0),
     )) for i in range(8)]
-    entries = rank(cases, [RuleEvidence(C.ACCUMULATION_PRECISION, "fp16 only", 8)])
+    entries = rank_evidence(cases, [HeldRule(C.ACCUMULATION_PRECISION, "fp16 only", 8)])
     codes = [e.code for e in entries]
     # the cast explains 6 of 8 (most): a model leads the rule; the precision model
     # explains all 8 but scores only the 2 no value model explains: it comes last
@@ -143,31 +141,31 @@ def test_rank_orders_by_evidence() -> None:
 
 
 def test_rank_model_before_rule_at_equal_share_and_exact_first() -> None:
-    cases = [CaseEvidence(f"c{i}", (_model(C.WINDOW_END_FLOOR, True, exact=True),
+    cases = [CaseClues(f"c{i}", (_model(C.WINDOW_END_FLOOR, True, exact=True),
                                     _model(C.WINDOW_BOUNDS_FLOAT32, True)))
              for i in range(4)]
-    entries = rank(cases, [RuleEvidence(C.WINDOW_BOUNDS_OR_DIVISOR, "pattern", 4)])
+    entries = rank_evidence(cases, [HeldRule(C.WINDOW_BOUNDS_OR_DIVISOR, "pattern", 4)])
     assert [e.code for e in entries] == [C.WINDOW_END_FLOOR, C.WINDOW_BOUNDS_FLOAT32,
                                          C.WINDOW_BOUNDS_OR_DIVISOR]
     assert entries[0].message().endswith("reproduces 4 of 4 failing cases bit-exactly")
-    assert entries[2].kind is Kind.RULE and entries[2].message() == "pattern"
+    assert entries[2].kind is CodeKind.RULE and entries[2].message() == "pattern"
 
 
 def test_models_explaining_the_same_are_one_entry() -> None:
-    cases = [CaseEvidence(f"c{i}", (_model(C.WINDOW_BOUNDS_FLOAT32, True, exact=True),
+    cases = [CaseClues(f"c{i}", (_model(C.WINDOW_BOUNDS_FLOAT32, True, exact=True),
                                     _model(C.WINDOW_BOUNDS_FLOAT32_RECIPROCAL, True,
                                            exact=True)))
              for i in range(3)]
-    entries = rank(cases)
+    entries = rank_evidence(cases)
     assert [e.code for e in entries] == [C.WINDOW_BOUNDS_FLOAT32]
     assert entries[0].alternatives == (C.WINDOW_BOUNDS_FLOAT32_RECIPROCAL,)
     assert entries[0].message().endswith("(so does window-bounds-float32-reciprocal)")
 
 
 def test_a_finding_on_every_case_leads_a_rule() -> None:
-    cases = [CaseEvidence(f"c{i}", (), (Finding(C.BATCH_STRIDE, 1.0, "batch 0 right"),))
+    cases = [CaseClues(f"c{i}", (), (Clue(C.BATCH_STRIDE, 1.0, "batch 0 right"),))
              for i in range(4)]
-    entries = rank(cases, [RuleEvidence(C.RANK_PATH, "only rank 4", 4)])
+    entries = rank_evidence(cases, [HeldRule(C.RANK_PATH, "only rank 4", 4)])
     assert [e.code for e in entries] == [C.BATCH_STRIDE, C.RANK_PATH]
 
 
@@ -183,27 +181,27 @@ def test_rule_needs_more_than_a_coincidence() -> None:
 
 
 def test_precision_model_leads_when_nothing_else_explains() -> None:
-    cases = [CaseEvidence(f"c{i}", (_model(C.ACCUMULATE_INPUT_DTYPE, True, precision=True),
+    cases = [CaseClues(f"c{i}", (_model(C.ACCUMULATE_INPUT_DTYPE, True, precision=True),
                                     _model(C.CAST_TOWARD_ZERO, i == 0)))
              for i in range(5)]
-    entries = rank(cases)
+    entries = rank_evidence(cases)
     assert entries[0].code is C.ACCUMULATE_INPUT_DTYPE
     assert "within the error bound of input accumulation" in entries[0].message()
 
 
 def test_rank_is_empty_when_nothing_fails_or_nothing_explains() -> None:
-    assert rank([]) == ()
-    assert rank([CaseEvidence("c0", (_model(C.CAST_TOWARD_ZERO, False),))]) == ()
+    assert rank_evidence([]) == ()
+    assert rank_evidence([CaseClues("c0", (_model(C.CAST_TOWARD_ZERO, False),))]) == ()
 
 
 def test_finding_entries_and_case_order() -> None:
-    f_plane = Finding(C.PLANE_STRIDE, 1.0, "plane 0 right")
-    f_edge = Finding(C.WINDOW_EDGES, 0.4, "edges")
-    cases = [CaseEvidence(f"c{i}", (), (f_edge, f_plane)) for i in range(3)]
-    entries = rank(cases)
+    f_plane = Clue(C.PLANE_STRIDE, 1.0, "plane 0 right")
+    f_edge = Clue(C.WINDOW_EDGES, 0.4, "edges")
+    cases = [CaseClues(f"c{i}", (), (f_edge, f_plane)) for i in range(3)]
+    entries = rank_evidence(cases)
     assert [e.code for e in entries] == [C.PLANE_STRIDE]
     assert entries[0].message() == "plane 0 right (in 3 of 3 failing cases)"
-    assert CaseEvidence("c", findings=(f_edge, f_plane)).ordered_findings == (f_plane, f_edge)
+    assert CaseClues("c", findings=(f_edge, f_plane)).ordered_findings == (f_plane, f_edge)
 
 
 # -- per-case findings -------------------------------------------------------------------
@@ -213,25 +211,25 @@ def test_plane_and_batch_findings() -> None:
     wrong = np.zeros((2, 3, 4, 5), dtype=bool)
     wrong[0, 1:] = True
     wrong[1] = True
-    codes = {f.code for f in findings(wrong, np.ones(wrong.shape), np.zeros(wrong.shape), 2)}
+    codes = {f.code for f in generic_clues(wrong, np.ones(wrong.shape), np.zeros(wrong.shape), 2)}
     assert C.PLANE_STRIDE in codes and C.UNWRITTEN in codes
     wrong[:] = False
     wrong[1] = True
-    got = findings(wrong, np.ones(wrong.shape), np.full(wrong.shape, 2.0), 2)
+    got = generic_clues(wrong, np.ones(wrong.shape), np.full(wrong.shape, 2.0), 2)
     assert [f.code for f in got] == [C.BATCH_STRIDE]
     wrong[:] = False
     wrong[:, 2] = True
-    assert [f.code for f in findings(wrong, np.ones(wrong.shape), np.ones(wrong.shape), 2)
+    assert [f.code for f in generic_clues(wrong, np.ones(wrong.shape), np.ones(wrong.shape), 2)
             ] == [C.LAST_PLANE]
 
 
 def test_edge_findings() -> None:
     wrong = np.zeros((3, 6, 5), dtype=bool)
     wrong[:, -1, :] = True
-    assert [f.code for f in findings(wrong, np.ones(wrong.shape), np.ones(wrong.shape), 1)
+    assert [f.code for f in generic_clues(wrong, np.ones(wrong.shape), np.ones(wrong.shape), 1)
             ] == [C.LAST_ROW]
     wrong[:, :, -1] = True
-    got = findings(wrong, np.ones(wrong.shape), np.ones(wrong.shape), 1)
+    got = generic_clues(wrong, np.ones(wrong.shape), np.ones(wrong.shape), 1)
     assert [f.code for f in got] == [C.LAST_ROW_AND_COLUMN]
 
 

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from aclcheck.cases.call import CallInputs, Outcome
 from aclcheck.cases.layouts import place
 from aclcheck.cli import cli
-from aclcheck.judging.findings import HintCode
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.hints import HintCode
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.options import STALE_CHECK
 from aclcheck.running import recall
 from aclcheck.running.config import VerifyConfig

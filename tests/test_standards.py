@@ -11,9 +11,15 @@ from rich.console import Console
 from aclcheck.cli import cli
 from aclcheck.cli.tolerances import standard_table
 from aclcheck.errors import UsageError
-from aclcheck.judging.default_standard import DEFAULT_C
-from aclcheck.judging.overrides import load_overrides
-from aclcheck.judging.standards import PUBLISHED, STANDARDS, get_standard, judging, refusal
+from aclcheck.judging.case.default_standard import DEFAULT_C
+from aclcheck.judging.case.overrides import load_overrides
+from aclcheck.judging.case.standards import (
+    PUBLISHED,
+    STANDARDS_BY_NAME,
+    get_standard,
+    judging,
+    refusal,
+)
 from aclcheck.options import DEFAULT_STANDARD
 
 NAMES = ("aclcheck", "cann-mixed", "cann-mere", "msopst", "torch-npu", "msprobe-ulp",
@@ -33,7 +39,7 @@ def write(tmp_path: Path, text: str, name: str = "tol.toml") -> Path:
 
 
 def test_names_and_default() -> None:
-    assert tuple(STANDARDS) == NAMES
+    assert tuple(STANDARDS_BY_NAME) == NAMES
     assert DEFAULT_STANDARD == "aclcheck"
     assert set(PUBLISHED) == set(NAMES) - {"aclcheck"}
     for name in NAMES:

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.errors import SuiteError
-from aclcheck.judging.vendor import agreement_line, vendor_agreement
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.vendor import agreement_line, vendor_agreement
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.store.dispatch import open_golden
 from aclcheck.suite.casefile import load_case_file, parse_case_entries, toml_file

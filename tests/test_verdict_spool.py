@@ -1,4 +1,4 @@
-"""The verdict spool (judging.spool): a run's verdicts on disk read back as they were
+"""The verdict spool (judging.gate.spool): a run's verdicts on disk read back as they were
 written, and a run's reports the same whether its verdicts are spooled or kept in a list.
 How much memory that saves is benchmarks/'s (bench_scale.py --part rss-verify)."""
 
@@ -13,10 +13,10 @@ from click.testing import CliRunner
 
 from aclcheck.cli import cli
 from aclcheck.cli import verify as verify_cli
-from aclcheck.judging import spool as spool_module
-from aclcheck.judging.findings import Hint
-from aclcheck.judging.spool import Mapped, VerdictSpool
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.hints import Hint
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.gate import spool as spool_module
+from aclcheck.judging.gate.spool import Mapped, VerdictSpool
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden" / "ci-suite.h5"

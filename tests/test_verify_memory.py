@@ -18,11 +18,17 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from aclcheck.judging import spool as spool_module
-from aclcheck.judging.diagnosis import diagnose
-from aclcheck.judging.signature import AxisKind, CaseFacts, rules, signature, tally
-from aclcheck.judging.spool import VerdictSpool
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.ranking import diagnose
+from aclcheck.judging.diagnosis.signature import (
+    AxisKind,
+    CaseFacts,
+    failure_signature,
+    rules,
+    tally,
+)
+from aclcheck.judging.gate import spool as spool_module
+from aclcheck.judging.gate.spool import VerdictSpool
 from aclcheck.report.console import print_in_pieces
 from aclcheck.report.safe_text import data_text
 from aclcheck.running.session import FactsLog, Selection
@@ -150,7 +156,7 @@ def test_counted_facts_diagnose_as_the_list_did() -> None:
     listed = [replace(_facts(i), verdict=v.verdict.value) for i, v in enumerate(verdicts)]
     counted = log.tally(verdicts)
     assert sum(counted.values()) == len(listed)
-    assert signature(counted) == signature(listed)
+    assert failure_signature(counted) == failure_signature(listed)
     assert rules(counted) == rules(listed)
     assert diagnose(verdicts, counted) == diagnose(verdicts, listed)
     # rules that hold read the same counts counted as listed

@@ -19,8 +19,8 @@ from rich.console import Console
 from aclcheck.cases.call import Outcome
 from aclcheck.cli import cli
 from aclcheck.cli.common import LOG_WIDTH, stdout_console
-from aclcheck.judging.judge import judge_unspecified
-from aclcheck.judging.verdicts import (
+from aclcheck.judging.case.judge import judge_unspecified
+from aclcheck.judging.case.verdicts import (
     SUMMARY_KEYS,
     CaseVerdict,
     Verdict,

@@ -14,7 +14,7 @@ from aclcheck.errors import (
     InputFileError,
     UsageError,
 )
-from aclcheck.judging.gate import decide
+from aclcheck.judging.gate.gate import decide
 from aclcheck.report import console as console_report
 from aclcheck.report import json_report
 from aclcheck.report.console import gate_lines

@@ -29,7 +29,7 @@ from aclcheck.configfile import content_digest
 from aclcheck.dtypes import normalize_dtype
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, SuiteError, UsageError
 from aclcheck.executors import parse_executor
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.case.verdicts import CaseVerdict
 from aclcheck.ops import operator
 from aclcheck.options import DEFAULT_OPERATOR, OP
 from aclcheck.report.files import file_mode

@@ -15,8 +15,8 @@ from aclcheck.cases import Case
 from aclcheck.cli.shrink import describe, minimal_lines, progress_printer, say
 from aclcheck.errors import AclcheckError
 from aclcheck.executors import open_executor, slots
-from aclcheck.judging.gate import UNJUDGED
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.case.verdicts import CaseVerdict
+from aclcheck.judging.gate.gate import UNJUDGED
 from aclcheck.ops.operator import Operator
 from aclcheck.running.campaign_worker import BatchTask, judge_batch, judge_calls
 from aclcheck.running.live import LiveJudge

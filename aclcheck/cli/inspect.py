@@ -20,7 +20,7 @@ from aclcheck.cli.coverage_view import require_edges as require_edges_of
 from aclcheck.cli.coverage_view import show_coverage
 from aclcheck.cli.options import selection_options
 from aclcheck.errors import EXIT_BAD_INPUT, EXIT_CODES_HELP, InputFileError, UsageError
-from aclcheck.judging.exactness import exact_ties
+from aclcheck.judging.case.exactness import count_exact_ties
 from aclcheck.ops import operator_of
 from aclcheck.store.check_report import CheckReport
 from aclcheck.store.codec import FORMAT_RESULTS
@@ -79,7 +79,7 @@ def case_exact_ties(data: CaseData) -> tuple[int, int]:
     numbers = operator_of(data.case).model(data.case, None).numbers
     if numbers is None:
         return 0, 0
-    return exact_ties(numbers, data.values(), data.golden)
+    return count_exact_ties(numbers, data.values(), data.golden)
 
 
 def _ties_text(gf: GoldenFile, e: IndexEntry) -> str:

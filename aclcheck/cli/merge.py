@@ -13,8 +13,8 @@ from aclcheck.errors import (
     EXIT_OK,
     UsageError,
 )
-from aclcheck.judging.gate import decide
-from aclcheck.judging.verdicts import summarize, summary_line
+from aclcheck.judging.case.verdicts import summarize, summary_text
+from aclcheck.judging.gate.gate import decide
 from aclcheck.report import json_report
 from aclcheck.report.console import gate_lines
 from aclcheck.report.files import check_writable
@@ -55,7 +55,7 @@ def merge(inputs: tuple[str, ...], output: str, force: bool) -> None:
         loaded = [(p, *json_report.read(p)) for p in inputs]
         merged, verdicts = merge_reports(loaded)
         json_report.write(output, merged)
-        stdout_console().print(f"{printable(output)}: {summary_line(summarize(verdicts))}",
+        stdout_console().print(f"{printable(output)}: {summary_text(summarize(verdicts))}",
                                soft_wrap=True, markup=False)
         gate = decide(verdicts)
         for line in gate_lines(gate):

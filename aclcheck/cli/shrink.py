@@ -18,8 +18,8 @@ from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import live_options
 from aclcheck.dtypes import FLOAT_FORMATS, float_format
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_NONCONFORMANT, EXIT_OK, UsageError
-from aclcheck.judging.gate import UNJUDGED
-from aclcheck.judging.pieces import load
+from aclcheck.judging.case.pieces import float64_values
+from aclcheck.judging.gate.gate import UNJUDGED
 from aclcheck.ops import DEFAULT, operator_of
 from aclcheck.report.casedump import AxisWindows, dump
 from aclcheck.report.files import file_mode
@@ -91,7 +91,7 @@ def minimal_lines(judge: LiveJudge, result: ShrinkResult) -> list[str]:
     if not isinstance(outcome.output, np.ndarray) or data.golden is None or grad is None:
         return [*lines, "(not printed: the call returned no array this time)"]
     tables = [AxisWindows(name, start, end) for name, start, end in op.diagnosis.windows(case)]
-    return lines + dump(grad, data.golden, load(outcome.output), float_format(case.dtype),
+    return lines + dump(grad, data.golden, float64_values(outcome.output), float_format(case.dtype),
                         tables, op.display.axis_names(data.golden.ndim),
                         input_name=first.api)
 

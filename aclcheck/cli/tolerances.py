@@ -1,6 +1,6 @@
 """`aclcheck tolerances`: the tolerance standards as tables (with overrides applied).
 
-The rendering of a standard lives here, in the CLI layer: judging/standards.py and
+The rendering of a standard lives here, in the CLI layer: judging/case/standards.py and
 default_standard.py hold the numbers and the rules, this module draws them.
 """
 
@@ -16,9 +16,9 @@ from rich.table import Table
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.cli.options import click_option
 from aclcheck.errors import UsageError
-from aclcheck.judging.overrides import Overrides, load_overrides
-from aclcheck.judging.rule import DTYPES, FLOAT64_ROW, ParamValue, Standard
-from aclcheck.judging.standards import STANDARDS, get_standard
+from aclcheck.judging.case.overrides import Overrides, load_overrides
+from aclcheck.judging.case.rule import FLOAT64_ROW, STANDARD_DTYPES, ParamValue, Standard
+from aclcheck.judging.case.standards import STANDARDS_BY_NAME, get_standard
 from aclcheck.ops import default_operator, operator
 from aclcheck.ops.operator import Operator
 from aclcheck.options import DEFAULT_STANDARD, OP
@@ -80,7 +80,7 @@ def _code_only_dtypes(std: type[Standard], op: Operator, product: str,
     operator has a numeric path for them (float64: the 3D operator's DOUBLE 1x1x1 calls,
     valid under contract code)."""
     found = []
-    for dtype in (d for d in std.dtypes() if d not in listed and d not in DTYPES):
+    for dtype in (d for d in std.dtypes() if d not in listed and d not in STANDARD_DTYPES):
         try:
             op.paths(product, dtype, None)
         except (KeyError, ValueError):  # no path: the operator never computes this dtype
@@ -116,7 +116,7 @@ def standard_table(name: str, overrides: Overrides | None = None,
 
 @click.command()
 @click.option("--standard", "names", multiple=True, metavar="NAME",
-              help=f"Show only this standard (repeatable). One of: {', '.join(STANDARDS)}.")
+              help=f"Show only this standard (repeatable). One of: {', '.join(STANDARDS_BY_NAME)}.")
 @click.option("--tolerances", "tolerances", type=click.Path(dir_okay=False, path_type=Path),
               help="TOML file of per-dtype / per-product overrides to apply.")
 @click_option(OP)
@@ -135,12 +135,12 @@ def tolerances(names: tuple[str, ...], tolerances: Path | None, op: str) -> None
       aclcheck tolerances --tolerances my-tolerances.toml --standard aclcheck
     """
     for name in names:
-        if name not in STANDARDS:
-            raise UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}")
+        if name not in STANDARDS_BY_NAME:
+            raise UsageError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS_BY_NAME)}")
     overrides = load_overrides(tolerances) if tolerances is not None else None
     chosen = operator(op)
     console = stdout_console()
-    for name in names or tuple(STANDARDS):
+    for name in names or tuple(STANDARDS_BY_NAME):
         console.print(standard_table(name, overrides, chosen))
         console.print()
     if not names:

@@ -17,7 +17,7 @@ from aclcheck.cli.common import handle_errors, stderr_console, stdout_console
 from aclcheck.cli.options import click_options
 from aclcheck.errors import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_NONCONFORMANT, EXIT_OK
 from aclcheck.interrupts import EXIT_INTERRUPTED
-from aclcheck.judging.spool import VerdictSpool
+from aclcheck.judging.gate.spool import VerdictSpool
 from aclcheck.report import console as console_report
 from aclcheck.report.console import gate_lines
 from aclcheck.report.safe_text import data_text, printable

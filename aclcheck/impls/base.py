@@ -17,7 +17,7 @@ from aclcheck import interrupts
 from aclcheck.cases import Case
 from aclcheck.cases.call import CallInputs, Outcome, ReturnedValue
 from aclcheck.cases.layouts import StridedTensor
-from aclcheck.judging.overflow import product_modes
+from aclcheck.judging.case.overflow import product_modes
 
 __all__ = ["CallInputs", "ExitAttempt", "Implementation", "Outcome", "ReturnedValue",
            "describe_exception", "exit_refused", "guarded_run", "input_checksums",

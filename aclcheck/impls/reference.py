@@ -13,7 +13,7 @@ from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
 from aclcheck.cases.call import Outcome
 from aclcheck.dtypes import NUMPY_DTYPES, correctly_rounded, judged_format
 from aclcheck.impls.base import CallInputs, Implementation, overflow_mode_of, timed_call
-from aclcheck.judging.overflow import OverflowMode, saturate
+from aclcheck.judging.case.overflow import OverflowMode, saturate
 from aclcheck.ops import operator_of
 
 

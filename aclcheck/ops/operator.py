@@ -25,9 +25,9 @@ from aclcheck.errors import SuiteError
 
 if TYPE_CHECKING:
     from aclcheck.cases.coverage import Coverage
-    from aclcheck.judging.model import CaseModel, NumericPath
-    from aclcheck.judging.reproduce import CaseEvidence
-    from aclcheck.judging.signature import CaseFacts
+    from aclcheck.judging.case.model import CaseModel, NumericPath
+    from aclcheck.judging.diagnosis.reproduce import CaseClues
+    from aclcheck.judging.diagnosis.signature import CaseFacts
 
 
 @dataclass(frozen=True)
@@ -110,13 +110,13 @@ class Display:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """How a run's failures are diagnosed (aclcheck.judging.diagnosis): what a failure
+    """How a run's failures are diagnosed (aclcheck.judging.diagnosis.ranking): what a failure
     signature groups a case by (case, verdict value), the evidence of one failing case
     from the implementation's output (what-if models re-judged, per-case findings), and
     the window tables a minimal case is printed with."""
 
     facts: Callable[[Case, str], CaseFacts]
-    evidence: Callable[[CaseData, np.ndarray], CaseEvidence]
+    evidence: Callable[[CaseData, np.ndarray], CaseClues]
     #: (axis, window starts, window ends) per window axis: shown beside a printed case
     windows: Callable[[Case], tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...]]
     #: the family label of a case named for its shapes now (a shrunk case)
@@ -125,10 +125,10 @@ class Diagnosis:
 
 @dataclass(frozen=True)
 class Probe:
-    """How the measuring probe (aclcheck.judging.probe) reaches this operator: the input
+    """How the measuring probe (aclcheck.judging.diagnosis.probe) reaches this operator: the input
     role the operator is linear in (one-hot values go there; the case's other inputs,
     shapes, dtype and layout stay), and the contract's M of a case (its windows per
-    spatial axis and weight per cell: a judging.probe.Geometry)."""
+    spatial axis and weight per cell: a judging.diagnosis.probe.Geometry)."""
 
     linear_role: str
     geometry: Callable[[Case], Any]

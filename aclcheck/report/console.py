@@ -13,24 +13,24 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
-from aclcheck.judging.diagnosis import RunDiagnosis
-from aclcheck.judging.gate import Gate, Kind
-from aclcheck.judging.magnitude import CLASS_ORDER
-from aclcheck.judging.signature import GroupRow, compact
-from aclcheck.judging.vendor import (
-    VendorAgreement,
-    agreement_line,
-    shown_status,
-)
-from aclcheck.judging.verdicts import (
+from aclcheck.judging.case.magnitude import CLASS_ORDER
+from aclcheck.judging.case.verdicts import (
     FAILING,
     SUMMARY_KEYS,
     CaseVerdict,
     Verdict,
     divergence_note,
-    summary_line,
     summary_of,
+    summary_text,
 )
+from aclcheck.judging.diagnosis.ranking import RunDiagnosis
+from aclcheck.judging.diagnosis.signature import GroupRow, compact
+from aclcheck.judging.diagnosis.vendor import (
+    VendorAgreement,
+    agreement_line,
+    shown_status,
+)
+from aclcheck.judging.gate.gate import Gate, GateKind
 from aclcheck.report.diff import Diff
 from aclcheck.report.errormap import error_map
 from aclcheck.report.safe_text import data_text, printable
@@ -335,7 +335,7 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
             console.print(data_text(f"{cid}: {note}", "dim"))
     if counted.vendor.stated:
         vendor_block(console, counted.vendor)
-    line = summary_line(summary_of(counted.total))
+    line = summary_text(summary_of(counted.total))
     style = "bold red" if failing else "bold green"
     console.print(Text(line, style=style), soft_wrap=True)
 
@@ -415,18 +415,18 @@ def gate_lines(gate: Gate) -> list[str]:
             (f, False) for f in gate.warnings]:
         lead = "aclcheck: gate failed:" if failing else "aclcheck: warning:"
         detail = printable(finding.detail)
-        if finding.kind == Kind.NOTHING_JUDGED:
+        if finding.kind == GateKind.NOTHING_JUDGED:
             what = "no valid call" if finding.valid_only else "no case"
             lines.append(f"{lead} {what} was judged" + (
                 f": all {finding.count} were SKIP or MISTRUSTED (or undocumented calls, "
                 "which never fail)" if finding.count else "")
                 + (f"; first SKIP: {detail}" if detail else ""))
-        elif finding.kind == Kind.XFAIL_MATCHES_ALL:
+        elif finding.kind == GateKind.XFAIL_MATCHES_ALL:
             lines.append(f"{lead} the known-failure entry id = {detail!r} matches every "
                          f"case of this run ({finding.count}): it cannot tell a known "
                          "failure from a new one" + ("" if failing else
                                                       " (--strict-xfail fails the gate)"))
-        elif finding.kind == Kind.INPUT_CHANGED:
+        elif finding.kind == GateKind.INPUT_CHANGED:
             lines.append(f"{lead} {detail} changed while the run read it: its verdicts "
                          "cannot be trusted")
     return lines

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 
 #: Metrics where a larger value is worse, and how much growth counts as a regression.
 REGRESSION_METRICS: dict[str, float] = {"max_ulp": 1.0, "mismatch_ratio": 1.0}

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from rich.text import Text
 
-from aclcheck.judging.evidence import Evidence
+from aclcheck.judging.case.evidence import Evidence
 
 #: (upper bound of error/allowed, character, style, legend), checked in order; NaN or
 #: inf (special-value mismatches) get SPECIAL.

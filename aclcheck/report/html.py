@@ -16,10 +16,7 @@ from typing import Any
 import jinja2
 
 from aclcheck import __version__
-from aclcheck.judging.diagnosis import RunDiagnosis
-from aclcheck.judging.signature import compact
-from aclcheck.judging.vendor import agreement_line, shown_status, vendor_agreement
-from aclcheck.judging.verdicts import (
+from aclcheck.judging.case.verdicts import (
     FAILING,
     SUMMARY_KEYS,
     CaseVerdict,
@@ -28,6 +25,9 @@ from aclcheck.judging.verdicts import (
     summarize,
     summarize_by,
 )
+from aclcheck.judging.diagnosis.ranking import RunDiagnosis
+from aclcheck.judging.diagnosis.signature import compact
+from aclcheck.judging.diagnosis.vendor import agreement_line, shown_status, vendor_agreement
 from aclcheck.report.files import atomic_write
 from aclcheck.report.pictures import (
     BAR_W,
@@ -153,7 +153,7 @@ def _row(n: int, v: CaseVerdict, anchor: str) -> dict[str, Any]:
 
 def _hist_px() -> tuple[int, int]:
     """Display size of the histogram pictures (same for every case)."""
-    from aclcheck.judging.evidence import HIST_LOG2_EDGES
+    from aclcheck.judging.case.evidence import HIST_LOG2_EDGES
 
     cols = (len(HIST_LOG2_EDGES) + 1) * (BAR_W + 1)
     return PICTURE_PX, max(60, round(PICTURE_PX * HIST_ROWS / cols))
@@ -181,7 +181,7 @@ def page_warnings(report: dict[str, Any], verdicts: Sequence[CaseVerdict]) -> li
 
 class _Rows:
     """The page's table rows, each made as the page is written (a run's verdicts may be
-    on disk: judging.spool)."""
+    on disk: judging.gate.spool)."""
 
     def __init__(self, verdicts: Sequence[CaseVerdict]) -> None:
         self.verdicts = verdicts
@@ -252,7 +252,7 @@ class DiagnosisView:
 
 
 def diagnosis_view(report: dict[str, Any]) -> DiagnosisView | None:
-    """What the report says about its failures (judging.diagnosis.RunDiagnosis)."""
+    """What the report says about its failures (judging.diagnosis.ranking.RunDiagnosis)."""
     diagnosis = RunDiagnosis.from_report(report)
     if diagnosis is None:
         return None

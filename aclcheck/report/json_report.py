@@ -13,8 +13,8 @@ from typing import IO, Any
 from aclcheck import __version__
 from aclcheck.configfile import read_document
 from aclcheck.errors import InputFileError
-from aclcheck.judging.vendor import VendorAgreement
-from aclcheck.judging.verdicts import CaseVerdict, Verdict, summary_of
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict, summary_of
+from aclcheck.judging.diagnosis.vendor import VendorAgreement
 from aclcheck.report.files import atomic_write
 
 REPORT_FORMAT = "aclcheck-report"
@@ -51,7 +51,7 @@ def build(verdicts: Sequence[CaseVerdict], *, implementation: str, standards: Se
 
 class CaseEntries:
     """The report's `cases`, each rendered as it is written (a run's verdicts may be
-    on disk: judging.spool); `write` streams them."""
+    on disk: judging.gate.spool); `write` streams them."""
 
     def __init__(self, verdicts: Sequence[CaseVerdict]) -> None:
         self.verdicts = verdicts

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from aclcheck.judging.verdicts import CaseVerdict, Verdict, summarize
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict, summarize
 from aclcheck.report.files import atomic_write
 from aclcheck.report.safe_text import printable
 
@@ -73,7 +73,7 @@ def write(path: str | Path, verdicts: Sequence[CaseVerdict], suite_name: str,
           properties: dict[str, str] | None = None, mode: int | None = None) -> None:
     """Write atomically, mode 0666 less the umask (see report.files.atomic_write): the
     document of one <testsuite> in <testsuites>, indented, written a case at a time
-    (a run's verdicts may be on disk: judging.spool)."""
+    (a run's verdicts may be on disk: judging.gate.spool)."""
     suite = suite_element(verdicts, suite_name, properties)
     head = list(suite)
 

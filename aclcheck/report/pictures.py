@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib import colormaps
 from PIL import Image
 
-from aclcheck.judging.evidence import HIST_LOG2_EDGES, Evidence, hist_labels
+from aclcheck.judging.case.evidence import HIST_LOG2_EDGES, Evidence, hist_labels
 
 #: log10 of error/allowed mapped onto the colours: [LOW, 0] within budget (greys),
 #: (0, HIGH] over budget (yellow to dark red); inf (a NaN/inf mismatch) is magenta.

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aclcheck.cases import Case
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.case.verdicts import CaseVerdict
 from aclcheck.running.live import LiveJudge
 from aclcheck.running.runner import RunOptions
 from aclcheck.running.wire import AdapterInfo

@@ -24,7 +24,7 @@ import numpy as np
 from aclcheck import interrupts
 from aclcheck.cases import CaseData
 from aclcheck.executors import ProcessPool
-from aclcheck.judging.reproduce import CaseEvidence
+from aclcheck.judging.diagnosis.reproduce import CaseClues
 from aclcheck.ops import operator_of
 from aclcheck.running.zygote import PR_SET_PDEATHSIG, prctl
 
@@ -36,7 +36,7 @@ MAX_HELPER_ELEMENTS = 1 << 18
 HELPER_LOOK_S = 1.0
 
 
-def case_evidence(data: CaseData, output: np.ndarray) -> CaseEvidence | None:
+def case_evidence(data: CaseData, output: np.ndarray) -> CaseClues | None:
     """The diagnosis evidence of one failing case (None: its operator has no diagnosis);
     evidence that cannot be computed is `judged=False`, and the verdict stands."""
     hooks = operator_of(data.case).diagnosis
@@ -45,7 +45,7 @@ def case_evidence(data: CaseData, output: np.ndarray) -> CaseEvidence | None:
     try:
         return hooks.evidence(data, output)
     except (ValueError, IndexError, MemoryError, FloatingPointError):
-        return CaseEvidence(data.case.id, judged=False)
+        return CaseClues(data.case.id, judged=False)
 
 
 def _helper_starts(parent: int) -> None:
@@ -58,8 +58,8 @@ def _helper_starts(parent: int) -> None:
         os._exit(0)
 
 
-def _done(value: CaseEvidence | None) -> Future[CaseEvidence | None]:
-    future: Future[CaseEvidence | None] = Future()
+def _done(value: CaseClues | None) -> Future[CaseClues | None]:
+    future: Future[CaseClues | None] = Future()
     future.set_result(value)
     return future
 
@@ -72,7 +72,7 @@ class CluePool:
         self._pool: ProcessPool | None = None
         self._broken = False
 
-    def submit(self, data: CaseData, output: np.ndarray) -> Future[CaseEvidence | None]:
+    def submit(self, data: CaseData, output: np.ndarray) -> Future[CaseClues | None]:
         """The evidence of a failing case, to come (computed here, at once, for a large
         output or once the helper broke)."""
         if self._broken or output.size > MAX_HELPER_ELEMENTS:
@@ -86,8 +86,8 @@ class CluePool:
             self._broken = True
             return _done(case_evidence(data, output))
 
-    def result(self, future: Future[CaseEvidence | None], data: CaseData,
-               output: np.ndarray) -> CaseEvidence | None:
+    def result(self, future: Future[CaseClues | None], data: CaseData,
+               output: np.ndarray) -> CaseClues | None:
         """What a future gives; the evidence computed here if the helper broke."""
         while True:
             try:

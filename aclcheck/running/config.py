@@ -118,14 +118,15 @@ class VerifyConfig:
         shard, unwritable report paths, a report that would replace an input. The one
         check of a run's options (the CLI, the pytest plugin and shrink/hunt call it)."""
         from aclcheck.errors import SuiteError, UsageError
-        from aclcheck.judging.standards import STANDARDS
+        from aclcheck.judging.case.standards import STANDARDS_BY_NAME
         from aclcheck.report.files import check_writable
         from aclcheck.store.file_guard import check_apart
         from aclcheck.suite import sharding
 
         for name in self.standard_names:
-            if name not in STANDARDS:
-                raise SuiteError(f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}",
+            if name not in STANDARDS_BY_NAME:
+                raise SuiteError(f"unknown standard {name!r}; valid: "
+                                 f"{', '.join(STANDARDS_BY_NAME)}",
                                  option=o.STANDARDS.flag)
         if self.shard:
             sharding.parse_shard(self.shard)
@@ -158,8 +159,8 @@ class VerifyConfig:
 
     def run_options(self) -> RunOptions:
         """What the runner needs (reads the tolerance file, if any)."""
-        from aclcheck.judging.judge import JudgeOptions
-        from aclcheck.judging.overrides import load_overrides
+        from aclcheck.judging.case.judge import JudgeOptions
+        from aclcheck.judging.case.overrides import load_overrides
         from aclcheck.running.runner import RunOptions
 
         overrides = load_overrides(self.tolerances) if self.tolerances else None

@@ -13,7 +13,7 @@ from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.errors import UsageError
 from aclcheck.impls.base import Implementation
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.case.verdicts import CaseVerdict
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.running.config import VerifyConfig
 from aclcheck.running.remote import OpenedImpl, open_impl

@@ -19,8 +19,8 @@ from aclcheck.cases.call import Capabilities
 from aclcheck.errors import first_sentence
 from aclcheck.executors import worker_lost
 from aclcheck.impls.base import Implementation
-from aclcheck.judging.judge import lost
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.case.judge import lost
+from aclcheck.judging.case.verdicts import CaseVerdict
 from aclcheck.running.remote import RemoteImpl
 from aclcheck.running.runner import (
     CaseRunner,

@@ -16,8 +16,8 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities, Outcome
-from aclcheck.judging.reproduce import CaseEvidence
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.case.verdicts import CaseVerdict
+from aclcheck.judging.diagnosis.reproduce import CaseClues
 from aclcheck.running.parked import Parked
 from aclcheck.running.runner import (
     CaseRunner,
@@ -54,7 +54,7 @@ class _Clueing:
     verdict: CaseVerdict
     data: CaseData
     output: np.ndarray
-    future: Future[CaseEvidence | None]
+    future: Future[CaseClues | None]
 
 
 @dataclass
@@ -81,7 +81,7 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
     checking: _Rechecking | None = None  # the case whose check is in the recall worker
     clues = runner.clues  # failing cases' evidence, computed beside the run
     #: evidence asked for and not yet come, with its output's elements
-    asked: deque[tuple[Future[CaseEvidence | None], int]] = deque()
+    asked: deque[tuple[Future[CaseClues | None], int]] = deque()
 
     def concluded(first: Prepared, outcome: Outcome, again: Outcome | None,
                   judged: CaseVerdict | None = None) -> CaseVerdict | _Clueing:

@@ -1,7 +1,7 @@
 """The measuring probe run through the adapter (issue 38): for a run's failing cases,
 the smallest shapes first, each shape's M measured by one-hot calls through the run's
 CaseRunner (isolated and guarded like any call) and compared with the contract's
-(aclcheck.judging.probe). Knows no tensor: the operator's Probe record names the linear
+(aclcheck.judging.diagnosis.probe). Knows no tensor: the operator's Probe record names the linear
 input and gives the contract's Geometry."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import numpy as np
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.layouts import place
 from aclcheck.dtypes import FLOAT_FORMATS
-from aclcheck.judging.diagnosis import Entry, measured_entries
-from aclcheck.judging.probe import DEFAULT_BUDGET, ProbeResult, probe
-from aclcheck.judging.probe_fit import Difference
+from aclcheck.judging.diagnosis.probe import DEFAULT_BUDGET, ProbeResult, probe
+from aclcheck.judging.diagnosis.probe_fit import Difference
+from aclcheck.judging.diagnosis.ranking import DiagnosisEntry, measured_entries
 from aclcheck.ops import operator_of
 from aclcheck.running.runner import CaseRunner, call_of
 
@@ -93,7 +93,7 @@ def _size(case: Case) -> int:
     return sum(math.prod(case.tensor_desc(r.name).shape) for r in case.inputs())
 
 
-def measured(results: Sequence[ProbeResult], failing: int) -> tuple[Entry, ...]:
+def measured(results: Sequence[ProbeResult], failing: int) -> tuple[DiagnosisEntry, ...]:
     """The diagnosis entries of a run's probe: each distinct (quantity, axis) difference
     once (as the shape that tells its formulas apart best measured it), with the number
     of shapes showing it and the memory layouts they were called in; those with a

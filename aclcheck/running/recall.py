@@ -24,8 +24,8 @@ from aclcheck.cases import Case
 from aclcheck.cases.call import CallInputs, Outcome
 from aclcheck.cases.layouts import StridedTensor, place
 from aclcheck.dtypes import JUDGED_FORMATS
-from aclcheck.judging.findings import Hint, HintCode
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.hints import Hint, HintCode
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 
 #: the layout the twin takes: channels-last, or contiguous for a channels-last case
 TWIN_LAYOUT = "channels_last"

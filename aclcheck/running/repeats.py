@@ -13,7 +13,7 @@ from aclcheck.cases import Case
 from aclcheck.cases.call import Outcome
 from aclcheck.dtypes import JUDGED_FORMATS, ulp_distance
 from aclcheck.impls.base import CallInputs
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 
 if TYPE_CHECKING:
     from aclcheck.running.runner import CaseRunner

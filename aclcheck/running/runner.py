@@ -22,12 +22,12 @@ from aclcheck.cores import worker_threads
 from aclcheck.errors import UnknownImplementation, UsageError
 from aclcheck.impls.base import CallInputs, Implementation, guarded_run
 from aclcheck.impls.registry import spec_kind
-from aclcheck.judging.default_standard import accumulation
-from aclcheck.judging.expressible import not_expressible
-from aclcheck.judging.judge import JudgeOptions, judge, skipped
-from aclcheck.judging.model import CaseModel
-from aclcheck.judging.overflow import judged_mode
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.default_standard import accumulation
+from aclcheck.judging.case.expressible import not_expressible
+from aclcheck.judging.case.judge import JudgeOptions, judge, skipped
+from aclcheck.judging.case.model import CaseModel
+from aclcheck.judging.case.overflow import judged_mode
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.options import TIMEOUT_S
 from aclcheck.running import recall

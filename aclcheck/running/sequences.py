@@ -35,7 +35,7 @@ from aclcheck.cases.acl import SUCCESS
 from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.dtypes import FLOAT_FORMATS
 from aclcheck.impls.base import Implementation
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
 from aclcheck.ops.materialize import make_inputs
 from aclcheck.options import Predecessor

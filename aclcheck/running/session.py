@@ -28,12 +28,12 @@ from aclcheck.errors import UsageError
 from aclcheck.executors import open_executor, slots
 from aclcheck.impls.aclnn_options import configure_environment
 from aclcheck.impls.base import Implementation
-from aclcheck.judging import xfail
-from aclcheck.judging.diagnosis import Entry, RunDiagnosis, diagnose
-from aclcheck.judging.gate import Finding, Gate, Kind, catch_all, decide
-from aclcheck.judging.signature import CaseFacts, Tally
-from aclcheck.judging.spool import VerdictSpool
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.ranking import DiagnosisEntry, RunDiagnosis, diagnose
+from aclcheck.judging.diagnosis.signature import CaseFacts, FactCounts
+from aclcheck.judging.gate import xfail
+from aclcheck.judging.gate.gate import Gate, GateFinding, GateKind, catch_all, decide
+from aclcheck.judging.gate.spool import VerdictSpool
 from aclcheck.ops import operator_of
 from aclcheck.report import json_report, junit
 from aclcheck.report.diff import Diff, run_mismatch
@@ -150,7 +150,7 @@ class FactsLog:
     def __len__(self) -> int:
         return len(self._cases)
 
-    def tally(self, verdicts: Iterable[CaseVerdict]) -> Tally:
+    def tally(self, verdicts: Iterable[CaseVerdict]) -> FactCounts:
         """Each distinct facts with the verdict of its cases (`verdicts`: the judged
         cases' in order, known failures applied; an interrupted run may have one fact
         more), counted; in the order each first appears."""
@@ -177,7 +177,7 @@ class RunState:
     golden_digest: str | None = None
     verdict_options: dict[str, Any] = field(default_factory=dict)
     failed: Failing = field(default_factory=Failing)  # FAIL cases the probe may measure
-    measured: tuple[Entry, ...] = ()  # the probe's diagnosis entries (running.probing)
+    measured: tuple[DiagnosisEntry, ...] = ()  # the probe's diagnosis entries (running.probing)
     changed: dict[int, CaseVerdict] = field(default_factory=dict)  # by running.sequences
 
     def judged(self, case: Case, verdict: CaseVerdict) -> None:
@@ -319,7 +319,7 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
     read_during_run = Snapshot([r for r in inputs if r.flag == "GOLDEN"])
     targets = ReportTargets.now(config)
     opts = config.run_options()  # every input but the golden file is read now,
-    xfails = xfail.load(config.xfail) if config.xfail else None  # before any kernel code
+    xfails = xfail.load_xfails(config.xfail) if config.xfail else None  # before any kernel code
     baseline = json_report.read(config.baseline) if config.baseline else None
     here = {"golden": str(config.golden)}
     if baseline is not None and (mismatch := run_mismatch(baseline[0], here, "golden")):
@@ -351,7 +351,7 @@ def _run(config: VerifyConfig, progress: Progress, say: Say,
     judged = sequences.with_changes(state.verdicts, state.changed)
     if xfails is not None:
         judged = xfail.applied(judged, xfails, adapter.name)  # read, not kept
-    problems = [Finding(Kind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
+    problems = [GateFinding(GateKind.INPUT_CHANGED, detail=f"{r.flag} {r.path}")
                 for r in read_during_run.changed()]
     changes = baseline_diff(baseline[1], judged) if baseline is not None else None
     failing = None
@@ -391,7 +391,7 @@ def verdict_options(config: VerifyConfig) -> dict[str, Any]:
 
 
 def run_diagnosis(verdicts: Sequence[CaseVerdict], facts: FactsLog,
-                  measured: tuple[Entry, ...] = ()) -> RunDiagnosis:
+                  measured: tuple[DiagnosisEntry, ...] = ()) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (known failures applied) and the
     signature facts of the cases they judged, in the same order: counted, so it costs
     the distinct facts, not a record a case; the probe's entries (`measured`) lead."""

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.judging.diagnosis import Entry, magnitude_json, merge_entries
-from aclcheck.judging.verdicts import CaseVerdict, Verdict, summarize
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict, summarize
+from aclcheck.judging.diagnosis.ranking import DiagnosisEntry, magnitude_json, merge_entries
 from aclcheck.store.codec import VOLATILE_ROOT_ATTRS, run_meta
 from aclcheck.store.dispatch import GoldenFile, open_golden
 from aclcheck.store.golden_writer import GoldenWriter
@@ -169,12 +169,12 @@ def merged_signature(verdicts: Sequence[CaseVerdict], reports: Sequence[dict[str
 
 
 def merged_diagnosis(verdicts: Sequence[CaseVerdict], reports: Sequence[Report]
-                     ) -> tuple[Entry, ...]:
-    """The shards' diagnoses merged (judging.diagnosis.merge_entries)."""
+                     ) -> tuple[DiagnosisEntry, ...]:
+    """The shards' diagnoses merged (judging.diagnosis.ranking.merge_entries)."""
     shards = []
     for path, report, _ in reports:
         try:
-            shards.append([Entry.from_json(e) for e in report.get("diagnosis") or []])
+            shards.append([DiagnosisEntry.from_json(e) for e in report.get("diagnosis") or []])
         except ValueError as exc:
             raise InputFileError.at(Path(path), str(exc)) from None
     failed = sum(v.verdict is Verdict.FAIL for v in verdicts)

@@ -26,7 +26,7 @@ import numpy as np
 
 from aclcheck.cases import Case
 from aclcheck.configfile import DIGEST_PREFIX
-from aclcheck.judging.verdicts import FAILING, Verdict
+from aclcheck.judging.case.verdicts import FAILING, Verdict
 from aclcheck.ops import OPERATORS, operator
 from aclcheck.options import ACCUMULATE_CHOICES, DEFAULT_OPERATOR, SPIN_RULE
 
@@ -77,7 +77,7 @@ class Campaign:
         """The campaign a checkpoint's campaign.json holds, every field checked (type,
         range, known name): ValueError naming the first that is not one this aclcheck
         writes."""
-        from aclcheck.judging.standards import STANDARDS
+        from aclcheck.judging.case.standards import STANDARDS_BY_NAME
 
         if not isinstance(data, dict):
             raise ValueError(f"a JSON {type(data).__name__}, not an object")
@@ -98,7 +98,7 @@ class Campaign:
             impl=_text(data, "impl"), op=op, batch=_count(data, "batch", 1),
             products=_names(data, "products", tuple(chosen.products)),
             dtypes=_names(data, "dtypes", chosen.dtypes),
-            standards=_names(data, "standards", STANDARDS),
+            standards=_names(data, "standards", STANDARDS_BY_NAME),
             accumulate=_choice(data, "accumulate", ACCUMULATE_CHOICES),
             tolerances=_choice(data, "tolerances", None),
             spin_rule=str(_choice(data, "spin_rule", SPIN_RULE.choices, optional=False)),

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.judging.gate import UNJUDGED
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.gate.gate import UNJUDGED
 from aclcheck.ops.operator import CaseSpace
 
 Judge = Callable[[Case], CaseVerdict]

@@ -6,7 +6,7 @@ smallest values first: 1, 2, 3, a quarter, a half, one less) keeping the first t
 fails the same way; then simpler values (all ones, small exact integers); repeat until
 a whole round changes nothing or the time is up. "The same way" is the same verdict, the
 same contract rule (an invalid call stays invalid for the same reason) and the same
-diagnosis: a FAIL named by a what-if model or a finding (judging.diagnosis) keeps that
+diagnosis: a FAIL named by a what-if model or a finding (judging.diagnosis.ranking) keeps that
 code, so a window bug never shrinks into a rounding question or into a case whose
 golden cancels to zero (no model is judged there); a failure without a code keeps the
 hint classes of the original. Product, dtype, format and layout never change; the
@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aclcheck.cases import Case
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.diagnosis import FINDING_SHARE
-from aclcheck.judging.findings import HintCode
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.case.hints import HintCode
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.ranking import FINDING_SHARE
 from aclcheck.ops import operator_of
 from aclcheck.options import MAX_TIME_S
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aclcheck.judging.clues import REGION_MAX, Finding
-from aclcheck.judging.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.clues import REGION_MAX, Clue
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
 from aclcheck.ops.adaptive.windows import window_bounds
 
 
@@ -43,7 +43,7 @@ def _outer(vectors: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def window_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
-                    windows: Sequence[tuple[int, int]], precision: int) -> list[Finding]:
+                    windows: Sequence[tuple[int, int]], precision: int) -> list[Clue]:
     """The window findings of one case (unordered). precision: the output format's
     significand bits (the tolerance of a constant ratio)."""
     wrong = np.asarray(wrong, dtype=bool)
@@ -56,12 +56,12 @@ def window_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
     lead = wrong.shape[:-s]
     planes = math.prod(lead)
     w3 = wrong.reshape((planes,) + k.shape)
-    out: list[Finding] = []
+    out: list[Clue] = []
     overlap = k > 1
     if 0 < overlap.mean() <= REGION_MAX:
         n = int(np.count_nonzero(w3 & overlap))
         if n == total:
-            out.append(Finding(DiagnosisCode.OVERLAP_ONLY, 1.0, (
+            out.append(Clue(DiagnosisCode.OVERLAP_ONLY, 1.0, (
                 "wrong only where windows overlap (k > 1): window bounds or accumulation")))
     for d, (_, _, edge) in enumerate(cover):
         if not 0 < edge.mean() <= REGION_MAX:
@@ -70,7 +70,7 @@ def window_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
         shape[d] = edge.size
         n = int(np.count_nonzero(w3 & edge.reshape(shape)))
         if n >= 0.9 * total:
-            out.append(Finding(DiagnosisCode.WINDOW_EDGES, n / total, (
+            out.append(Clue(DiagnosisCode.WINDOW_EDGES, n / total, (
                 f"wrong elements sit on the first or last position of windows along axis "
                 f"{d - len(cover)}: off-by-one window bounds")))
             break
@@ -79,7 +79,7 @@ def window_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
                            k == 1, [c[1] for c in cover], precision)
     if ratio is not None:
         share, typical = ratio
-        out.append(Finding(DiagnosisCode.DIVISOR_RATIO, share, (
+        out.append(Clue(DiagnosisCode.DIVISOR_RATIO, share, (
             f"actual/golden is constant within each window (e.g. {typical:.4g}): the "
             "window's divisor (the product of its sizes)")))
     return out

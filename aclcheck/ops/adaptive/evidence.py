@@ -1,9 +1,9 @@
 """The evidence of one failing case of an adaptive-pooling operator (the 3D average
-pooling, the max pooling): where its wrong elements sit (judging.clues, and
+pooling, the max pooling): where its wrong elements sit (judging.diagnosis.clues, and
 ops.adaptive.clues along the window axes), which rounding of the final conversion
 explains a one-ULP failure, and which of the operator's what-if models (if it has any)
 reproduce the output. An element is wrong, and a model's output matches, by the
-contract's interval of the case's product path (judging.reproduce.contract_interval)."""
+contract's interval of the case's product path (judging.diagnosis.reproduce.contract_interval)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.dtypes import JUDGED_FORMATS, judged_format
-from aclcheck.judging.clues import findings, rounding_findings
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.model import CaseModel
-from aclcheck.judging.pieces import load
-from aclcheck.judging.reproduce import (
-    CaseEvidence,
+from aclcheck.judging.case.model import CaseModel
+from aclcheck.judging.case.pieces import float64_values
+from aclcheck.judging.diagnosis.clues import generic_clues, rounding_clues
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.reproduce import (
+    CaseClues,
     ModelResult,
     contract_interval,
     inside,
@@ -40,7 +40,7 @@ WhatIfs = Callable[[CaseData], Iterable[tuple[DiagnosisCode, str, np.ndarray]]]
 
 def window_evidence(data: CaseData, output: np.ndarray, axes: tuple[str, ...],
                     model: Callable[[Case], CaseModel], what_ifs: WhatIfs | None = None
-                    ) -> CaseEvidence:
+                    ) -> CaseClues:
     """The diagnosis evidence of one failing case from the kernel's output: `axes` the
     spatial axes (gradOutput's last dims map onto the output's), `model` the operator's,
     `what_ifs` its models (None: it has none)."""
@@ -49,32 +49,32 @@ def window_evidence(data: CaseData, output: np.ndarray, axes: tuple[str, ...],
 
 
 def _evidence(data: CaseData, output: np.ndarray, axes: tuple[str, ...],
-              model: Callable[[Case], CaseModel], what_ifs: WhatIfs | None) -> CaseEvidence:
+              model: Callable[[Case], CaseModel], what_ifs: WhatIfs | None) -> CaseClues:
     case, golden = data.case, data.golden
     grad = data.inputs.get("grad_output")
     if grad is None or golden is None or case.dtype not in JUDGED_FORMATS \
             or golden.size > REJUDGE_ELEMENTS or output.shape != golden.shape \
             or golden.ndim < len(axes) or not np.any(golden):
-        return CaseEvidence(case.id, judged=False)
+        return CaseClues(case.id, judged=False)
     numbers = model(case).numbers
     if numbers is None:
-        return CaseEvidence(case.id, judged=False)
+        return CaseClues(case.id, judged=False)
     g = np.asarray(golden, dtype=np.float64)
-    actual = load(output)
+    actual = float64_values(output)
     fmt = judged_format(case.dtype)
     extra, proven = contract_interval(numbers, data.values(), g.shape, BOUND_C)
     wrong = ~inside(g, actual, extra, fmt, proven=proven)
     if not wrong.any():  # the gate failed on something the interval allows
-        return CaseEvidence(case.id)
+        return CaseClues(case.id)
     rank = len(axes)
     sizes = tuple(zip((int(x) for x in grad.shape[-rank:]), (int(x) for x in g.shape[-rank:]),
                       strict=True))
-    found = findings(wrong, g, actual, batch_rank=g.ndim - rank)
+    found = generic_clues(wrong, g, actual, batch_rank=g.ndim - rank)
     found += window_findings(wrong, g, actual, sizes, fmt.precision)
-    found += rounding_findings(wrong, g, actual, fmt)
+    found += rounding_clues(wrong, g, actual, fmt)
     results = tuple(
         ModelResult(code, summary, res.explained, res.exact)
         for code, summary, values in (what_ifs(data) if what_ifs is not None else ())
         for res in (reproduce(values, actual, extra, fmt, proven=proven,
                               exact_output=values),))
-    return CaseEvidence(case.id, results, tuple(found))
+    return CaseClues(case.id, results, tuple(found))

@@ -1,5 +1,5 @@
 """What the diagnosis reads of an adaptive-pooling case, for any number of spatial axes:
-the facts a failure signature groups it by (judging.signature.CaseFacts: the kind of each
+the facts a failure signature groups it by (judging.diagnosis.signature.CaseFacts: the kind of each
 window axis), the window tables a printed case shows, and the family a smaller case is
 named by (shrink). Both operators' diagnosis hooks call these with their axis names.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aclcheck.cases import Case
-from aclcheck.judging.signature import AxisKind, CaseFacts, axis_kind
+from aclcheck.judging.diagnosis.signature import AxisKind, CaseFacts, axis_kind
 from aclcheck.ops.adaptive.windows import window_bounds
 
 #: (axis, window starts, window ends) of one spatial axis

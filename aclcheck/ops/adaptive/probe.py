@@ -1,5 +1,5 @@
 """The contract's M of adaptive average pooling backward for the measuring probe
-(aclcheck.judging.probe): the windows of every spatial axis (windows.py) and the weight
+(aclcheck.judging.diagnosis.probe): the windows of every spatial axis (windows.py) and the weight
 1/(product of the window sizes) of every output cell; both operators declare it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from aclcheck.cases import Case
-from aclcheck.judging.probe import Geometry
+from aclcheck.judging.diagnosis.probe import Geometry
 from aclcheck.ops.adaptive.windows import window_bounds
 
 

@@ -26,9 +26,9 @@ from functools import cached_property
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, correctly_rounded, float_format
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.reproduce import BugModel, WhatIf
-from aclcheck.judging.roundings import Rounding
+from aclcheck.judging.case.roundings import Rounding
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.reproduce import WhatIf, WhatIfModel
 from aclcheck.ops.adaptive.windows import SpreadPlan, window_bounds
 
 F32 = np.float32
@@ -377,48 +377,49 @@ def _flush_to_zero(scene: Scene) -> WhatIf | None:
 
 # -- the catalogue --------------------------------------------------------------------------
 
-MODELS: tuple[BugModel, ...] = (
-    BugModel(DiagnosisCode.WINDOW_END_FLOOR, "window end floor((i+1)*I/O) instead of ceil",
-             _bounds_model(_floor_end)),
-    BugModel(DiagnosisCode.WINDOW_START_CEIL, "window start ceil(i*I/O) instead of floor",
-             _bounds_model(_ceil_start)),
-    BugModel(DiagnosisCode.WINDOW_BOUNDS_FLOAT32, "window bounds i*I/O evaluated in float32",
-             _bounds_model(_float32_bounds(reciprocal=False))),
-    BugModel(DiagnosisCode.WINDOW_BOUNDS_FLOAT32_RECIPROCAL,
-             "window bounds i*I*fl32(1/O) evaluated in float32",
-             _bounds_model(_float32_bounds(reciprocal=True))),
-    BugModel(DiagnosisCode.DIVISOR_WHOLE_INPUT, "divisor H*W of the whole input instead of kh*kw",
-             _divisor_model(_whole_input)),
-    BugModel(DiagnosisCode.DIVISOR_KH_KH, "divisor kh*kh instead of kh*kw", _divisor_model(_kh_kh)),
-    BugModel(DiagnosisCode.DIVISOR_KW_KW, "divisor kw*kw instead of kh*kw",
-             _divisor_model(_kw_kw)),
-    BugModel(DiagnosisCode.DIVISOR_KW_FROM_HO, "kw computed from Ho instead of Wo",
-             _divisor_model(_kw_from_ho)),
-    BugModel(DiagnosisCode.DIVISOR_KH_FROM_WO, "kh computed from Wo instead of Ho",
-             _divisor_model(_kh_from_wo)),
-    BugModel(DiagnosisCode.AXES_SWAPPED, "H and W sizes read in the wrong order", _axes_swapped),
-    BugModel(DiagnosisCode.PLANE_0_BROADCAST, "every plane computed from plane 0's gradOutput",
-             _plane0_broadcast),
-    BugModel(DiagnosisCode.ONLY_PLANE_0, "only plane 0 computed, the other planes left zero",
-             _only_plane0),
-    BugModel(DiagnosisCode.STRIDES_IGNORED, "non-contiguous gradOutput read as row-major memory",
-             _strides_ignored),
-    BugModel(DiagnosisCode.ACCUMULATE_INPUT_DTYPE, "terms and sums in the input dtype, not FP32",
-             _accumulate_input),
-    BugModel(DiagnosisCode.SCALE_INPUT_DTYPE, "1/(kh*kw) rounded to the input dtype",
-             _scale_input_dtype),
-    BugModel(DiagnosisCode.CAST_TOWARD_ZERO, "final conversion rounds toward zero",
-             _cast_model(Rounding.TOWARD_ZERO)),
-    BugModel(DiagnosisCode.CAST_TIES_AWAY, "final conversion rounds ties away from zero",
-             _cast_model(Rounding.TIES_AWAY)),
-    BugModel(DiagnosisCode.CAST_ROUND_UP, "final conversion rounds toward +inf",
-             _cast_model(Rounding.UP)),
-    BugModel(DiagnosisCode.FLUSH_TO_ZERO, "subnormal inputs and results flushed to zero",
-             _flush_to_zero),
+MODELS: tuple[WhatIfModel, ...] = (
+    WhatIfModel(DiagnosisCode.WINDOW_END_FLOOR, "window end floor((i+1)*I/O) instead of ceil",
+                _bounds_model(_floor_end)),
+    WhatIfModel(DiagnosisCode.WINDOW_START_CEIL, "window start ceil(i*I/O) instead of floor",
+                _bounds_model(_ceil_start)),
+    WhatIfModel(DiagnosisCode.WINDOW_BOUNDS_FLOAT32, "window bounds i*I/O evaluated in float32",
+                _bounds_model(_float32_bounds(reciprocal=False))),
+    WhatIfModel(DiagnosisCode.WINDOW_BOUNDS_FLOAT32_RECIPROCAL,
+                "window bounds i*I*fl32(1/O) evaluated in float32",
+                _bounds_model(_float32_bounds(reciprocal=True))),
+    WhatIfModel(DiagnosisCode.DIVISOR_WHOLE_INPUT,
+                "divisor H*W of the whole input instead of kh*kw", _divisor_model(_whole_input)),
+    WhatIfModel(DiagnosisCode.DIVISOR_KH_KH, "divisor kh*kh instead of kh*kw",
+                _divisor_model(_kh_kh)),
+    WhatIfModel(DiagnosisCode.DIVISOR_KW_KW, "divisor kw*kw instead of kh*kw",
+                _divisor_model(_kw_kw)),
+    WhatIfModel(DiagnosisCode.DIVISOR_KW_FROM_HO, "kw computed from Ho instead of Wo",
+                _divisor_model(_kw_from_ho)),
+    WhatIfModel(DiagnosisCode.DIVISOR_KH_FROM_WO, "kh computed from Wo instead of Ho",
+                _divisor_model(_kh_from_wo)),
+    WhatIfModel(DiagnosisCode.AXES_SWAPPED, "H and W sizes read in the wrong order", _axes_swapped),
+    WhatIfModel(DiagnosisCode.PLANE_0_BROADCAST, "every plane computed from plane 0's gradOutput",
+                _plane0_broadcast),
+    WhatIfModel(DiagnosisCode.ONLY_PLANE_0, "only plane 0 computed, the other planes left zero",
+                _only_plane0),
+    WhatIfModel(DiagnosisCode.STRIDES_IGNORED, "non-contiguous gradOutput read as row-major memory",
+                _strides_ignored),
+    WhatIfModel(DiagnosisCode.ACCUMULATE_INPUT_DTYPE, "terms and sums in the input dtype, not FP32",
+                _accumulate_input),
+    WhatIfModel(DiagnosisCode.SCALE_INPUT_DTYPE, "1/(kh*kw) rounded to the input dtype",
+                _scale_input_dtype),
+    WhatIfModel(DiagnosisCode.CAST_TOWARD_ZERO, "final conversion rounds toward zero",
+                _cast_model(Rounding.TOWARD_ZERO)),
+    WhatIfModel(DiagnosisCode.CAST_TIES_AWAY, "final conversion rounds ties away from zero",
+                _cast_model(Rounding.TIES_AWAY)),
+    WhatIfModel(DiagnosisCode.CAST_ROUND_UP, "final conversion rounds toward +inf",
+                _cast_model(Rounding.UP)),
+    WhatIfModel(DiagnosisCode.FLUSH_TO_ZERO, "subnormal inputs and results flushed to zero",
+                _flush_to_zero),
 )
 
 
-def model(code: str) -> BugModel:
+def model(code: str) -> WhatIfModel:
     """The model of a diagnosis code (KeyError naming the known codes)."""
     for m in MODELS:
         if m.code == code:
@@ -426,7 +427,7 @@ def model(code: str) -> BugModel:
     raise KeyError(f"no what-if model {code!r} (known: {', '.join(m.code for m in MODELS)})")
 
 
-def what_ifs(scene: Scene) -> Iterator[tuple[BugModel, WhatIf]]:
+def what_ifs(scene: Scene) -> Iterator[tuple[WhatIfModel, WhatIf]]:
     """Every model whose bug can show on this case, with its output."""
     if scene.grad.size == 0 or scene.golden.size == 0:
         return

@@ -1,6 +1,6 @@
 """Judging raw arrays of aclnnAdaptiveAvgPool2dBackward without a golden file: tests,
 benchmarks and studies hold a gradOutput, a float64 golden and an output, not a case.
-`compare` builds the case's numbers from the shapes and runs aclcheck.judging.compare."""
+`compare` builds the case's numbers from the shapes and runs aclcheck.judging.case.compare."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.judging.compare import Comparison
-from aclcheck.judging.compare import compare as compare_numbers
-from aclcheck.judging.default_standard import accumulation
-from aclcheck.judging.overrides import Overrides
+from aclcheck.judging.case.compare import Comparison
+from aclcheck.judging.case.compare import compare_output as compare_numbers
+from aclcheck.judging.case.default_standard import accumulation
+from aclcheck.judging.case.overrides import Overrides
 from aclcheck.ops.adaptive_avg_pool2d_backward.numerics import numeric_model
 from aclcheck.options import DEFAULT_STANDARD
 
@@ -36,7 +36,7 @@ def compare(
     overrides: Overrides | None = None,
 ) -> Comparison:
     """Metrics and verdicts of `actual` against the float64 `golden` (same shape), as
-    aclcheck.judging.compare judges a case of this operator."""
+    aclcheck.judging.case.compare judges a case of this operator."""
     grad = np.asarray(ctx.grad_output)
     acc = accumulation(ctx.product, ctx.dtype, ctx.accumulate, overrides)
     numbers = numeric_model(ctx.product, ctx.dtype, tuple(grad.shape), ctx.in_hw, acc)

@@ -1,9 +1,9 @@
 """The diagnosis hooks of aclnnAdaptiveAvgPool2dBackward: what a failure signature groups
-one of its cases by (judging.signature.CaseFacts), and the evidence of one failing case:
+one of its cases by (judging.diagnosis.signature.CaseFacts), and the evidence of one failing case:
 the what-if models (bugs.py) re-judged on the kernel's output, and where its wrong
-elements sit (judging.clues, ops.adaptive.clues).
+elements sit (judging.diagnosis.clues, ops.adaptive.clues).
 
-A model is judged by the interval of judging.reproduce with the error bound of the
+A model is judged by the interval of judging.diagnosis.reproduce with the error bound of the
 case's product path (its own accumulation for a precision model, 0 where the exactness
 proof holds), so it explains an output only where a kernel with that bug could have
 written it.
@@ -15,19 +15,19 @@ import numpy as np
 
 from aclcheck.cases import Case, CaseData
 from aclcheck.dtypes import FLOAT_FORMATS, float_format, plane_quanta
-from aclcheck.judging.budget import BudgetModel
-from aclcheck.judging.clues import findings, rounding_findings
-from aclcheck.judging.exactness import proven_mask
-from aclcheck.judging.pieces import load
-from aclcheck.judging.reproduce import (
-    CaseEvidence,
+from aclcheck.judging.case.budget import BudgetModel
+from aclcheck.judging.case.exactness import proven_mask
+from aclcheck.judging.case.pieces import float64_values
+from aclcheck.judging.diagnosis.clues import generic_clues, rounding_clues
+from aclcheck.judging.diagnosis.reproduce import (
+    CaseClues,
     ModelResult,
     Reproduction,
     WhatIf,
     inside,
     reproduce,
 )
-from aclcheck.judging.signature import CaseFacts
+from aclcheck.judging.diagnosis.signature import CaseFacts
 from aclcheck.ops.adaptive.clues import window_findings
 from aclcheck.ops.adaptive.facts import WindowTable, case_facts, family_now, window_tables
 from aclcheck.ops.adaptive.windows import spread_plan
@@ -129,28 +129,28 @@ class _Bounds:
 
 
 def rejudge(sc: bugs.Scene, what: WhatIf, actual: np.ndarray, product: str) -> Reproduction:
-    """One model against one output (judging.reproduce on the product's error bound)."""
+    """One model against one output (judging.diagnosis.reproduce on the product's error bound)."""
     return _Bounds(sc, product).rejudge(what, actual)
 
 
-def evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
+def evidence(data: CaseData, output: np.ndarray) -> CaseClues:
     """The diagnosis evidence of one failing case from the kernel's output."""
     with np.errstate(all="ignore"):  # models of broken kernels overflow and make NaN
         return _evidence(data, output)
 
 
-def _evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
+def _evidence(data: CaseData, output: np.ndarray) -> CaseClues:
     case = data.case
     sc = scene(data)
     if sc is None or sc.golden.size > REJUDGE_ELEMENTS or output.shape != sc.golden.shape:
-        return CaseEvidence(case.id, judged=False)
+        return CaseClues(case.id, judged=False)
     if not np.any(sc.golden):  # the golden cancels to zero: nothing to tell bugs apart
-        return CaseEvidence(case.id, judged=False)
-    actual = load(output)
+        return CaseClues(case.id, judged=False)
+    actual = float64_values(output)
     bounds = _Bounds(sc, case.product)
     wrong = bounds.wrong(actual)
     if not wrong.any():  # the gate failed on something the interval allows
-        return CaseEvidence(case.id)
+        return CaseClues(case.id)
     results = []
     for model, what in bugs.what_ifs(sc):
         res = bounds.rejudge(what, actual)
@@ -160,8 +160,8 @@ def _evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
                                    else what.accumulate))
     grad = sc.grad
     windows = ((int(grad.shape[-2]), sc.in_hw[0]), (int(grad.shape[-1]), sc.in_hw[1]))
-    found = findings(wrong, sc.golden, actual, batch_rank=sc.golden.ndim - 2)
+    found = generic_clues(wrong, sc.golden, actual, batch_rank=sc.golden.ndim - 2)
     found += window_findings(wrong, sc.golden, actual, windows,
                              float_format(case.dtype).precision)
-    found += rounding_findings(wrong, sc.golden, actual, float_format(case.dtype))
-    return CaseEvidence(case.id, tuple(results), tuple(found))
+    found += rounding_clues(wrong, sc.golden, actual, float_format(case.dtype))
+    return CaseClues(case.id, tuple(results), tuple(found))

@@ -23,9 +23,9 @@ from aclcheck.dtypes import (
     scale_error,
     scale_error_of,
 )
-from aclcheck.judging.budget import BudgetModel, element_budget
-from aclcheck.judging.exactness import exact_ties as exact_ties_of
-from aclcheck.judging.model import (
+from aclcheck.judging.case.budget import BudgetModel, element_budget
+from aclcheck.judging.case.exactness import count_exact_ties as exact_ties_of
+from aclcheck.judging.case.model import (
     Axis,
     AxisTables,
     Block,
@@ -34,7 +34,7 @@ from aclcheck.judging.model import (
     NumericModel,
     NumericPath,
 )
-from aclcheck.judging.overflow import product_modes
+from aclcheck.judging.case.overflow import product_modes
 from aclcheck.ops.adaptive.windows import SpreadPlan, pow2_positions, spread_plan
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 from aclcheck.ops.adaptive_avg_pool2d_backward.reference import backward
@@ -131,7 +131,7 @@ def paths(product: str, dtype: str, accumulate: str | None
 
 def exact_plan(path: NumericPath, fmt: FloatFormat, ph: SpreadPlan, pw: SpreadPlan,
                lead: int) -> ExactPlan | None:
-    """Which elements the path computes exactly (see aclcheck.judging.exactness), or
+    """Which elements the path computes exactly (see aclcheck.judging.case.exactness), or
     None when none can be (FLOAT32 output, or no row or no column with power-of-two
     windows only). `lead`: the number of leading axes of the output."""
     if fmt is FLOAT32:
@@ -193,7 +193,7 @@ def numeric_model(product: str, dtype: str, grad_shape: tuple[int, ...],
 
 
 def model(case: Case, accumulate: str | None = None) -> CaseModel:
-    """The per-case model judging reads (see aclcheck.judging.model)."""
+    """The per-case model judging reads (see aclcheck.judging.case.model)."""
     exp = case.expectation
     numbers = None
     if exp.success:

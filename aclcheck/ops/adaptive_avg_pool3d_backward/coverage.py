@@ -22,7 +22,7 @@ import numpy as np
 from aclcheck.cases import Case
 from aclcheck.cases.coverage import Coverage, Edge
 from aclcheck.dtypes import FLOAT16, first_subnormal_reciprocal, float_format
-from aclcheck.judging.signature import AxisKind, axis_kind
+from aclcheck.judging.diagnosis.signature import AxisKind, axis_kind
 from aclcheck.ops.adaptive.coverage_rows import (
     INDEX_2_24,
     INDEX_2_31,

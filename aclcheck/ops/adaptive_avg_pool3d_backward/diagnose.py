@@ -1,13 +1,13 @@
 """The diagnosis hooks of aclnnAdaptiveAvgPool3dBackward: what a failure signature groups
-one of its cases by (judging.signature.CaseFacts, with D, H and W window kinds), the
+one of its cases by (judging.diagnosis.signature.CaseFacts, with D, H and W window kinds), the
 window tables a printed case shows, and the evidence of one failing case: where its
-wrong elements sit (judging.clues, ops.adaptive.clues over D, H and W) and which
+wrong elements sit (judging.diagnosis.clues, ops.adaptive.clues over D, H and W) and which
 rounding of the final conversion explains a one-ULP failure.
 
 This operator has no what-if models: its run-level cause comes from the measuring probe
-(judging.probe), which reads the kernel's own windows and weights. An element is wrong
+(judging.diagnosis.probe), which reads the kernel's own windows and weights. An element is wrong
 where no correct kernel on the case's product path could have written it (the
-contract's interval: judging.reproduce.contract_interval).
+contract's interval: judging.diagnosis.reproduce.contract_interval).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.judging.reproduce import CaseEvidence
-from aclcheck.judging.signature import CaseFacts
+from aclcheck.judging.diagnosis.reproduce import CaseClues
+from aclcheck.judging.diagnosis.signature import CaseFacts
 from aclcheck.ops.adaptive.evidence import window_evidence
 from aclcheck.ops.adaptive.facts import WindowTable, case_facts, family_now, window_tables
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
@@ -41,6 +41,6 @@ def family(case: Case) -> str:
     return family_now(case, AXES)
 
 
-def evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
+def evidence(data: CaseData, output: np.ndarray) -> CaseClues:
     """The diagnosis evidence of one failing case from the kernel's output."""
     return window_evidence(data, output, AXES, model)

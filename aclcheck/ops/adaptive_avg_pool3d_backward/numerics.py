@@ -43,8 +43,8 @@ from aclcheck.dtypes import (
     scale_error,
     scale_error_of,
 )
-from aclcheck.judging.exactness import exact_ties as exact_ties_of
-from aclcheck.judging.model import (
+from aclcheck.judging.case.exactness import count_exact_ties as exact_ties_of
+from aclcheck.judging.case.model import (
     Axis,
     AxisTables,
     Block,
@@ -53,7 +53,7 @@ from aclcheck.judging.model import (
     NumericModel,
     NumericPath,
 )
-from aclcheck.judging.overflow import product_modes
+from aclcheck.judging.case.overflow import product_modes
 from aclcheck.ops.adaptive.windows import pow2_positions
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract
 from aclcheck.ops.adaptive_avg_pool3d_backward.reference import Plans, backward, plans
@@ -178,7 +178,7 @@ def budget(golden: np.ndarray, grad_output: np.ndarray, product: str, dtype: str
 
 
 def exact_plan(path: NumericPath, fmt: FloatFormat, p: Plans, lead: int) -> ExactPlan | None:
-    """Which elements the path computes exactly (aclcheck.judging.exactness), separable
+    """Which elements the path computes exactly (aclcheck.judging.case.exactness), separable
     over D, H, W; None where nothing can be proven exact (FLOAT32 or FLOAT64 output: no
     wider accumulator is converted to it; an axis without power-of-two windows; a scale
     below the scale format's smallest subnormal). `lead`: the output's N, C axes."""
@@ -276,7 +276,7 @@ def numeric_model(product: str, dtype: str, grad_shape: tuple[int, ...],
 
 
 def model(case: Case, accumulate: str | None = None) -> CaseModel:
-    """The per-case model judging reads (see aclcheck.judging.model)."""
+    """The per-case model judging reads (see aclcheck.judging.case.model)."""
     exp = case.expectation
     numbers = None
     if exp.success:

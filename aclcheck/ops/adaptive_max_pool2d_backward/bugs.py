@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck.dtypes import FLOAT32, judged_format, round_to
-from aclcheck.judging.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
 from aclcheck.ops.adaptive.windows import window_bounds
 
 

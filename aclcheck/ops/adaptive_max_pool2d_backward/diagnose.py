@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.reproduce import CaseEvidence
-from aclcheck.judging.signature import CaseFacts
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.reproduce import CaseClues
+from aclcheck.judging.diagnosis.signature import CaseFacts
 from aclcheck.ops.adaptive.evidence import window_evidence
 from aclcheck.ops.adaptive.facts import WindowTable, case_facts, family_now, window_tables
 from aclcheck.ops.adaptive_max_pool2d_backward import bugs, contract
@@ -46,6 +46,6 @@ def what_ifs(data: CaseData) -> list[tuple[DiagnosisCode, str, np.ndarray]]:
     return bugs.what_ifs(grad, indices, tuple(data.golden.shape), data.case.dtype)
 
 
-def evidence(data: CaseData, output: np.ndarray) -> CaseEvidence:
+def evidence(data: CaseData, output: np.ndarray) -> CaseClues:
     """The diagnosis evidence of one failing case from the kernel's output."""
     return window_evidence(data, output, AXES, model, what_ifs)

@@ -34,7 +34,7 @@ from aclcheck.dtypes import (
     judged_format,
     quantum,
 )
-from aclcheck.judging.model import (
+from aclcheck.judging.case.model import (
     Axis,
     AxisTables,
     Block,
@@ -43,7 +43,7 @@ from aclcheck.judging.model import (
     NumericModel,
     NumericPath,
 )
-from aclcheck.judging.overflow import product_modes
+from aclcheck.judging.case.overflow import product_modes
 from aclcheck.ops.adaptive.windows import spread_plan
 from aclcheck.ops.adaptive_max_pool2d_backward import contract
 from aclcheck.ops.adaptive_max_pool2d_backward.reference import scatter
@@ -148,7 +148,7 @@ def numeric_model(product: str, dtype: str, grad_shape: tuple[int, ...],
 
 
 def model(case: Case, accumulate: str | None = None) -> CaseModel:
-    """The per-case model judging reads (see aclcheck.judging.model)."""
+    """The per-case model judging reads (see aclcheck.judging.case.model)."""
     exp = case.expectation
     numbers = None
     if exp.success and not exp.unwritten:

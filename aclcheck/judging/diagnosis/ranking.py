@@ -1,8 +1,9 @@
 """From the evidence of a run's failing cases to a ranked diagnosis.
 
-Evidence comes in three kinds (judging/codes.Kind): what-if models that reproduce a case's
-output, signature rules over which cases fail, and findings about where one case's wrong
-elements sit. `rank` turns them into entries ordered by strength of evidence:
+Evidence comes in three kinds (judging/diagnosis/codes.CodeKind): what-if models that
+reproduce a case's output, signature rules over which cases fail, and clues about where
+one case's wrong elements sit. `rank_evidence` turns them into entries ordered by strength
+of evidence:
 
 - a model counts the failing cases it reproduces; a model that only widens the error
   bound (accumulation in the input dtype) counts the cases it reproduces bit for bit plus
@@ -16,7 +17,7 @@ elements sit. `rank` turns them into entries ordered by strength of evidence:
 - a model or finding that accounts for less than MIN_SHARE of the failing cases is left
   out; nothing is said when nothing fails.
 
-Pure over plain records; messages are rendered from the numbers by `Entry.message`.
+Pure over plain records; messages are rendered from the numbers by `DiagnosisEntry.message`.
 """
 
 from __future__ import annotations
@@ -25,22 +26,27 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aclcheck.judging.codes import DiagnosisCode, Kind
-from aclcheck.judging.magnitude import ClassSummary, Magnitude, MagnitudeClass
-from aclcheck.judging.magnitude import summarize as summarize_magnitudes
-from aclcheck.judging.probe_fit import Difference, Quantity, describe
-from aclcheck.judging.reproduce import CaseEvidence, ModelResult
-from aclcheck.judging.signature import (
+from aclcheck.judging.case.magnitude import (
+    ClassSummary,
+    Magnitude,
+    MagnitudeClass,
+    summarize_magnitudes,
+)
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.diagnosis.codes import CodeKind, DiagnosisCode
+from aclcheck.judging.diagnosis.probe_fit import Difference, Quantity, describe_difference
+from aclcheck.judging.diagnosis.reproduce import CaseClues, ModelResult
+from aclcheck.judging.diagnosis.signature import (
     CaseFacts,
+    FactCounts,
+    FailureSignature,
     GroupRow,
-    Signature,
-    Tally,
+    HeldRule,
     differing,
+    failure_signature,
     rules,
-    signature,
     tally,
 )
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
 
 #: Entries that account for fewer of the failing cases are not reported.
 MIN_SHARE = 0.25
@@ -52,16 +58,7 @@ FINDING_SHARE = 0.9
 
 
 @dataclass(frozen=True)
-class RuleEvidence:
-    """A signature rule that holds for the run (judging.signature.RuleFinding's data)."""
-
-    code: DiagnosisCode
-    text: str
-    failing: int
-
-
-@dataclass(frozen=True)
-class Entry:
+class DiagnosisEntry:
     """One line of the diagnosis."""
 
     code: DiagnosisCode
@@ -72,24 +69,24 @@ class Entry:
     score: int  # what the ranking counted (see the module doc)
     accumulate: str | None = None  # a precision model's wider accumulation
     alternatives: tuple[DiagnosisCode, ...] = ()  # models that explain the same equally
-    measured: Difference | None = None  # the probe's finding (Kind.MEASURED)
-    calls: int = 0  # the probe calls it took (Kind.MEASURED)
-    #: the memory layouts of the calls that measured it (Kind.MEASURED)
+    measured: Difference | None = None  # the probe's finding (CodeKind.MEASURED)
+    calls: int = 0  # the probe calls it took (CodeKind.MEASURED)
+    #: the memory layouts of the calls that measured it (CodeKind.MEASURED)
     layouts: tuple[str, ...] = ()
 
     @property
-    def kind(self) -> Kind:
+    def kind(self) -> CodeKind:
         return self.code.kind
 
     def message(self) -> str:
         n, f = self.cases_explained, self.cases_failing
-        if self.kind is Kind.RULE:
+        if self.kind is CodeKind.RULE:
             return self.summary
-        if self.kind is Kind.MEASURED:
+        if self.kind is CodeKind.MEASURED:
             where = f", layout {', '.join(self.layouts)}" if self.layouts else ""
             return (f"{self.summary} (in {n} of {f} failing shapes measured{where}, "
                     f"{self.calls} probe calls)")
-        if self.kind is Kind.FINDING:
+        if self.kind is CodeKind.FINDING:
             return f"{self.summary} (in {n} of {f} failing cases)"
         if self.exact == n:
             how = "bit-exactly"
@@ -114,7 +111,7 @@ class Entry:
                 "measured": None if self.measured is None else self.measured.to_json()}
 
     @classmethod
-    def from_json(cls, data: object) -> Entry:
+    def from_json(cls, data: object) -> DiagnosisEntry:
         """A report's entry (ValueError when it is not one aclcheck writes)."""
         if not isinstance(data, dict):
             raise ValueError("a diagnosis entry is not an object")
@@ -133,7 +130,7 @@ class Entry:
             raise ValueError(f"a diagnosis entry: {exc}") from None
 
 
-def _model_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
+def _model_entries(cases: Sequence[CaseClues], failing: int) -> list[DiagnosisEntry]:
     explained: dict[DiagnosisCode, set[str]] = {}
     exact: dict[DiagnosisCode, set[str]] = {}
     info: dict[DiagnosisCode, ModelResult] = {}
@@ -147,7 +144,7 @@ def _model_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
     for code, ids in explained.items():
         if not info[code].precision:
             by_value |= ids
-    out: list[Entry] = []
+    out: list[DiagnosisEntry] = []
     groups: dict[tuple[frozenset[str], frozenset[str]], list[DiagnosisCode]] = {}
     for code, ids in explained.items():
         groups.setdefault((frozenset(ids), frozenset(exact.get(code, set()))), []).append(code)
@@ -155,12 +152,12 @@ def _model_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
         codes.sort(key=lambda c: (info[c].precision, c.value))
         m = info[codes[0]]
         score = len(hits | (ids - by_value)) if m.precision else len(ids)
-        out.append(Entry(m.code, m.summary, len(ids), failing, len(hits), score,
-                         m.accumulate if m.precision else None, tuple(codes[1:])))
+        out.append(DiagnosisEntry(m.code, m.summary, len(ids), failing, len(hits), score,
+                                  m.accumulate if m.precision else None, tuple(codes[1:])))
     return out
 
 
-def _finding_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]:
+def _finding_entries(cases: Sequence[CaseClues], failing: int) -> list[DiagnosisEntry]:
     counts: dict[DiagnosisCode, int] = {}
     texts: dict[DiagnosisCode, str] = {}
     for case in cases:
@@ -168,7 +165,7 @@ def _finding_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]
             if f.share >= FINDING_SHARE:
                 counts[f.code] = counts.get(f.code, 0) + 1
                 texts.setdefault(f.code, f.text)
-    return [Entry(code, texts[code], n, failing, n if code in EXACT_FINDINGS else 0, n)
+    return [DiagnosisEntry(code, texts[code], n, failing, n if code in EXACT_FINDINGS else 0, n)
             for code, n in counts.items()]
 
 
@@ -176,7 +173,7 @@ def _finding_entries(cases: Sequence[CaseEvidence], failing: int) -> list[Entry]
 EXACT_FINDINGS = frozenset({DiagnosisCode.CAST_ROUNDING})
 
 
-_TIER = {Kind.MEASURED: -1, Kind.MODEL: 0, Kind.FINDING: 1, Kind.RULE: 2}
+_TIER = {CodeKind.MEASURED: -1, CodeKind.MODEL: 0, CodeKind.FINDING: 1, CodeKind.RULE: 2}
 
 #: the code of each measured quantity
 MEASURED_CODES = {Quantity.START: DiagnosisCode.MEASURED_WINDOW_START,
@@ -187,16 +184,17 @@ MEASURED_CODES = {Quantity.START: DiagnosisCode.MEASURED_WINDOW_START,
 
 
 def measured_entries(found: Sequence[tuple[Difference, int, tuple[str, ...]]], shapes: int,
-                     calls: int, failing: int) -> tuple[Entry, ...]:
+                     calls: int, failing: int) -> tuple[DiagnosisEntry, ...]:
     """The probe's differences (each with the number of measured shapes showing it and
     the layouts they were called in) as the diagnosis's leading entries, in the probe's
     order."""
-    return tuple(Entry(MEASURED_CODES[d.quantity], describe(d), n, shapes, 0, failing,
-                       measured=d, calls=calls, layouts=layouts) for d, n, layouts in found)
+    return tuple(DiagnosisEntry(MEASURED_CODES[d.quantity], describe_difference(d), n, shapes,
+                                0, failing, measured=d, calls=calls, layouts=layouts)
+                 for d, n, layouts in found)
 
 
-def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
-         failing: int | None = None) -> tuple[Entry, ...]:
+def rank_evidence(cases: Sequence[CaseClues], rules: Iterable[HeldRule] = (),
+                  failing: int | None = None) -> tuple[DiagnosisEntry, ...]:
     """The diagnosis of a run: entries by strength of evidence (see the module doc).
 
     cases: evidence of the failing cases whose outputs were re-judged; rules: signature
@@ -206,15 +204,16 @@ def rank(cases: Sequence[CaseEvidence], rules: Iterable[RuleEvidence] = (),
     entries = _model_entries(cases, total) + _finding_entries(cases, total)
     entries = [e for e in entries if total and e.score >= MIN_SHARE * total]
     n_rule = failing if failing is not None else total
-    entries += [Entry(r.code, r.text, r.failing, n_rule, 0, r.failing) for r in rules]
+    entries += [DiagnosisEntry(r.code, r.message, r.failing, n_rule, 0, r.failing)
+                for r in rules]
     if not any(e.cases_failing for e in entries):
         return ()
     return tuple(sorted(entries, key=_strength))
 
 
-def _strength(e: Entry) -> tuple[bool, int, float, int, str]:
+def _strength(e: DiagnosisEntry) -> tuple[bool, int, float, int, str]:
     """Sort key of the ranking (see the module doc)."""
-    if e.kind is Kind.MEASURED:  # measured, not inferred: ahead of every model
+    if e.kind is CodeKind.MEASURED:  # measured, not inferred: ahead of every model
         return (False, -1, 0.0, 0, "")
     share = e.score / e.cases_failing if e.cases_failing else 0.0
     lead = share >= MOST
@@ -222,14 +221,14 @@ def _strength(e: Entry) -> tuple[bool, int, float, int, str]:
     return (not lead, tier if lead else 0, -share, -e.exact, e.code.value)
 
 
-def merge_entries(shards: Sequence[Sequence[Entry]], failed: int, failing: int
-                  ) -> tuple[Entry, ...]:
+def merge_entries(shards: Sequence[Sequence[DiagnosisEntry]], failed: int, failing: int
+                  ) -> tuple[DiagnosisEntry, ...]:
     """The diagnosis of shards merged: a model's or finding's counts summed over the
     shards, against the merged run's FAIL cases (`failed`); a rule only when it held in
     every shard that had a diagnosis (rules are all-or-none), against every failing case
     (`failing`); ranked again."""
     shards = [s for s in shards if s]
-    merged: dict[tuple[DiagnosisCode, str], Entry] = {}
+    merged: dict[tuple[DiagnosisCode, str], DiagnosisEntry] = {}
     shapes: dict[tuple[DiagnosisCode, str], int] = {}
     for entries in shards:
         for e in entries:
@@ -246,9 +245,9 @@ def merge_entries(shards: Sequence[Sequence[Entry]], failed: int, failing: int
                     layouts=tuple(sorted({*was.layouts, *e.layouts})))
     out = []
     for (code, axis), e in merged.items():
-        if code.kind is Kind.MEASURED:  # each shard probed its own failing shapes
+        if code.kind is CodeKind.MEASURED:  # each shard probed its own failing shapes
             out.append(replace(e, cases_failing=shapes[code, axis]))
-        elif code.kind is Kind.RULE:
+        elif code.kind is CodeKind.RULE:
             if all(any(x.code is code for x in entries) for entries in shards):
                 out.append(replace(e, cases_explained=failing, cases_failing=failing,
                                    score=failing))
@@ -266,9 +265,9 @@ class RunDiagnosis:
     explains them. Empty (and silent) when nothing fails."""
 
     magnitude: tuple[ClassSummary, ...]
-    signature: Signature
+    signature: FailureSignature
     differing: tuple[GroupRow, ...]
-    entries: tuple[Entry, ...]
+    entries: tuple[DiagnosisEntry, ...]
 
     @property
     def headline(self) -> str | None:
@@ -294,10 +293,10 @@ class RunDiagnosis:
                              float(c["median_ratio"]), float(c.get("max_ulp", 0.0)),
                              float(c.get("max_ratio", 0.0)))
                 for c in summary.get("magnitude") or [])
-            sig = Signature(**{k: dict(summary.get(k) or {}) for k in (
+            sig = FailureSignature(**{k: dict(summary.get(k) or {}) for k in (
                 "by_family", "by_layout", "by_rank", "by_product_dtype", "by_axis_kind")})
             rows = differing(sig)
-            entries = tuple(Entry.from_json(e) for e in report.get("diagnosis") or [])
+            entries = tuple(DiagnosisEntry.from_json(e) for e in report.get("diagnosis") or [])
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         if not (magnitude or rows or entries):
@@ -317,25 +316,24 @@ def magnitude_json(magnitudes: Iterable[Magnitude]) -> list[dict[str, Any]]:
     return _classes_json(summarize_magnitudes(magnitudes))
 
 
-def diagnose(verdicts: Sequence[CaseVerdict], facts: Iterable[CaseFacts] | Tally,
-             measured: tuple[Entry, ...] = ()) -> RunDiagnosis:
+def diagnose(verdicts: Sequence[CaseVerdict], facts: Iterable[CaseFacts] | FactCounts,
+             measured: tuple[DiagnosisEntry, ...] = ()) -> RunDiagnosis:
     """The diagnosis of a run from its verdicts (FAILs carry their evidence) and the
-    signature facts of its cases (any order, or counted: a Tally; cases without facts
+    signature facts of its cases (any order, or counted: a FactCounts; cases without facts
     are not grouped)."""
     magnitudes: list[Magnitude] = []
-    evidence: list[CaseEvidence] = []
+    evidence: list[CaseClues] = []
     failing = 0
     for v in verdicts:  # one pass: the verdicts may be on disk (a VerdictSpool)
         failing += v.failing
         if v.verdict is Verdict.FAIL:
             if v.magnitude is not None:
                 magnitudes.append(v.magnitude)
-            evidence.append(v.clues if v.clues is not None
-                            else CaseEvidence(v.case_id, judged=False))
+            evidence.append(v.clues if isinstance(v.clues, CaseClues)
+                            else CaseClues(v.case_id, judged=False))
     magnitude = summarize_magnitudes(magnitudes)
     counted = tally(facts)
-    sig = signature(counted)
-    found = [RuleEvidence(r.code, r.message, r.failing) for r in rules(counted)]
-    entries = rank(evidence, found, failing=failing) if failing else ()
+    sig = failure_signature(counted)
+    entries = rank_evidence(evidence, rules(counted), failing=failing) if failing else ()
     return RunDiagnosis(magnitude, sig, differing(sig), measured + entries)
 

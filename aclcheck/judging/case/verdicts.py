@@ -9,14 +9,22 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from aclcheck.judging.evidence import Evidence
-from aclcheck.judging.findings import Hint
-from aclcheck.judging.magnitude import Magnitude
-from aclcheck.judging.reproduce import CaseEvidence
+from aclcheck.judging.case.evidence import Evidence
+from aclcheck.judging.case.hints import Hint
+from aclcheck.judging.case.magnitude import Magnitude
 
 K = TypeVar("K", bound=Hashable)
+
+
+class Clues(Protocol):
+    """One failing case's diagnosis clues as its verdict carries them: made by the later
+    stage (judging.diagnosis.reproduce.CaseClues), only written out here."""
+
+    case_id: str
+
+    def to_json(self) -> dict[str, Any]: ...
 
 
 class Verdict(StrEnum):
@@ -84,11 +92,11 @@ class CaseVerdict:
     #: its kind: the contract's codes and what the implementation did (the console's
     #: groups; not in the report: a verdict read back from one has "")
     divergence_kind: str = field(default="", compare=False)
-    #: how large the errors of a FAIL are (judging.magnitude), in the JSON report
+    #: how large the errors of a FAIL are (judging.case.magnitude), in the JSON report
     magnitude: Magnitude | None = None
     #: the diagnosis evidence of a FAIL (what-if models re-judged, findings; the run's
-    #: diagnosis ranks it: aclcheck.judging.diagnosis), not in the report per case
-    clues: CaseEvidence | None = field(default=None, compare=False)
+    #: diagnosis ranks it: aclcheck.judging.diagnosis.ranking), not in the report per case
+    clues: Clues | None = field(default=None, compare=False)
     #: an imported vendor case: the status its test expects, and where it comes from
     vendor_status: int | None = None
     source: str = ""
@@ -277,7 +285,7 @@ def summary_of(counts: Counter[Verdict]) -> dict[str, int]:
             for key, verdict in SUMMARY_KEYS}
 
 
-def summary_line(summary: dict[str, int]) -> str:
+def summary_text(summary: dict[str, int]) -> str:
     """`cases: 412 passed: 398 failed: 3 ...` (zero counts after `skipped` are left out)."""
     parts = []
     for key, _ in SUMMARY_KEYS:

@@ -4,7 +4,7 @@ Everything is computed in float64 from the raw outputs, chunk by chunk over the 
 dims (and over rows of very large planes), so memory stays at a few chunk-sized
 temporaries plus one plane-block of m (the operator's backward of its inputs' magnitudes,
 from the case's NumericModel) whatever the case size. Special values follow the rules of
-the product's overflow mode (judging.overflow; docs/contract.md section 10) for every
+the product's overflow mode (judging.case.overflow; docs/contract.md section 10) for every
 standard; one that breaks them counts as an element with infinite error.
 """
 
@@ -18,18 +18,18 @@ from functools import partial
 import numpy as np
 
 from aclcheck.arrays import plane_blocks
-from aclcheck.judging.budget import BudgetModel
-from aclcheck.judging.evidence import Evidence, EvidenceBuilder
-from aclcheck.judging.exactness import BlockBounds, Prover
-from aclcheck.judging.findings import Hint, Hints, Worst, WorstTally, special_notes
-from aclcheck.judging.magnitude import Magnitude, MagnitudeTally
-from aclcheck.judging.metrics import Totals, metrics_of
-from aclcheck.judging.model import ExactPlan, NumericModel
-from aclcheck.judging.overflow import OverflowMode
-from aclcheck.judging.overrides import Overrides
-from aclcheck.judging.pieces import Piece, load, make_piece
-from aclcheck.judging.rule import Standard, StandardResult, Tally
-from aclcheck.judging.standards import get_standard, refusal
+from aclcheck.judging.case.budget import BudgetModel
+from aclcheck.judging.case.evidence import Evidence, EvidenceBuilder
+from aclcheck.judging.case.exactness import BlockBounds, Prover
+from aclcheck.judging.case.hints import Hint, HintTally, Worst, WorstTally, special_notes
+from aclcheck.judging.case.magnitude import Magnitude, MagnitudeTally
+from aclcheck.judging.case.metrics import Totals, metrics_of
+from aclcheck.judging.case.model import ExactPlan, NumericModel
+from aclcheck.judging.case.overflow import OverflowMode
+from aclcheck.judging.case.overrides import Overrides
+from aclcheck.judging.case.pieces import Piece, float64_values, make_piece
+from aclcheck.judging.case.rule import Standard, StandardResult, StandardTally
+from aclcheck.judging.case.standards import get_standard, refusal
 from aclcheck.options import DEFAULT_STANDARD
 
 #: Elements per sub-chunk: the hot loop's arrays (a dozen float64 temporaries) stay in
@@ -47,7 +47,7 @@ _TINY = np.finfo(np.float64).tiny
 
 @dataclass(frozen=True)
 class Comparison:
-    """Outcome of compare(): gating verdict, metrics, per-standard verdicts, worst elements.
+    """Outcome of compare_output(): gating verdict, metrics, per-standard verdicts, worst elements.
 
     metrics values are finite floats or ints (JSON-able): error metrics cover the elements
     compared numerically (golden and actual finite); special values are counted in
@@ -106,16 +106,6 @@ def _index_text(index: tuple[int, ...], names: tuple[str, ...]) -> str:
     return str(list(index))
 
 
-def discriminating(golden: np.ndarray) -> bool:
-    """False when the golden cannot tell a correct kernel from a broken one: no nonzero
-    element (all zeros, or empty). NaN and inf count as nonzero."""
-    g = np.asarray(golden)
-    return bool(g.size) and bool(np.any(g != 0))
-
-
-# -- iteration ----------------------------------------------------------------------------
-
-
 # -- the comparison -----------------------------------------------------------------------
 
 
@@ -125,7 +115,7 @@ def _empty(names: Sequence[str]) -> Comparison:
     return Comparison(True, metrics, results, (), ("empty output: nothing to compare",))
 
 
-def compare(
+def compare_output(
     numbers: NumericModel,
     inputs: Mapping[str, np.ndarray],
     golden: np.ndarray,
@@ -189,14 +179,14 @@ class _Run:
                                self.fmt, self.model)
             for name in names
         ]
-        self.tallies: list[Tally] = [rule.tally() for rule in self.rules]
+        self.tallies: list[StandardTally] = [rule.tally() for rule in self.rules]
         self.gate = self.tallies[0]
         self.totals = Totals()
         self.worst = WorstTally()
         self.magnitude = MagnitudeTally()
         self.lead = tuple(int(s) for s in self.shape[:-2])
         #: made on the first failure: most comparisons pass, and never ask for hints
-        self.hints: Hints | None = None
+        self.hints: HintTally | None = None
         #: made where it may be asked for (a second chunk, a failure); until then the
         #: first chunk's (score, start) waits in `_first`: a one-chunk comparison that
         #: passes builds no map
@@ -260,7 +250,7 @@ class _Run:
         coef, floor, coef0 = self.full_coefs if full and self.full_coefs else self.coefs(
             rows, cols, planes)
         g = np.ascontiguousarray(g3).reshape(-1)
-        a = load(a3).reshape(-1)
+        a = float64_values(a3).reshape(-1)
         extra3 = np.multiply(m3, coef)
         extra3 += floor
         extra0 = None
@@ -314,7 +304,7 @@ class _Run:
                                      budget[gate_fail], self.fmt)
         if failed:
             if self.hints is None:
-                self.hints = Hints(self.model, self.numbers.plane_axes, self.lead)
+                self.hints = HintTally(self.model, self.numbers.plane_axes, self.lead)
             self.hints.update(gate_fail, start)
 
     def evidence_builder(self) -> EvidenceBuilder:

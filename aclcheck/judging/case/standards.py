@@ -1,7 +1,7 @@
 """The published tolerance standards (docs/contract.md section 7), with their numbers as
 published, and every standard by name.
 
-Each standard is a `Standard` (rule.py) registered in STANDARDS (as torch's
+Each standard is a `Standard` (rule.py) registered in STANDARDS_BY_NAME (as torch's
 testing/_comparison.py gives each input kind its own Pair class): its class attributes
 hold the published numbers per dtype and the meaning of each parameter; an instance
 judges one comparison without changing (`allowed` per piece, `count` into its tally,
@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aclcheck.judging.default_standard import Aclcheck
-from aclcheck.judging.pieces import Piece
-from aclcheck.judging.rule import (
+from aclcheck.judging.case.default_standard import Aclcheck
+from aclcheck.judging.case.pieces import Piece
+from aclcheck.judging.case.rule import (
     FLOAT64_ROW,
     Standard,
     StandardResult,
-    Tally,
+    StandardTally,
     same_for_every_dtype,
 )
 from aclcheck.options import DEFAULT_STANDARD
@@ -56,7 +56,7 @@ class CannMixed(_Tol):
         "max_mismatch": "fraction of elements allowed out of tolerance",
     }
 
-    def result(self, tally: Tally, n: int, metrics: Mapping[str, float | int]
+    def result(self, tally: StandardTally, n: int, metrics: Mapping[str, float | int]
                ) -> StandardResult:
         max_err = math.inf if tally.bad else float(metrics["max_abs_err"])
         cap = float(self.params["cap"])
@@ -68,7 +68,7 @@ class CannMixed(_Tol):
 
 
 @dataclass
-class MereTally(Tally):
+class MereTally(StandardTally):
     rel_sum: float = 0.0
     rel_max: float = 0.0
     normal: int = 0
@@ -107,7 +107,7 @@ class CannMere(Standard):
         res[ch.absg < float(p["small_threshold"])] = float(p["small_error"])
         return res
 
-    def count(self, ch: Piece, allowed: np.ndarray, tally: Tally) -> np.ndarray:
+    def count(self, ch: Piece, allowed: np.ndarray, tally: StandardTally) -> np.ndarray:
         assert isinstance(tally, MereTally)
         p = self.params
         small = ch.absg < float(p["small_threshold"])
@@ -120,7 +120,7 @@ class CannMere(Standard):
         tally.small_fails += int(np.count_nonzero(ch.err[small] > float(p["small_error"])))
         return super().count(ch, allowed, tally)
 
-    def result(self, tally: Tally, n: int, metrics: Mapping[str, float | int]
+    def result(self, tally: StandardTally, n: int, metrics: Mapping[str, float | int]
                ) -> StandardResult:
         assert isinstance(tally, MereTally)
         p = self.params
@@ -134,7 +134,7 @@ class CannMere(Standard):
 
 
 @dataclass
-class MsopstTally(Tally):
+class MsopstTally(StandardTally):
     big: int = 0  # elements at or over max_error
 
 
@@ -159,14 +159,14 @@ class Msopst(Standard):
         res *= float(self.params["threshold"])
         return res
 
-    def count(self, ch: Piece, allowed: np.ndarray, tally: Tally) -> np.ndarray:
+    def count(self, ch: Piece, allowed: np.ndarray, tally: StandardTally) -> np.ndarray:
         assert isinstance(tally, MsopstTally)
         big = np.greater_equal(ch.err, float(self.params["max_error"]) * ch.maxabs)
         big &= ch.err >= float(self.params["threshold"])
         tally.big += int(np.count_nonzero(big))
         return super().count(ch, allowed, tally)
 
-    def result(self, tally: Tally, n: int, metrics: Mapping[str, float | int]
+    def result(self, tally: StandardTally, n: int, metrics: Mapping[str, float | int]
                ) -> StandardResult:
         assert isinstance(tally, MsopstTally)
         limit = float(self.params["max_mismatch"])
@@ -204,7 +204,7 @@ class TorchNpu(Standard):
         res *= prec
         return res
 
-    def result(self, tally: Tally, n: int, metrics: Mapping[str, float | int]
+    def result(self, tally: StandardTally, n: int, metrics: Mapping[str, float | int]
                ) -> StandardResult:
         prec = float(self.params["prec"])
         if self.params["mode"] == "allclose":
@@ -218,7 +218,7 @@ class TorchNpu(Standard):
 
 
 @dataclass
-class UlpTally(Tally):
+class UlpTally(StandardTally):
     ulp_sum: float = 0.0
 
 
@@ -245,13 +245,13 @@ class MsprobeUlp(Standard):
     def allowed(self, ch: Piece) -> np.ndarray:
         return ch.ulp_g * float(self.params["ulp_limit"])
 
-    def count(self, ch: Piece, allowed: np.ndarray, tally: Tally) -> np.ndarray:
+    def count(self, ch: Piece, allowed: np.ndarray, tally: StandardTally) -> np.ndarray:
         assert isinstance(tally, UlpTally)
         if float(self.params["mean_ulp"]) > 0:
             tally.ulp_sum += float(np.divide(ch.err, ch.ulp_g).sum())
         return super().count(ch, allowed, tally)
 
-    def result(self, tally: Tally, n: int, metrics: Mapping[str, float | int]
+    def result(self, tally: StandardTally, n: int, metrics: Mapping[str, float | int]
                ) -> StandardResult:
         assert isinstance(tally, UlpTally)
         p = self.params
@@ -280,23 +280,23 @@ class AssertClose(_Tol):
     }
     help = {"rtol": "relative tolerance", "atol": "absolute tolerance"}
 
-    def result(self, tally: Tally, n: int, metrics: Mapping[str, float | int]
+    def result(self, tally: StandardTally, n: int, metrics: Mapping[str, float | int]
                ) -> StandardResult:
         detail = f"{tally.fails} of {n} elements out of atol + rtol*|g|"
         return StandardResult(self.name, tally.fails == 0, tally.ratio(n), detail)
 
 
 #: Every standard by name, in the order `aclcheck tolerances` lists them.
-STANDARDS: dict[str, type[Standard]] = {
+STANDARDS_BY_NAME: dict[str, type[Standard]] = {
     cls.name: cls
     for cls in (Aclcheck, CannMixed, CannMere, Msopst, TorchNpu, MsprobeUlp, AssertClose)
 }
-PUBLISHED: tuple[str, ...] = tuple(n for n in STANDARDS if n != DEFAULT_STANDARD)
+PUBLISHED: tuple[str, ...] = tuple(n for n in STANDARDS_BY_NAME if n != DEFAULT_STANDARD)
 
 
 def judging(dtype: str) -> tuple[str, ...]:
-    """The standards with numbers for outputs of `dtype`, in STANDARDS order."""
-    return tuple(name for name, cls in STANDARDS.items() if cls.judges(dtype))
+    """The standards with numbers for outputs of `dtype`, in STANDARDS_BY_NAME order."""
+    return tuple(name for name, cls in STANDARDS_BY_NAME.items() if cls.judges(dtype))
 
 
 def refusal(name: str, dtype: str) -> str | None:
@@ -311,8 +311,8 @@ def refusal(name: str, dtype: str) -> str | None:
 def get_standard(name: str) -> type[Standard]:
     """The standard called `name` (ValueError listing the valid names otherwise)."""
     try:
-        return STANDARDS[name]
+        return STANDARDS_BY_NAME[name]
     except KeyError:
         raise ValueError(
-            f"unknown standard {name!r}; valid: {', '.join(STANDARDS)}"
+            f"unknown standard {name!r}; valid: {', '.join(STANDARDS_BY_NAME)}"
         ) from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from aclcheck.cases import Check
 from aclcheck.cases.acl import PARAM_NULLPTR
 from aclcheck.cases.call import Capabilities
-from aclcheck.judging.model import CaseModel
+from aclcheck.judging.case.model import CaseModel
 
 
 def unsupported_probe(model: CaseModel, caps: Capabilities) -> str | None:

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, correctly_rounded, ulp
-from aclcheck.judging.findings import Hint, HintCode
-from aclcheck.judging.model import AxisTables, ExactPlan, NumericModel
-from aclcheck.judging.roundings import is_neighbour
+from aclcheck.judging.case.hints import Hint, HintCode
+from aclcheck.judging.case.model import AxisTables, ExactPlan, NumericModel
+from aclcheck.judging.case.roundings import is_neighbour
 
 
 def proven_mask(plan: ExactPlan, m3: np.ndarray, bounds: np.ndarray,
@@ -223,8 +223,8 @@ class ExactTally:
             "converting?"))
 
 
-def exact_ties(numbers: NumericModel, inputs: Mapping[str, np.ndarray],
-               golden: np.ndarray) -> tuple[int, int]:
+def count_exact_ties(numbers: NumericModel, inputs: Mapping[str, np.ndarray],
+                     golden: np.ndarray) -> tuple[int, int]:
     """(elements proven exact, of which exact ties) of one case on its product's path,
     for `aclcheck inspect` and the suite's docs (whole arrays: small cases)."""
     plan = numbers.exact

@@ -21,7 +21,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar, overload
 
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.case.verdicts import CaseVerdict
 
 T = TypeVar("T")
 U = TypeVar("U")

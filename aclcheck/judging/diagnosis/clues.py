@@ -1,7 +1,7 @@
-"""Findings inside one failing case that need no window tables: which planes, batches,
+"""Clues inside one failing case that need no window tables: which planes, batches,
 rows and columns hold the wrong elements, and whether they look unwritten.
 
-Each finding says what share of the case's wrong elements it accounts for; a finding is
+Each clue says what share of the case's wrong elements it accounts for; a clue is
 made only when the region it names is small enough to mean something (REGION_MAX of the
 elements at most) or is a pattern across planes. Pure over whole arrays of one case:
 the wrong-element mask (the gating standard's failures), golden and actual.
@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.roundings import Rounding, explaining, is_neighbour
+from aclcheck.judging.case.roundings import Rounding, explaining, is_neighbour
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
 
-#: A finding about a region covering more than this share of the elements says nothing.
+#: A clue about a region covering more than this share of the elements says nothing.
 REGION_MAX = 0.75
 
 
 @dataclass(frozen=True)
-class Finding:
+class Clue:
     """Where one case's wrong elements sit: the share of them a statement accounts for."""
 
     code: DiagnosisCode
@@ -39,7 +39,7 @@ def _share(n: int, wrong: int) -> float:
     return n / wrong if wrong else 0.0
 
 
-def plane_findings(wrong: np.ndarray, batch_rank: int) -> list[Finding]:
+def plane_clues(wrong: np.ndarray, batch_rank: int) -> list[Clue]:
     """Plane 0 right and the other planes wrong (plane stride); batch 0 right and later
     batches wrong (batch stride); only the last channel wrong (a vector tail)."""
     total = int(np.count_nonzero(wrong))
@@ -52,13 +52,13 @@ def plane_findings(wrong: np.ndarray, batch_rank: int) -> list[Finding]:
     if batch_rank >= 2 and lead[0] > 1 and not per_plane[0].any():
         later = per_plane[1:].any(axis=tuple(range(1, batch_rank)))
         if later.mean() >= 0.5:
-            out.append(Finding(DiagnosisCode.BATCH_STRIDE, 1.0, (
+            out.append(Clue(DiagnosisCode.BATCH_STRIDE, 1.0, (
                 f"batch 0 right, {int(later.sum())} of {lead[0] - 1} later batches wrong: "
                 "the batch offset or stride")))
             return out
     flat = per_plane.reshape(-1)
     if planes > 1 and not flat[0] and flat[1:].mean() >= 0.5:
-        out.append(Finding(DiagnosisCode.PLANE_STRIDE, 1.0, (
+        out.append(Clue(DiagnosisCode.PLANE_STRIDE, 1.0, (
             f"plane 0 right, {int(flat[1:].sum())} of {planes - 1} other planes wrong: "
             "the plane offset or stride")))
     channels = lead[-1]
@@ -66,13 +66,13 @@ def plane_findings(wrong: np.ndarray, batch_rank: int) -> list[Finding]:
         last = int(np.count_nonzero(wrong[(Ellipsis, channels - 1) + (slice(None),) * (
             wrong.ndim - batch_rank)]))
         if last == total and 1 / channels <= REGION_MAX:
-            out.append(Finding(DiagnosisCode.LAST_PLANE, 1.0, (
+            out.append(Clue(DiagnosisCode.LAST_PLANE, 1.0, (
                 f"only the last channel (c={channels - 1} of {channels}) is wrong: a tail "
                 "(odd C, vector remainder) computed another way")))
     return out
 
 
-def edge_findings(wrong: np.ndarray) -> list[Finding]:
+def edge_clues(wrong: np.ndarray) -> list[Clue]:
     """Wrong elements only in the last row, the last column, or both."""
     total = int(np.count_nonzero(wrong))
     if not total or wrong.ndim < 2:
@@ -82,23 +82,23 @@ def edge_findings(wrong: np.ndarray) -> list[Finding]:
     last_col = int(np.count_nonzero(wrong[..., :, -1])) if w > 1 else 0
     both = int(np.count_nonzero(wrong[..., -1, -1])) if h > 1 and w > 1 else 0
     if h > 1 and last_row == total:
-        return [Finding(DiagnosisCode.LAST_ROW, 1.0, (
+        return [Clue(DiagnosisCode.LAST_ROW, 1.0, (
             f"every wrong element is in the last row (h={h - 1}): a dropped tail row or "
             "an off-by-one end index"))]
     if w > 1 and last_col == total:
-        return [Finding(DiagnosisCode.LAST_COLUMN, 1.0, (
+        return [Clue(DiagnosisCode.LAST_COLUMN, 1.0, (
             f"every wrong element is in the last column (w={w - 1}): a dropped tail "
             "column or an off-by-one end index"))]
     edge = last_row + last_col - both
     region = (h + w - 1) / (h * w)
     if h > 1 and w > 1 and region <= REGION_MAX and edge >= 0.9 * total:
-        return [Finding(DiagnosisCode.LAST_ROW_AND_COLUMN, _share(edge, total), (
+        return [Clue(DiagnosisCode.LAST_ROW_AND_COLUMN, _share(edge, total), (
             "wrong elements sit in the last row and column: tail handling"))]
     return []
 
 
-def unwritten_findings(wrong: np.ndarray, golden: np.ndarray,
-                       actual: np.ndarray) -> list[Finding]:
+def unwritten_clues(wrong: np.ndarray, golden: np.ndarray,
+                    actual: np.ndarray) -> list[Clue]:
     """Wrong elements that hold NaN or zero where the golden has a value."""
     total = int(np.count_nonzero(wrong))
     if not total:
@@ -109,7 +109,7 @@ def unwritten_findings(wrong: np.ndarray, golden: np.ndarray,
     n = int(np.count_nonzero(blank))
     if n < 0.5 * total:
         return []
-    return [Finding(DiagnosisCode.UNWRITTEN, _share(n, total), (
+    return [Clue(DiagnosisCode.UNWRITTEN, _share(n, total), (
         f"{n} wrong elements hold NaN or 0 where the golden has a value: never written, "
         "or read from memory the tensor does not cover"))]
 
@@ -120,10 +120,10 @@ ROUNDING_WORDS = {Rounding.TIES_AWAY: "to nearest, ties away from zero",
                   Rounding.DOWN: "down (toward -inf)", Rounding.TO_ODD: "to odd"}
 
 
-def rounding_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
-                      fmt: FloatFormat) -> list[Finding]:
+def rounding_clues(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
+                   fmt: FloatFormat) -> list[Clue]:
     """A one-ULP failure whose every element is the exact value rounded one other way
-    (aclcheck.judging.roundings.explaining): the final conversion's rounding, named; or
+    (aclcheck.judging.case.roundings.explaining): the final conversion's rounding, named; or
     that no single rounding explains it."""
     total = int(np.count_nonzero(wrong))
     g = np.asarray(golden, dtype=np.float64)
@@ -132,19 +132,19 @@ def rounding_findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
         return []
     modes = [m for m in explaining(a, g, fmt) if m in ROUNDING_WORDS]
     if not modes:  # said, so the one-ULP failure is not left to a guess
-        return [Finding(DiagnosisCode.NO_CAST_ROUNDING, 1.0, (
+        return [Clue(DiagnosisCode.NO_CAST_ROUNDING, 1.0, (
             "every wrong element is one ULP from the exact value, but no single rounding "
             "of the final conversion (to nearest either way, toward zero, up, down, to "
             "odd) gives them all: rounding before the last step (accumulation order or "
             "precision)"))]
-    return [Finding(DiagnosisCode.CAST_ROUNDING, 1.0, (
+    return [Clue(DiagnosisCode.CAST_ROUNDING, 1.0, (
         f"every element is the exact value rounded {ROUNDING_WORDS[modes[0]]}: the final "
         "conversion's rounding mode"))]
 
 
-def findings(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
-             batch_rank: int) -> list[Finding]:
-    """Every generic finding of one case (unordered)."""
+def generic_clues(wrong: np.ndarray, golden: np.ndarray, actual: np.ndarray,
+                  batch_rank: int) -> list[Clue]:
+    """Every generic clue of one case (unordered)."""
     wrong = np.asarray(wrong, dtype=bool)
-    return (plane_findings(wrong, batch_rank) + edge_findings(wrong)
-            + unwritten_findings(wrong, golden, actual))
+    return (plane_clues(wrong, batch_rank) + edge_clues(wrong)
+            + unwritten_clues(wrong, golden, actual))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from aclcheck.judging.codes import DiagnosisCode
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
 
 
 class AxisKind(StrEnum):
@@ -45,8 +45,8 @@ def axis_kind(in_size: int, out_size: int) -> AxisKind:
     return AxisKind.DIVISIBLE if in_size % out_size == 0 else AxisKind.NONDIVISIBLE
 
 
-#: Verdict values (judging.verdicts.Verdict) as a signature counts them.
-FAILING = frozenset({"FAIL", "WRONG_STATUS", "UNIMPLEMENTED", "NONDETERMINISTIC", "ERROR"})
+#: Verdict values (judging.case.verdicts.Verdict) as a signature counts them.
+FAILING_VALUES = frozenset({"FAIL", "WRONG_STATUS", "UNIMPLEMENTED", "NONDETERMINISTIC", "ERROR"})
 PASSING = frozenset({"PASS"})
 #: Count keys per verdict (the JSON summary's names).
 COUNT_KEYS: dict[str, str] = {
@@ -75,7 +75,7 @@ class CaseFacts:
 
     @property
     def failing(self) -> bool:
-        return self.verdict in FAILING
+        return self.verdict in FAILING_VALUES
 
     @property
     def passing(self) -> bool:
@@ -86,23 +86,23 @@ Counts = dict[str, int]
 #: Facts with how many judged cases have them: what signatures and rules read. A run
 #: keeps each distinct facts once (memory independent of the case count); a plain
 #: sequence of facts (a case each) reads as facts counted once each.
-Tally = Mapping[CaseFacts, int]
+FactCounts = Mapping[CaseFacts, int]
 
 
-def tally(facts: Iterable[CaseFacts] | Tally) -> Tally:
-    """Facts counted (a Tally as it is), in the order each first appears."""
+def tally(facts: Iterable[CaseFacts] | FactCounts) -> FactCounts:
+    """Facts counted (a FactCounts as it is), in the order each first appears."""
     return facts if isinstance(facts, Mapping) else Counter(facts)
 
 
-def _where(facts: Tally, keep: Callable[[CaseFacts], bool]) -> Tally:
+def _where(facts: FactCounts, keep: Callable[[CaseFacts], bool]) -> FactCounts:
     return {f: n for f, n in facts.items() if keep(f)}
 
 
-def _total(facts: Tally) -> int:
+def _total(facts: FactCounts) -> int:
     return sum(facts.values())
 
 
-def _group(facts: Tally, key) -> dict[str, Counts]:  # noqa: ANN001
+def _group(facts: FactCounts, key) -> dict[str, Counts]:  # noqa: ANN001
     groups: dict[str, Counter[str]] = {}
     for f, n in facts.items():
         groups.setdefault(str(key(f)), Counter())[
@@ -112,7 +112,7 @@ def _group(facts: Tally, key) -> dict[str, Counts]:  # noqa: ANN001
 
 
 @dataclass(frozen=True)
-class Signature:
+class FailureSignature:
     """Counts per verdict by each grouping (the JSON report's summary.by_* tables)."""
 
     by_family: dict[str, Counts]
@@ -135,7 +135,7 @@ class Signature:
         return out
 
 
-def signature(facts: Iterable[CaseFacts] | Tally) -> Signature:
+def failure_signature(facts: Iterable[CaseFacts] | FactCounts) -> FailureSignature:
     """The grouped counts of a run: by family every case; the other groupings count the
     valid calls (invalid calls are judged on their status, in their own family)."""
     counted = tally(facts)
@@ -147,7 +147,7 @@ def signature(facts: Iterable[CaseFacts] | Tally) -> Signature:
                             lambda f, i=i: f.axes[i][1].value)
     if valid:
         axes["square"] = _group(valid, lambda f: "square" if f.square else "non-square")
-    return Signature(
+    return FailureSignature(
         by_family=_group(counted, lambda f: f.family),
         by_layout=_group(valid, lambda f: f.layout),
         by_rank=_group(valid, lambda f: f.rank),
@@ -166,12 +166,12 @@ class GroupRow:
     failing: int
 
 
-def differing(sig: Signature) -> tuple[GroupRow, ...]:
+def differing(sig: FailureSignature) -> tuple[GroupRow, ...]:
     """The rows worth showing: groups of the tables in which at least one group has
     failing cases and another has cases but none failing."""
     rows = []
     for table, groups in sig.tables().items():
-        fails = {g: sum(c.get(COUNT_KEYS[v], 0) for v in FAILING) for g, c in groups.items()}
+        fails = {g: sum(c.get(COUNT_KEYS[v], 0) for v in FAILING_VALUES) for g, c in groups.items()}
         if not any(fails.values()) or all(fails.values()):
             continue
         for group, counts in groups.items():
@@ -195,7 +195,7 @@ def compact(rows: Sequence[GroupRow]) -> tuple[tuple[str, str, str], ...]:
 
 
 @dataclass(frozen=True)
-class RuleFinding:
+class HeldRule:
     """A rule that read the signature: its code, what it says, the cases it covers."""
 
     code: DiagnosisCode
@@ -203,7 +203,7 @@ class RuleFinding:
     failing: int  # failing valid cases it accounts for (all of them: rules are all-or-none)
 
 
-def _share(items: Tally) -> str:
+def _share(items: FactCounts) -> str:
     fails = sum(n for f, n in items.items() if f.failing)
     return f"{fails} of {_total(items)} fail"
 
@@ -214,7 +214,7 @@ def _share(items: Tally) -> str:
 CHANCE = 1e-3
 
 
-def _only(failing: Tally, passing: Tally, inside,  # noqa: ANN001
+def _only(failing: FactCounts, passing: FactCounts, inside,  # noqa: ANN001
           ) -> bool:
     """Every failing case is inside the predicate, and the passing cases outside it are
     too many to pass by chance (CHANCE)."""
@@ -229,7 +229,7 @@ def _only(failing: Tally, passing: Tally, inside,  # noqa: ANN001
     return rate >= 1.0 or (1.0 - rate) ** n_out < CHANCE
 
 
-def rules(facts: Iterable[CaseFacts] | Tally) -> tuple[RuleFinding, ...]:
+def rules(facts: Iterable[CaseFacts] | FactCounts) -> tuple[HeldRule, ...]:
     """The signature rules that hold for a run (none when nothing or everything fails)."""
     valid = _where(tally(facts), lambda f: f.valid)
     failing = _where(valid, lambda f: f.failing)
@@ -238,9 +238,9 @@ def rules(facts: Iterable[CaseFacts] | Tally) -> tuple[RuleFinding, ...]:
         return ()
     n = _total(failing)
     if not passing:
-        return (RuleFinding(DiagnosisCode.EVERY_CASE, f"every judged valid call fails "
-                            f"({n} cases): the computation itself, not one path", n),)
-    out: list[RuleFinding] = []
+        return (HeldRule(DiagnosisCode.EVERY_CASE, f"every judged valid call fails "
+                         f"({n} cases): the computation itself, not one path", n),)
+    out: list[HeldRule] = []
 
     def noncontiguous(f: CaseFacts) -> bool:
         return f.layout != "contiguous"
@@ -248,20 +248,20 @@ def rules(facts: Iterable[CaseFacts] | Tally) -> tuple[RuleFinding, ...]:
     if _only(failing, passing, noncontiguous):
         layouts = sorted({f.layout for f in failing})
         contiguous = _where(valid, lambda f: not noncontiguous(f))
-        out.append(RuleFinding(DiagnosisCode.LAYOUT_STRIDE, (
+        out.append(HeldRule(DiagnosisCode.LAYOUT_STRIDE, (
             f"only non-contiguous cases fail ({', '.join(layouts)}: "
             f"{_share(_where(valid, lambda f: f.layout in layouts))}) while contiguous ones "
             f"pass ({_share(contiguous)}): strides or layout handling"), n))
     ranks = sorted({f.rank for f in failing})
     if len(ranks) == 1 and _only(failing, passing, lambda f: f.rank == ranks[0]):
         r = ranks[0]
-        out.append(RuleFinding(DiagnosisCode.RANK_PATH, (
+        out.append(HeldRule(DiagnosisCode.RANK_PATH, (
             f"only rank-{r} cases fail ({_share(_where(valid, lambda f: f.rank == r))}; other "
             f"ranks: {_share(_where(valid, lambda f: f.rank != r))}): the rank-{r} path"), n))
     if _only(failing, passing, lambda f: not f.square):
         names = sorted({a for f in failing for a, _ in f.axes}, key="DHW".find)
         axes = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else "the axes"
-        out.append(RuleFinding(DiagnosisCode.AXIS_MIXUP, (
+        out.append(HeldRule(DiagnosisCode.AXIS_MIXUP, (
             f"only cases whose {axes} differ in size fail ("
             f"{_share(_where(valid, lambda f: not f.square))}; alike: "
             f"{_share(_where(valid, lambda f: f.square))}): {axes} mixed up"), n))
@@ -273,14 +273,14 @@ def rules(facts: Iterable[CaseFacts] | Tally) -> tuple[RuleFinding, ...]:
         return any(k not in PLAIN_KINDS and k is not AxisKind.EMPTY for _, k in f.axes)
 
     if _only(failing, passing, upsampling):
-        out.append(RuleFinding(DiagnosisCode.UPSAMPLING_WINDOWS, (
+        out.append(HeldRule(DiagnosisCode.UPSAMPLING_WINDOWS, (
             f"only cases with an upsampling axis (O > I) fail "
             f"({_share(_where(valid, upsampling))}; others: "
             f"{_share(_where(valid, lambda f: not upsampling(f)))}): windows of upsampling "
             "axes"), n))
     elif _only(failing, passing, irregular):
         plain = _where(valid, lambda f: not irregular(f))
-        out.append(RuleFinding(DiagnosisCode.WINDOW_BOUNDS_OR_DIVISOR, (
+        out.append(HeldRule(DiagnosisCode.WINDOW_BOUNDS_OR_DIVISOR, (
             f"divisible, global and identity windows pass ({_share(plain)}); only "
             f"nondivisible or upsampling axes fail "
             f"({_share(_where(valid, irregular))}): window bounds or divisor"), n))
@@ -290,7 +290,7 @@ def rules(facts: Iterable[CaseFacts] | Tally) -> tuple[RuleFinding, ...]:
 
     if _only(failing, passing, low_with_fp32):
         pairs = sorted({f"{f.product} x {f.dtype}" for f in failing})
-        out.append(RuleFinding(DiagnosisCode.ACCUMULATION_PRECISION, (
+        out.append(HeldRule(DiagnosisCode.ACCUMULATION_PRECISION, (
             f"only FP16/BF16 on products that promise FP32 accumulation fail "
             f"({', '.join(pairs)}); float32 and the other products pass: accumulation "
             "precision"), n))
@@ -298,7 +298,7 @@ def rules(facts: Iterable[CaseFacts] | Tally) -> tuple[RuleFinding, ...]:
     all_families = {f.family for f in valid}
     if len(families) <= 2 < len(all_families) and _only(
             failing, passing, lambda f: f.family in families):
-        out.append(RuleFinding(DiagnosisCode.FAMILY_ONLY, (
+        out.append(HeldRule(DiagnosisCode.FAMILY_ONLY, (
             f"only the {', '.join(families)} famil{'y' if len(families) == 1 else 'ies'} "
             f"fail{'s' if len(families) == 1 else ''} "
             f"({_share(_where(valid, lambda f: f.family in families))}); the other families "

@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat
-from aclcheck.judging.clues import Finding
-from aclcheck.judging.codes import DiagnosisCode
-from aclcheck.judging.exactness import proven_mask
-from aclcheck.judging.model import AxisTables, NumericModel
-from aclcheck.judging.roundings import Rounding, rounded
+from aclcheck.judging.case.exactness import proven_mask
+from aclcheck.judging.case.model import AxisTables, NumericModel
+from aclcheck.judging.case.roundings import Rounding, rounded
+from aclcheck.judging.diagnosis.clues import Clue
+from aclcheck.judging.diagnosis.codes import DiagnosisCode
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class WhatIf:
 
 
 @dataclass(frozen=True)
-class BugModel:
+class WhatIfModel:
     """One alternative computation of an operator: its diagnosis code, what it says, how
     to compute it from the operator's scene of a case (None: the bug cannot show there)."""
 
@@ -158,12 +158,12 @@ class ModelResult:
 
 
 @dataclass(frozen=True)
-class CaseEvidence:
+class CaseClues:
     """The diagnosis evidence of one failing case."""
 
     case_id: str
     models: tuple[ModelResult, ...] = ()
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[Clue, ...] = ()
     judged: bool = True  # False: too large to re-judge (counts as failing, unexplained)
 
     @property
@@ -171,7 +171,7 @@ class CaseEvidence:
         return tuple(m for m in self.models if m.explained or m.exact)
 
     @property
-    def ordered_findings(self) -> tuple[Finding, ...]:
+    def ordered_findings(self) -> tuple[Clue, ...]:
         """Findings by the share of the wrong elements they account for."""
         return tuple(sorted(self.findings, key=lambda f: (-f.share, f.code.value)))
 

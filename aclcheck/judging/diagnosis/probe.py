@@ -11,7 +11,7 @@ call puts one cell per plane, each at a different cell, and reads where each lan
 Knows no tensor and no operator: the operator gives its contract as a Geometry and a
 `Measure` (one call: logical values of the linear input -> logical output, float64; None
 when the call failed). Differences come back as data (Difference), fitted to formula
-families (aclcheck.judging.probe_fit); the words are the report's.
+families (aclcheck.judging.diagnosis.probe_fit); the words are the report's.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, correctly_rounded
-from aclcheck.judging.probe_fit import (
+from aclcheck.judging.case.roundings import is_neighbour
+from aclcheck.judging.diagnosis.probe_fit import (
     Difference,
     Geometry,
     Quantity,
@@ -31,7 +32,6 @@ from aclcheck.judging.probe_fit import (
     plane_difference,
     weight_difference,
 )
-from aclcheck.judging.roundings import is_neighbour
 
 #: one call: (planes, *outs) float64 values of the linear input -> (planes, *ins) output
 Measure = Callable[[np.ndarray], "np.ndarray | None"]

@@ -1,6 +1,6 @@
 """What a tolerance standard is: its numbers per dtype and what each means (class level),
 the error it allows per element of a piece (`allowed`, pure), the running counts of one
-comparison under it (`Tally`, filled by `count`) and the case verdict (`result`).
+comparison under it (`StandardTally`, filled by `count`) and the case verdict (`result`).
 
 compare.py runs the chunked loop and never names a standard; each standard's module
 (default_standard.py: aclcheck's own; standards.py: the published ones) holds its numbers
@@ -17,21 +17,22 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from aclcheck.dtypes import COMPUTE_DTYPES, FloatFormat
-from aclcheck.judging.budget import BudgetModel
-from aclcheck.judging.findings import Hint
-from aclcheck.judging.pieces import Piece
+from aclcheck.judging.case.budget import BudgetModel
+from aclcheck.judging.case.hints import Hint
+from aclcheck.judging.case.pieces import Piece
 
 ParamValue = float | str
 Params = Mapping[str, ParamValue]
 
 
-class Overrides(Protocol):
-    """Person-written changes of standards' parameters (aclcheck.judging.overrides reads
+class OverrideLookup(Protocol):
+    """Person-written changes of standards' parameters (aclcheck.judging.case.overrides reads
     them from TOML): what a standard asks of them."""
 
     def lookup(self, standard: str, dtype: str, product: str | None = None) -> Params: ...
 
-DTYPES: tuple[str, ...] = COMPUTE_DTYPES  # float16, float32, bfloat16: every standard's rows
+#: float16, float32, bfloat16: every standard's rows
+STANDARD_DTYPES: tuple[str, ...] = COMPUTE_DTYPES
 #: a row only some standards have: an output of the 3D operator's DOUBLE calls, which its
 #: code accepts (contract code); a standard without the row does not judge it
 FLOAT64_ROW = "float64"
@@ -50,13 +51,13 @@ class StandardResult:
     hints: tuple[Hint, ...] = ()
 
 
-def same_for_every_dtype(params: Params, dtypes: tuple[str, ...] = DTYPES
+def same_for_every_dtype(params: Params, dtypes: tuple[str, ...] = STANDARD_DTYPES
                          ) -> dict[str, Params]:
     return {d: dict(params) for d in dtypes}
 
 
 @dataclass
-class Tally:
+class StandardTally:
     """The running counts of one comparison under one standard (a standard's own tally
     adds the sums its case rule needs)."""
 
@@ -104,12 +105,12 @@ class Standard:
 
     @classmethod
     def dtypes(cls) -> tuple[str, ...]:
-        """The dtypes it has numbers for: DTYPES, then its own further rows (float64)."""
-        return (*DTYPES, *(d for d in cls.table if d not in DTYPES))
+        """The dtypes it has numbers for: STANDARD_DTYPES, then its own further rows (float64)."""
+        return (*STANDARD_DTYPES, *(d for d in cls.table if d not in STANDARD_DTYPES))
 
     @classmethod
     def params_for(cls, dtype: str, product: str | None = None,
-                   overrides: Overrides | None = None) -> dict[str, ParamValue]:
+                   overrides: OverrideLookup | None = None) -> dict[str, ParamValue]:
         """Parameters for one dtype (and product), overrides applied (most specific wins);
         ValueError for a dtype the standard has no numbers for."""
         if not cls.judges(dtype):
@@ -120,15 +121,15 @@ class Standard:
             params.update(overrides.lookup(cls.name, dtype, product))
         return params
 
-    def tally(self) -> Tally:
+    def tally(self) -> StandardTally:
         """The counts of a new comparison."""
-        return Tally()
+        return StandardTally()
 
     def allowed(self, ch: Piece) -> np.ndarray:
         """The error allowed at each element of the piece (float64, flat)."""
         raise NotImplementedError
 
-    def count(self, ch: Piece, allowed: np.ndarray, tally: Tally) -> np.ndarray:
+    def count(self, ch: Piece, allowed: np.ndarray, tally: StandardTally) -> np.ndarray:
         """Count this piece's failures into `tally`; returns the fail mask (special
         failures included)."""
         fail = ch.with_bad(np.greater(ch.err, allowed))
@@ -137,7 +138,7 @@ class Standard:
             tally.bad += int(np.count_nonzero(ch.bad))
         return fail
 
-    def result(self, tally: Tally, n: int, metrics: Mapping[str, float | int]
+    def result(self, tally: StandardTally, n: int, metrics: Mapping[str, float | int]
                ) -> StandardResult:
         """The case verdict after every piece of an n-element output."""
         raise NotImplementedError

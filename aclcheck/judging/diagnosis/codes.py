@@ -15,11 +15,11 @@ from __future__ import annotations
 from enum import StrEnum
 
 
-class Kind(StrEnum):
+class CodeKind(StrEnum):
     MODEL = "model"
     RULE = "rule"
     FINDING = "finding"
-    MEASURED = "measured"  # the kernel's own M, measured by the probe (judging.probe)
+    MEASURED = "measured"  # the kernel's own M, measured by the probe (judging.diagnosis.probe)
 
 
 class DiagnosisCode(StrEnum):
@@ -84,14 +84,14 @@ class DiagnosisCode(StrEnum):
     MEASURED_PLANES = "measured-planes"
 
     @property
-    def kind(self) -> Kind:
+    def kind(self) -> CodeKind:
         if self.value.startswith("measured-"):
-            return Kind.MEASURED
+            return CodeKind.MEASURED
         if self in _RULES:
-            return Kind.RULE
+            return CodeKind.RULE
         if self in _FINDINGS:
-            return Kind.FINDING
-        return Kind.MODEL
+            return CodeKind.FINDING
+        return CodeKind.MODEL
 
 
 _RULES = frozenset({

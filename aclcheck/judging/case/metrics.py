@@ -1,4 +1,4 @@
-"""The error metrics of a comparison, summed chunk by chunk (aclcheck.judging.compare
+"""The error metrics of a comparison, summed chunk by chunk (aclcheck.judging.case.compare
 feeds the chunks): max abs/rel/ULP error, MERE, MARE, RMSE, error balance, cosine and
 the special-value counts the standards and the reports read."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, max_ulp_distance
-from aclcheck.judging.pieces import Piece, SpecialCounts
+from aclcheck.judging.case.pieces import Piece, SpecialCounts
 
 
 class Totals:

@@ -75,9 +75,9 @@ class Specials:
     unjudged: int = 0  # saturation: planes with inf/NaN inputs, not judged
 
 
-def classify(g: np.ndarray, a: np.ndarray, extra: np.ndarray, m: np.ndarray,
-             fmt: FloatFormat, acc_threshold: float, mode: OverflowMode,
-             unjudged: np.ndarray | None = None) -> Specials:
+def classify_specials(g: np.ndarray, a: np.ndarray, extra: np.ndarray, m: np.ndarray,
+                      fmt: FloatFormat, acc_threshold: float, mode: OverflowMode,
+                      unjudged: np.ndarray | None = None) -> Specials:
     """Classify each element of a piece (flat float64 arrays of one shape).
 
     g golden, a actual (as float64), extra the budget's E, m the sum of the term

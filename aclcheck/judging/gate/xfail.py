@@ -21,8 +21,8 @@ from pathlib import Path
 
 from aclcheck.configfile import Entry, read_document, top_level
 from aclcheck.errors import ConfigError
-from aclcheck.judging.spool import Mapped
-from aclcheck.judging.verdicts import FAILING, CaseVerdict, Verdict
+from aclcheck.judging.case.verdicts import FAILING, CaseVerdict, Verdict
+from aclcheck.judging.gate.spool import Mapped
 
 ENTRY_KEYS = frozenset({"id", "reason", "impl", "verdicts", "may_pass"})
 
@@ -70,7 +70,7 @@ class XfailList:
                           all(e.may_pass for e in found))
 
 
-def load(path: str | Path) -> XfailList:
+def load_xfails(path: str | Path) -> XfailList:
     """Parse a known-failure file; errors name the file, the entry and the key."""
     p = Path(path)
     return XfailList(_entries(read_document(p, "known-failure list", syntax="toml"), str(p)),
@@ -96,17 +96,17 @@ def _entries(data: object, source: str) -> tuple[XfailEntry, ...]:
 def apply(verdicts: Sequence[CaseVerdict], xfails: XfailList,
           implementation: str) -> list[CaseVerdict]:
     """Listed failures become XFAIL (not gating); listed cases that pass become XPASS."""
-    return [judged(v, xfails, implementation) for v in verdicts]
+    return [marked(v, xfails, implementation) for v in verdicts]
 
 
 def applied(verdicts: Sequence[CaseVerdict], xfails: XfailList,
             implementation: str) -> Sequence[CaseVerdict]:
     """`apply` as a lazy view: each verdict is rewritten when read (a spooled run's
     verdicts stay on disk)."""
-    return Mapped(verdicts, lambda v: judged(v, xfails, implementation))
+    return Mapped(verdicts, lambda v: marked(v, xfails, implementation))
 
 
-def judged(v: CaseVerdict, xfails: XfailList, implementation: str) -> CaseVerdict:
+def marked(v: CaseVerdict, xfails: XfailList, implementation: str) -> CaseVerdict:
     """One verdict with the known failures applied (see `apply`)."""
     if v.failing:
         entry = xfails.find(v.case_id, implementation, v.verdict)

@@ -11,16 +11,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aclcheck.dtypes import half_ulp
-from aclcheck.judging.exactness import ExactTally
-from aclcheck.judging.findings import Hint
-from aclcheck.judging.pieces import Piece
-from aclcheck.judging.rule import (
-    DTYPES,
+from aclcheck.judging.case.exactness import ExactTally
+from aclcheck.judging.case.hints import Hint
+from aclcheck.judging.case.pieces import Piece
+from aclcheck.judging.case.rule import (
     FLOAT64_ROW,
-    Overrides,
+    STANDARD_DTYPES,
+    OverrideLookup,
     Standard,
     StandardResult,
-    Tally,
+    StandardTally,
     same_for_every_dtype,
 )
 from aclcheck.options import DEFAULT_STANDARD
@@ -33,7 +33,7 @@ DEFAULT_C = 2.0
 
 
 @dataclass
-class AclcheckTally(Tally):
+class AclcheckTally(StandardTally):
     path_saved: int = 0  # elements within budget only thanks to the scale term
     exact: ExactTally = field(default_factory=ExactTally)
 
@@ -49,7 +49,7 @@ class Aclcheck(Standard):
             "(ties to even) bit for bit; NaN/inf must match")
     #: float64 too: the budget is derived from the path (DOUBLE's 1x1x1 path, contract code)
     table = same_for_every_dtype({"c": DEFAULT_C, "atol": 0.0, "accumulate": ""},
-                                 DTYPES + (FLOAT64_ROW,))
+                                 STANDARD_DTYPES + (FLOAT64_ROW,))
     help = {
         "c": "multiplier of k * u_acc * m (measured, see docs/tolerances.md)",
         "atol": "extra absolute allowance per element (default 0)",
@@ -67,7 +67,7 @@ class Aclcheck(Standard):
     def allowed(self, ch: Piece) -> np.ndarray:
         return ch.budget
 
-    def count(self, ch: Piece, allowed: np.ndarray, tally: Tally) -> np.ndarray:
+    def count(self, ch: Piece, allowed: np.ndarray, tally: StandardTally) -> np.ndarray:
         assert isinstance(tally, AclcheckTally)
         if ch.extra0 is not None:
             budget0 = np.add(ch.absg, ch.extra0)
@@ -86,7 +86,7 @@ class Aclcheck(Standard):
                 tally.explained += new
         return fail
 
-    def result(self, tally: Tally, n: int, metrics: Mapping[str, float | int]
+    def result(self, tally: StandardTally, n: int, metrics: Mapping[str, float | int]
                ) -> StandardResult:
         assert isinstance(tally, AclcheckTally)
         ratio = metrics.get("max_budget_ratio", 0.0)
@@ -114,7 +114,7 @@ class Aclcheck(Standard):
 
 
 def accumulation(product: str, dtype: str, cli_accumulate: str | None,
-                 overrides: Overrides | None) -> str | None:
+                 overrides: OverrideLookup | None) -> str | None:
     """The accumulation the error budget of a case assumes: --accumulate, else the
     aclcheck standard's `accumulate` parameter (overrides applied), else None (the
     product's own)."""

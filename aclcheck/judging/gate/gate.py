@@ -1,7 +1,7 @@
 """The gate: exit 0 only when a correct kernel was actually judged.
 
 `decide` turns a run's verdicts (and what else the command found) into a `Gate`: pass
-or fail, and the findings behind it as records (`Finding`), which the CLI words at the
+or fail, and the findings behind it as records (`GateFinding`), which the CLI words at the
 edge. A run passes when something was judged and nothing nonconforming was:
 
   * nonconformance (FAIL, WRONG_STATUS, UNIMPLEMENTED, NONDETERMINISTIC, ERROR), or an
@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
-from aclcheck.judging.verdicts import CaseVerdict, Verdict
-from aclcheck.judging.xfail import XfailEntry
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
+from aclcheck.judging.gate.xfail import XfailEntry
 
 #: verdicts that say nothing about the kernel
 UNJUDGED = frozenset({Verdict.SKIP, Verdict.MISTRUSTED})
 
 
-class Kind(StrEnum):
+class GateKind(StrEnum):
     NONCONFORMANT = "nonconformant"  # count: failing cases
     NOTHING_JUDGED = "nothing-judged"  # count: cases, detail: the first SKIP reason
     XFAIL_MATCHES_ALL = "xfail-matches-all"  # detail: the entry's id pattern
@@ -39,8 +39,8 @@ class Kind(StrEnum):
 
 
 @dataclass(frozen=True)
-class Finding:
-    kind: Kind
+class GateFinding:
+    kind: GateKind
     count: int = 0
     detail: str = ""
     valid_only: bool = False  # NOTHING_JUDGED: of the calls that must succeed
@@ -49,8 +49,8 @@ class Finding:
 @dataclass(frozen=True)
 class Gate:
     failed: bool
-    findings: tuple[Finding, ...] = ()  # why it failed
-    warnings: tuple[Finding, ...] = field(default=())  # said, not failing
+    findings: tuple[GateFinding, ...] = ()  # why it failed
+    warnings: tuple[GateFinding, ...] = field(default=())  # said, not failing
 
 
 def judged(verdicts: Sequence[CaseVerdict]) -> int:
@@ -63,18 +63,18 @@ def _judges(v: CaseVerdict) -> bool:
     return v.verdict not in UNJUDGED and v.expected_status != UNSPECIFIED
 
 
-def _unjudged(verdicts: Sequence[CaseVerdict]) -> Finding | None:
+def _unjudged(verdicts: Sequence[CaseVerdict]) -> GateFinding | None:
     """NOTHING_JUDGED when no case was judged, or none of the calls that must succeed
     where the run has some (count: the cases concerned; detail: a SKIP reason)."""
     if not judged(verdicts):
-        return Finding(Kind.NOTHING_JUDGED, len(verdicts), _skip_reason(verdicts))
+        return GateFinding(GateKind.NOTHING_JUDGED, len(verdicts), _skip_reason(verdicts))
     valid = judged_valid = 0  # counted: a run's verdicts may be on disk
     for v in verdicts:
         if v.expected_status == SUCCESS:
             valid += 1
             judged_valid += _judges(v)
     if valid and not judged_valid:
-        return Finding(Kind.NOTHING_JUDGED, valid, _skip_reason(
+        return GateFinding(GateKind.NOTHING_JUDGED, valid, _skip_reason(
             v for v in verdicts if v.expected_status == SUCCESS), valid_only=True)
     return None
 
@@ -95,18 +95,18 @@ def catch_all(entries: Sequence[XfailEntry], verdicts: Sequence[CaseVerdict],
 def decide(verdicts: Sequence[CaseVerdict], *, strict_xfail: bool = False,
            failing: Sequence[CaseVerdict] | None = None,
            catch_all_entries: Sequence[XfailEntry] = (),
-           problems: Sequence[Finding] = ()) -> Gate:
+           problems: Sequence[GateFinding] = ()) -> Gate:
     """The gate of a run. `failing`: the cases that fail it, when not all nonconforming
     ones do (a baseline gate passes what was already failing)."""
     bad = len(failing) if failing is not None else sum(  # counted: verdicts may be on disk
         v.failing or (strict_xfail and v.verdict == Verdict.XPASS) for v in verdicts)
-    findings: list[Finding] = list(problems)
+    findings: list[GateFinding] = list(problems)
     if bad:
-        findings.append(Finding(Kind.NONCONFORMANT, bad))
+        findings.append(GateFinding(GateKind.NONCONFORMANT, bad))
     unjudged = _unjudged(verdicts)
     if unjudged is not None:
         findings.append(unjudged)
-    loose = [Finding(Kind.XFAIL_MATCHES_ALL, len(verdicts), e.pattern)
+    loose = [GateFinding(GateKind.XFAIL_MATCHES_ALL, len(verdicts), e.pattern)
              for e in catch_all_entries]
     if strict_xfail:
         findings += loose

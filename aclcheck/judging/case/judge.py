@@ -14,11 +14,11 @@ import numpy as np
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import SUCCESS, status_name
 from aclcheck.cases.call import Capabilities, Outcome, ReturnedValue
-from aclcheck.judging.compare import Comparison, compare
-from aclcheck.judging.model import CaseModel
-from aclcheck.judging.overflow import judged_mode
-from aclcheck.judging.standards import refusal
-from aclcheck.judging.verdicts import CaseVerdict, Verdict, divergence_note
+from aclcheck.judging.case.compare import Comparison, compare_output
+from aclcheck.judging.case.model import CaseModel
+from aclcheck.judging.case.overflow import judged_mode
+from aclcheck.judging.case.standards import refusal
+from aclcheck.judging.case.verdicts import CaseVerdict, Verdict, divergence_note
 from aclcheck.options import DEFAULT_STANDARD
 
 
@@ -141,8 +141,8 @@ def judge_success(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capa
     if opts.overflow_mode is not None:
         mode, mode_note = judged_mode(numbers.product, opts.overflow_mode)
         numbers = replace(numbers, overflow=mode)
-    result: Comparison = compare(numbers, data.values(), golden, output, opts.standards,
-                                 opts.overrides)  # type: ignore[arg-type]
+    result: Comparison = compare_output(numbers, data.values(), golden, output, opts.standards,
+                                        opts.overrides)  # type: ignore[arg-type]
     standards = {s.name: s.passed for s in result.standards}
     notes = tuple(result.notes) + tuple(outcome.notes) + ((mode_note,) if mode_note else ())
     metrics = _json_metrics(result.metrics)
@@ -155,12 +155,20 @@ def judge_success(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capa
         return _base(case, Verdict.FAIL, headline, detail=result.message(), metrics=metrics,
                      standards=standards, notes=notes, evidence=result.evidence,
                      hints=result.hints, magnitude=size, **common)
-    if not np.any(golden):
+    if not discriminating(golden):
         return _base(case, Verdict.MISTRUSTED, "golden is all zeros: the case cannot "
                      "discriminate", metrics=metrics, standards=standards, notes=notes,
                      **common)
     return _base(case, Verdict.PASS, "within tolerance", metrics=metrics,
                  standards=standards, notes=notes, **common)
+
+
+def discriminating(golden: np.ndarray) -> bool:
+    """False when the golden cannot tell a correct kernel from a broken one (a pass then
+    is MISTRUSTED): no nonzero element (all zeros, or empty). NaN and inf count as
+    nonzero."""
+    g = np.asarray(golden)
+    return bool(g.size) and bool(np.any(g != 0))
 
 
 def judge(model: CaseModel, data: CaseData, outcome: Outcome, caps: Capabilities,

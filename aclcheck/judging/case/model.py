@@ -20,7 +20,7 @@ import numpy as np
 
 from aclcheck.cases.record import Case, Expectation
 from aclcheck.dtypes import FloatFormat
-from aclcheck.judging.overflow import OverflowMode
+from aclcheck.judging.case.overflow import OverflowMode
 
 Block = tuple[slice, ...]  # a block of the leading (batch) axes of an output
 
@@ -122,7 +122,7 @@ class NumericPath:
 
 @dataclass(frozen=True)
 class ExactPlan:
-    """The case-level part of the exactness proof (aclcheck.judging.exactness): which
+    """The case-level part of the exactness proof (aclcheck.judging.case.exactness): which
     elements have only power-of-two windows, the largest such area, the formats."""
 
     out: FloatFormat  # output (= input) format
@@ -172,7 +172,7 @@ class NumericModel:
     numerics: Numerics
     #: the operator's own window tables (its reference and bug models read them)
     windows: tuple[object, ...] = ()
-    #: how special values are judged: the product's overflow mode (judging.overflow)
+    #: how special values are judged: the product's overflow mode (judging.case.overflow)
     overflow: OverflowMode = OverflowMode.INF_NAN
 
 

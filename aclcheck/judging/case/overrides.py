@@ -13,8 +13,8 @@ from aclcheck.cases.acl import PRODUCTS
 from aclcheck.configfile import read_document
 from aclcheck.dtypes import JUDGED_FORMATS, normalize_dtype
 from aclcheck.errors import UsageError
-from aclcheck.judging.rule import Params, ParamValue, Standard
-from aclcheck.judging.standards import STANDARDS
+from aclcheck.judging.case.rule import Params, ParamValue, Standard
+from aclcheck.judging.case.standards import STANDARDS_BY_NAME
 from aclcheck.options import ACCUMULATE_CHOICES
 
 _STRING_PARAMS: dict[str, tuple[str, ...]] = {
@@ -22,21 +22,21 @@ _STRING_PARAMS: dict[str, tuple[str, ...]] = {
     "mode": ("rtol-equal", "allclose"),
 }
 
-Key = tuple[str, str | None, str | None]  # (standard, product or None, dtype or None)
+OverrideKey = tuple[str, str | None, str | None]  # (standard, product or None, dtype or None)
 
 
 @dataclass(frozen=True)
 class Overrides:
     """Parameter overrides read from a TOML file, keyed by (standard, product, dtype)."""
 
-    entries: Mapping[Key, Params] = field(default_factory=dict)
+    entries: Mapping[OverrideKey, Params] = field(default_factory=dict)
     source: str = ""
 
     def lookup(self, standard: str, dtype: str, product: str | None = None) -> dict:
         """Overrides for one standard/dtype/product, least specific first:
         [std] < [std.dtype] < [std.product] < [std.product.dtype]."""
         merged: dict[str, ParamValue] = {}
-        keys: list[Key] = [(standard, None, None), (standard, None, dtype)]
+        keys: list[OverrideKey] = [(standard, None, None), (standard, None, dtype)]
         if product is not None:
             keys += [(standard, product, None), (standard, product, dtype)]
         for key in keys:
@@ -79,7 +79,7 @@ def _dtype_key(text: str) -> str | None:
 
 
 def _parse_level(source: str, section: str, std: type[Standard], table: Mapping[str, object],
-                 product: str | None, entries: dict[Key, dict[str, ParamValue]]) -> None:
+                 product: str | None, entries: dict[OverrideKey, dict[str, ParamValue]]) -> None:
     """One table of a standard: parameters, dtype sub-tables, product sub-tables."""
     for key, value in table.items():
         dtype = _dtype_key(key)
@@ -108,14 +108,14 @@ def _parse_level(source: str, section: str, std: type[Standard], table: Mapping[
 
 def parse_overrides(data: Mapping[str, object], source: str = "<overrides>") -> Overrides:
     """Overrides from an already parsed TOML document (see load_overrides)."""
-    entries: dict[Key, dict[str, ParamValue]] = {}
+    entries: dict[OverrideKey, dict[str, ParamValue]] = {}
     for name, table in data.items():
-        if name not in STANDARDS:
+        if name not in STANDARDS_BY_NAME:
             raise UsageError(f"{source}: unknown standard [{name}] (valid: "
-                             f"{', '.join(STANDARDS)})")
+                             f"{', '.join(STANDARDS_BY_NAME)})")
         if not isinstance(table, dict):
             raise UsageError(f"{source}: {name} must be a table [{name}] of parameters")
-        _parse_level(source, name, STANDARDS[name], table, None, entries)
+        _parse_level(source, name, STANDARDS_BY_NAME[name], table, None, entries)
     clean = {k: MappingProxyType(dict(v)) for k, v in entries.items()}
     return Overrides(MappingProxyType(clean), source)
 

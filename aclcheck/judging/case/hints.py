@@ -13,8 +13,8 @@ from enum import StrEnum
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat
-from aclcheck.judging.budget import BudgetModel
-from aclcheck.judging.model import Axis
+from aclcheck.judging.case.budget import BudgetModel
+from aclcheck.judging.case.model import Axis
 
 #: Worst elements kept.
 WORST_COUNT = 5
@@ -99,7 +99,7 @@ class WorstTally:
         return tuple(out)
 
 
-class Hints:
+class HintTally:
     """Where failures sit (rows, columns of a plane, overlap) to point at the likely bug.
     `axes`: the plane's row and column axes (their names and words in the hints);
     `lead`: the sizes of the output's leading axes."""

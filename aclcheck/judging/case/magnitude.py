@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, correctly_rounded, held, ordered_bits, ordered_distance
-from aclcheck.judging.roundings import neighbours
+from aclcheck.judging.case.roundings import neighbours
 
 #: An element this many ULP off is gross, whatever its budget.
 GROSS_ULP = 4
@@ -188,8 +188,8 @@ def _number(x: float) -> str:
     return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
 
 
-def classify(max_ulp: float, max_ratio: float, numeric: int, neighbours: int,
-             ties: int, special: int) -> MagnitudeClass:
+def magnitude_class(max_ulp: float, max_ratio: float, numeric: int, neighbours: int,
+                    ties: int, special: int) -> MagnitudeClass:
     """The class of a set of wrong elements from its numbers (see the module doc)."""
     if numeric == 0:
         return MagnitudeClass.SPECIAL if special else MagnitudeClass.NONE
@@ -279,8 +279,8 @@ class MagnitudeTally:
 
     def result(self) -> Magnitude:
         numeric = self.numeric
-        cls = classify(self.max_ulp, self.max_ratio, numeric, self.neighbours, self.ties,
-                       self.special)
+        cls = magnitude_class(self.max_ulp, self.max_ratio, numeric, self.neighbours, self.ties,
+                              self.special)
         median_ulp = _ulp_value(_median_bin(self.ulp_hist)) if numeric else 0.0
         median_ratio = _ratio_value(_median_bin(self.ratio_hist)) if numeric else 0.0
         max_ratio = self.max_ratio if math.isfinite(self.max_ratio) else 1e300
@@ -332,7 +332,7 @@ def _weighted_median(values: list[float], weights: list[int]) -> float:
     return values[order[-1]]
 
 
-def summarize(magnitudes: Iterable[Magnitude]) -> tuple[ClassSummary, ...]:
+def summarize_magnitudes(magnitudes: Iterable[Magnitude]) -> tuple[ClassSummary, ...]:
     """Per class (largest first): the cases, elements and medians of a run's failing cases."""
     groups: dict[MagnitudeClass, list[Magnitude]] = {}
     for m in magnitudes:
@@ -352,7 +352,7 @@ def summarize(magnitudes: Iterable[Magnitude]) -> tuple[ClassSummary, ...]:
     return tuple(out)
 
 
-def headline(magnitudes: Iterable[Magnitude]) -> str:
+def magnitude_headline(magnitudes: Iterable[Magnitude]) -> str:
     """The run's magnitude headline: every class present, largest errors first."""
-    parts = [s.text() for s in summarize(magnitudes)]
+    parts = [s.text() for s in summarize_magnitudes(magnitudes)]
     return "; ".join(parts) if parts else "no wrong elements"

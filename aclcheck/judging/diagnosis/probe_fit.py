@@ -1,4 +1,4 @@
-"""Measured against contracted (aclcheck.judging.probe): the differences, as data, each
+"""Measured against contracted (aclcheck.judging.diagnosis.probe): the differences, as data, each
 fitted to a family of simple formulas over the shape's integers.
 
 Window bounds: floor, ceil and round of i·I/O and (i+1)·I/O, their ±1 variants, the same
@@ -74,7 +74,7 @@ class Difference:
                    tuple(str(x) for x in data.get("others") or ()))  # type: ignore[attr-defined]
 
 
-def describe(d: Difference) -> str:
+def describe_difference(d: Difference) -> str:
     """The words of a Difference (the report's; never read back)."""
     fit = f"measured {d.measured}" if d.measured else "no simple formula fits (see the table)"
     if d.others:

@@ -15,12 +15,12 @@ from functools import cached_property
 import numpy as np
 
 from aclcheck.dtypes import BFLOAT16, FloatFormat, half_ulp
-from aclcheck.judging.budget import element_budget
-from aclcheck.judging.exactness import Prover
-from aclcheck.judging.overflow import OverflowMode, classify
+from aclcheck.judging.case.budget import element_budget
+from aclcheck.judging.case.exactness import Prover
+from aclcheck.judging.case.overflow import OverflowMode, classify_specials
 
 
-def load(src: np.ndarray) -> np.ndarray:
+def float64_values(src: np.ndarray) -> np.ndarray:
     """Any-strided output values as a contiguous float64 array (bf16 decoded by bits)."""
     out = np.empty(src.shape, dtype=np.float64)
     if src.dtype == BFLOAT16.np_dtype:
@@ -164,9 +164,9 @@ def _special(g: np.ndarray, a: np.ndarray, extra: np.ndarray, fmt: FloatFormat,
              m: np.ndarray, acc_overflow: float, exact: Prover | None,
              extra0: np.ndarray | None, mode: OverflowMode,
              unjudged: np.ndarray | None) -> tuple[Piece, SpecialCounts]:
-    """Classify special values by the overflow mode's rules (judging.overflow); zero
+    """Classify special values by the overflow mode's rules (judging.case.overflow); zero
     them out of the numeric comparison and mark the failures."""
-    s = classify(g, a, extra, m, fmt, acc_overflow, mode, unjudged)
+    s = classify_specials(g, a, extra, m, fmt, acc_overflow, mode, unjudged)
     numeric, ok, bad = s.numeric, s.ok, s.bad
     nan_bad = int(np.count_nonzero(bad & (np.isnan(g) | np.isnan(a))))
     counts = SpecialCounts(

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aclcheck.cases.acl import UNSPECIFIED, status_name
-from aclcheck.judging.verdicts import CaseVerdict
+from aclcheck.judging.case.verdicts import CaseVerdict
 
 #: Cases listed by name where the vendor parts from the contract or the implementation.
 MAX_LISTED = 50

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aclcheck.dtypes import FloatFormat, half_ulp
-from aclcheck.judging.model import AxisTables, NumericModel, NumericPath
+from aclcheck.judging.case.model import AxisTables, NumericModel, NumericPath
 
 
 @dataclass(frozen=True)
