@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from aclcheck.judging.gate import Gate
     from aclcheck.judging.verdicts import CaseVerdict
     from aclcheck.judging.xfail import XfailEntry, XfailList
-    from aclcheck.running.runner import CaseRunner, RunOptions
+    from aclcheck.running.calls import CaseRunner, RunOptions
     from aclcheck.store import GoldenFile, IndexEntry
 
 PLUGIN_NAME = "aclcheck-gate"
@@ -153,7 +153,7 @@ class GoldenGate:
         from aclcheck.errors import AclcheckError, UsageError
         from aclcheck.judging import xfail
         from aclcheck.running.config import VerifyConfig
-        from aclcheck.running.remote import open_impl
+        from aclcheck.running.workers.adapter import open_impl
         from aclcheck.store import open_golden
         from aclcheck.store.file_guard import Role, Snapshot, check_apart
 
@@ -199,7 +199,7 @@ class GoldenGate:
         """The runner's executor, built on first use (an isolated worker starts lazily);
         it owns the zygote from then on."""
         if self._executor is None:
-            from aclcheck.running.runner import CaseRunner
+            from aclcheck.running.calls import CaseRunner
 
             self._executor = CaseRunner(self.impl, self.opts, zygote=self.opened.zygote)
             self.opened.zygote = None

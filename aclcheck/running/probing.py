@@ -20,7 +20,8 @@ from aclcheck.judging.diagnosis import Entry, measured_entries
 from aclcheck.judging.probe import DEFAULT_BUDGET, ProbeResult, probe
 from aclcheck.judging.probe_fit import Difference
 from aclcheck.ops import operator_of
-from aclcheck.running.runner import CaseRunner, call_of
+from aclcheck.running.calls import CaseRunner
+from aclcheck.running.runner import call_of
 
 #: distinct failing shapes the probe measures beyond one per failing memory layout
 MAX_SHAPES = 3
