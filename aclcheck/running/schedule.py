@@ -143,72 +143,81 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
     stale-state check has its own worker). The stale-state check's calls of a case run
     in the recall worker while this process judges the case's first answer and goes on
     to the next case; their answer is collected when the next case's check is due."""
-    worker = runner.isolated()
-    apart = runner.separate_recall  # the check's calls overlap with the next case's
-    pending: Prepared | None = None
-    order: deque[CaseVerdict | _Waiting | _Rechecking | _Clueing] = deque()
-    checking: _Rechecking | None = None  # the case whose check is in the recall worker
-    clues = runner.clues  # failing cases' evidence, computed beside the run
-    #: evidence asked for and not yet come, with its output's elements
-    asked: deque[tuple[Future[CaseEvidence | None], int]] = deque()
+    yield from _Pipeline(runner, caps).run(cases, source)
 
-    def concluded(first: Prepared, outcome: Outcome, again: Outcome | None,
+
+class _Pipeline:
+    """The state of one pipelined run: the call in flight, the verdicts not yet given
+    (in case order), the case whose check is in the recall worker, the evidence asked."""
+
+    def __init__(self, runner: CaseRunner, caps: Capabilities) -> None:
+        self.runner = runner
+        self.caps = caps
+        self.worker = runner.isolated()
+        self.apart = runner.separate_recall  # the check's calls overlap with the next case's
+        self.pending: Prepared | None = None
+        self.order: deque[CaseVerdict | _Waiting | _Rechecking | _Clueing] = deque()
+        self.checking: _Rechecking | None = None  # the case whose check is in the recall worker
+        self.clues = runner.clues  # failing cases' evidence, computed beside the run
+        #: evidence asked for and not yet come, with its output's elements
+        self.asked: deque[tuple[Future[CaseEvidence | None], int]] = deque()
+
+    def concluded(self, first: Prepared, outcome: Outcome, again: Outcome | None,
                   judged: CaseVerdict | None = None) -> CaseVerdict | _Clueing:
         """conclude(), a FAIL's evidence asked of the helper (at most MAX_CLUES_ASKED
         cases and MAX_CLUES_ELEMENTS output elements at once: memory stays bounded, the
         oldest is awaited first)."""
         later: Later = []
-        verdict = conclude(runner, first, outcome, caps, again, judged, later=later)
+        verdict = conclude(self.runner, first, outcome, self.caps, again, judged, later=later)
         if not later:
             return verdict
         data, output = later[0]
+        asked = self.asked
         while asked and (len(asked) >= MAX_CLUES_ASKED or output.size
                          + sum(n for _, n in asked) > MAX_CLUES_ELEMENTS):
             wait([asked.popleft()[0]])
-        future = clues.submit(data, output)
+        future = self.clues.submit(data, output)
         asked.append((future, output.size))
         return _Clueing(verdict, data, output, future)
 
-    def collect() -> tuple[Prepared, Outcome, Outcome | None] | None:
+    def collect(self) -> tuple[Prepared, Outcome, Outcome | None] | None:
         """The pending call's outcome (and its second one where the check shares the
         worker: its calls run now, before the next case is submitted); None: set aside."""
-        nonlocal pending
-        assert pending is not None
-        first, pending = pending, None
-        got = worker.collect(park_idle=apart and len(worker.parked) < MAX_PARKED)
+        assert self.pending is not None
+        first, self.pending = self.pending, None
+        got = self.worker.collect(park_idle=self.apart and len(self.worker.parked) < MAX_PARKED)
         if isinstance(got, Parked):
-            order.append(_Waiting(first, got))
+            self.order.append(_Waiting(first, got))
             return None
-        runner.after_isolated(first.call, got)
-        return first, got, None if apart else call_again(runner, first, got)
+        self.runner.after_isolated(first.call, got)
+        return first, got, None if self.apart else call_again(self.runner, first, got)
 
-    def settle_check() -> None:
+    def settle_check(self) -> None:
         """The checked case's verdict, from the recall worker's answer (the worker is
         then free for the next case's check)."""
-        nonlocal checking
-        if checking is not None:
-            done, checking = checking, None
-            done.verdict = concluded(done.prepared, done.outcome, runner.recall_answer(),
-                                     done.judged)
+        if self.checking is not None:
+            done, self.checking = self.checking, None
+            done.verdict = self.concluded(done.prepared, done.outcome,
+                                          self.runner.recall_answer(), done.judged)
 
-    def finish(first: Prepared, outcome: Outcome, again: Outcome | None
+    def finish(self, first: Prepared, outcome: Outcome, again: Outcome | None
                ) -> CaseVerdict | _Rechecking | _Clueing:
-        nonlocal checking
-        if not apart:
-            return concluded(first, outcome, again)
+        if not self.apart:
+            return self.concluded(first, outcome, again)
         # the check's calls go to the recall worker, while the worker computes the next
         # case and this process judges the first answer (and goes on to the next case)
-        settle_check()
-        sent = send_again(runner, first, outcome)
-        judged = judge_first(runner, first, outcome, caps)
+        self.settle_check()
+        sent = send_again(self.runner, first, outcome)
+        judged = judge_first(self.runner, first, outcome, self.caps)
         if not sent:  # no check due
-            return concluded(first, outcome, None, judged)
-        checking = _Rechecking(first, outcome, judged)
-        return checking
+            return self.concluded(first, outcome, None, judged)
+        self.checking = _Rechecking(first, outcome, judged)
+        return self.checking
 
-    def ready(block: bool = False, interrupted: bool = False) -> Iterator[CaseVerdict]:
+    def ready(self, block: bool = False, interrupted: bool = False) -> Iterator[CaseVerdict]:
         """The verdicts at the front of the order that are settled (all, with `block`;
         `interrupted`: a FAIL whose evidence has not come goes without it)."""
+        order = self.order
         for entry in order:  # settle what has answered (or hung) meanwhile
             if isinstance(entry, _Waiting):
                 entry.parked.poll()
@@ -218,12 +227,12 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
                 outcome = head.parked.wait() if block else head.parked.poll()
                 if outcome is None:
                     return
-                order[0] = head = finish(head.prepared, outcome, None)
+                order[0] = head = self.finish(head.prepared, outcome, None)
             if isinstance(head, _Rechecking):
                 if head.verdict is None:
                     if not block:
                         return
-                    settle_check()
+                    self.settle_check()
                 assert head.verdict is not None
                 order[0] = head = head.verdict
             if isinstance(head, _Clueing):
@@ -233,41 +242,43 @@ def pipelined(runner: CaseRunner, cases: Iterable[Case], source: CaseSource,
                 else:
                     if not block and not head.future.done():
                         return
-                    order[0] = replace(head.verdict, clues=clues.result(
+                    order[0] = replace(head.verdict, clues=self.clues.result(
                         head.future, head.data, head.output))
             yield order.popleft()  # type: ignore[misc]
 
-    try:
-        for case in cases:
-            loaded = source.load(case)  # overlaps with the worker computing `pending`
-            prepared = prepare(runner, loaded, caps)
-            if isinstance(prepared, CaseVerdict):
-                if pending is not None and (done := collect()) is not None:
-                    order.append(finish(*done))
-                order.append(prepared)
-            elif pending is None:
-                worker.submit(prepared.call)
-                pending = prepared
-            else:
-                done = collect()
-                worker.submit(prepared.call)  # the worker starts on this one...
-                pending = prepared
-                if done is not None:  # ...while we judge (and check) the previous one
-                    order.append(finish(*done))
-            yield from ready()
-        if pending is not None and (done := collect()) is not None:
-            order.append(finish(*done))
-        yield from ready(block=True)
-    except KeyboardInterrupt:
-        # an interrupted run keeps what was judged: the checked case's check has
-        # answered by now (or does within its allowance)
+    def run(self, cases: Iterable[Case], source: CaseSource) -> Iterator[CaseVerdict]:
+        """Verdicts in case order (see pipelined)."""
         try:
-            settle_check()
-        except KeyboardInterrupt:  # the check's own call raised it
-            pass
-        else:
-            yield from ready(interrupted=True)
-        raise
+            for case in cases:
+                loaded = source.load(case)  # overlaps with the worker computing `pending`
+                prepared = prepare(self.runner, loaded, self.caps)
+                if isinstance(prepared, CaseVerdict):
+                    if self.pending is not None and (done := self.collect()) is not None:
+                        self.order.append(self.finish(*done))
+                    self.order.append(prepared)
+                elif self.pending is None:
+                    self.worker.submit(prepared.call)
+                    self.pending = prepared
+                else:
+                    done = self.collect()
+                    self.worker.submit(prepared.call)  # the worker starts on this one...
+                    self.pending = prepared
+                    if done is not None:  # ...while we judge (and check) the previous one
+                        self.order.append(self.finish(*done))
+                yield from self.ready()
+            if self.pending is not None and (done := self.collect()) is not None:
+                self.order.append(self.finish(*done))
+            yield from self.ready(block=True)
+        except KeyboardInterrupt:
+            # an interrupted run keeps what was judged: the checked case's check has
+            # answered by now (or does within its allowance)
+            try:
+                self.settle_check()
+            except KeyboardInterrupt:  # the check's own call raised it
+                pass
+            else:
+                yield from self.ready(interrupted=True)
+            raise
 
 
 # -- fanned out --------------------------------------------------------------------------
