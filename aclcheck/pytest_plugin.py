@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from aclcheck.judging.case.verdicts import CaseVerdict
     from aclcheck.judging.gate.gate import Gate
     from aclcheck.judging.gate.xfail import XfailEntry, XfailList
-    from aclcheck.running.runner import CaseRunner, RunOptions
+    from aclcheck.running.calls import CaseRunner, RunOptions
     from aclcheck.store.dispatch import GoldenFile
     from aclcheck.store.index import IndexEntry
 
@@ -154,7 +154,7 @@ class GoldenGate:
         from aclcheck.errors import AclcheckError, UsageError
         from aclcheck.judging.gate import xfail
         from aclcheck.running.config import VerifyConfig
-        from aclcheck.running.remote import open_impl
+        from aclcheck.running.workers.adapter import open_impl
         from aclcheck.store.dispatch import open_golden
         from aclcheck.store.file_guard import Role, Snapshot, check_apart
 
@@ -200,7 +200,7 @@ class GoldenGate:
         """The runner's executor, built on first use (an isolated worker starts lazily);
         it owns the zygote from then on."""
         if self._executor is None:
-            from aclcheck.running.runner import CaseRunner
+            from aclcheck.running.calls import CaseRunner
 
             self._executor = CaseRunner(self.impl, self.opts, zygote=self.opened.zygote)
             self.opened.zygote = None

@@ -29,9 +29,8 @@ from pathlib import Path
 
 from aclcheck.cli.shrink import live_config
 from aclcheck.executors import open_executor, slots
-from aclcheck.running.campaign_worker import BatchTask, judge_batch, judge_calls
-from aclcheck.running.live import LiveJudge, live_setup
-from aclcheck.running.remote import RemoteImpl
+from aclcheck.running.live import BatchTask, LiveJudge, judge_batch, judge_calls, live_setup
+from aclcheck.running.workers.adapter import WorkerAdapter
 from aclcheck.triage.campaign import Campaign
 from aclcheck.triage.campaign_run import Inline, run_campaign
 from aclcheck.triage.checkpoint import Checkpoint
@@ -41,7 +40,7 @@ def measure(setting: str, campaign: Campaign, folder: Path) -> tuple[float, int]
     """Seconds the campaign's batches took (warm workers) and the workers that ran them."""
     config = live_config(campaign.impl, (), None, None, None, 60.0, campaign.spin_rule)
     opened, opts = live_setup(config)
-    info = opened.impl.info if isinstance(opened.impl, RemoteImpl) else None
+    info = opened.impl.info if isinstance(opened.impl, WorkerAdapter) else None
     warm = Campaign(**{**campaign.__dict__, "seed": campaign.seed + 1})
     try:
         with LiveJudge(opened.impl, opts, opened.zygote) as judge:

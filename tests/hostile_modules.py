@@ -57,7 +57,7 @@ fn = wrong
 #: parent that believed it would kill itself when it retires the "worker")
 ZYGOTE_LIES_ABOUT_PIDS = CORRECT + '''
 import os
-import aclcheck.running.zygote as z
+import aclcheck.running.workers.zygote as z
 
 _real_send = z._send
 
@@ -76,7 +76,7 @@ fn = correct
 
 _CHANNEL = '''
 import gc, os, struct, sys, time, json
-from aclcheck.running import wire
+from aclcheck.running.workers import wire
 
 
 def channel():
@@ -246,7 +246,7 @@ def fn(grad_output, self):
 #: answers, then stops reading its calls (the next send must not block the parent)
 STOPS_READING = CORRECT + '''
 import time
-from aclcheck.running import wire
+from aclcheck.running.workers import wire
 
 
 def _never(*args, **kwargs):

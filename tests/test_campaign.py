@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from aclcheck.errors import InputFileError, UsageError
-from aclcheck.running.campaign_worker import BatchTask, judge_batch
-from aclcheck.running.runner import RunOptions
+from aclcheck.running.calls import RunOptions
+from aclcheck.running.live import BatchTask, judge_batch
 from aclcheck.triage.campaign import (
     LOST_KEY,
     BatchResult,

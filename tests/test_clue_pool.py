@@ -12,9 +12,10 @@ import pytest
 
 from aclcheck.cases import CaseData
 from aclcheck.impls.registry import create
-from aclcheck.running import pipeline
+from aclcheck.running import schedule
+from aclcheck.running.calls import CaseRunner, RunOptions
 from aclcheck.running.clue_pool import CluePool, case_evidence
-from aclcheck.running.runner import CaseRunner, RunOptions, iter_verdicts
+from aclcheck.running.schedule import iter_verdicts
 from aclcheck.running.session import GoldenSource
 from aclcheck.store.dispatch import open_golden
 
@@ -122,6 +123,6 @@ def test_verdicts_wait_for_their_evidence_within_the_bounds(
     how many are out at once."""
     default = _fail_clues(valid_3d_4d_golden)
     assert len(default) >= 2 and all(c is not None for c in default.values())
-    monkeypatch.setattr(pipeline, "MAX_CLUES_ASKED", 1)
-    monkeypatch.setattr(pipeline, "MAX_CLUES_ELEMENTS", 1)
+    monkeypatch.setattr(schedule, "MAX_CLUES_ASKED", 1)
+    monkeypatch.setattr(schedule, "MAX_CLUES_ELEMENTS", 1)
     assert _fail_clues(valid_3d_4d_golden) == default

@@ -1,4 +1,4 @@
-"""The CPU-time hang rule (aclcheck/running/cpu_watch.py): spinning calls are hung as soon
+"""The CPU-time hang rule (aclcheck/running/workers/cpu_watch.py): spinning calls are hung as soon
 as they used far more CPU than comparable calls, blocked calls after the wall-clock
 allowance, slow-but-working calls only at their CPU allowance or the cap. Every sample is
 injected: no test depends on timing."""
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from aclcheck.impls.base import CallInputs
-from aclcheck.running import isolation
-from aclcheck.running.cpu_watch import (
+from aclcheck.running.workers import parent as isolation
+from aclcheck.running.workers.cpu_watch import (
     CPU_FACTOR,
     CPU_FLOOR_S,
     STALL_WINDOW_S,
@@ -25,9 +25,10 @@ from aclcheck.running.cpu_watch import (
     process_cpu_seconds,
     watch,
 )
-from aclcheck.running.hangs import CallClock
-from aclcheck.running.isolation import IsolatedRunner, start_zygote
-from aclcheck.running.parked import Parked
+from aclcheck.running.workers.hangs import CallClock
+from aclcheck.running.workers.inflight import PendingCall
+from aclcheck.running.workers.lifetime import start_zygote
+from aclcheck.running.workers.parent import IsolatedRunner, Parked
 from aclcheck.store.dispatch import open_golden
 from tests import hostile_modules as hm
 
@@ -150,7 +151,7 @@ def _wait_for_verdict(monkeypatch: pytest.MonkeyPatch, rate: float, cap: float =
         runner.clock.record(1000, 0.001, first=False)  # not the run's first call
         w = watch(runner.clock, runner.cpu_clock, 1000, first=False)
         assert (w.wall_allowance, w.cpu_allowance) == (5.0, CPU_FLOOR_S)
-        pending = isolation._Pending(1, SimpleNamespace(case=SimpleNamespace(id="c")), 1000,
+        pending = PendingCall(1, SimpleNamespace(case=SimpleNamespace(id="c")), 1000,
                                      first=False, sent_at=v.now(), deadline=v.now() + 5.0,
                                      watch=w, cpu0=v.cpu(0))
         live = SimpleNamespace(pid=-1, channel=SimpleNamespace(fileno=lambda: -1))
@@ -175,7 +176,7 @@ def test_an_answer_waiting_when_the_caller_comes_is_never_a_hang(
                                       cpu_time=v.cpu)
     try:
         w = watch(runner.clock, runner.cpu_clock, 1000, first=False)
-        pending = isolation._Pending(1, SimpleNamespace(case=SimpleNamespace(id="c")), 1000,
+        pending = PendingCall(1, SimpleNamespace(case=SimpleNamespace(id="c")), 1000,
                                      first=False, sent_at=v.now() - 60.0,
                                      deadline=v.now() - 57.0, watch=w, cpu0=v.cpu(0))
         live = SimpleNamespace(pid=-1, channel=SimpleNamespace(fileno=lambda: -1))
@@ -357,7 +358,7 @@ def _armed_spin(monkeypatch: pytest.MonkeyPatch, status: int, spin_all: bool) ->
     try:
         case = SimpleNamespace(id="c", expected_status=status,
                                expectation=Expectation(status, "r", "why"))
-        pending = isolation._Pending(1, SimpleNamespace(case=case), 1000, first=False)
+        pending = PendingCall(1, SimpleNamespace(case=case), 1000, first=False)
         live = SimpleNamespace(pid=-1, answered=1, cpu_mark=None)
         runner._arm(live, pending)  # type: ignore[arg-type]
         assert pending.watch is not None

@@ -27,7 +27,8 @@ from aclcheck.impls.base import CallInputs, Implementation
 from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.materialize import make_tensors
-from aclcheck.running.runner import RunOptions, run_cases
+from aclcheck.running.calls import RunOptions
+from aclcheck.running.schedule import iter_verdicts
 from aclcheck.suite.casefile import parse_case_entries
 
 PACKAGES = {"mindspore": "mindspore", "paddle": "paddle"}
@@ -65,7 +66,8 @@ def cases(*entries: dict[str, Any]) -> list[Case]:
 
 def verdicts(impl: Implementation, *entries: dict[str, Any]) -> list[CaseVerdict]:
     # in-process: every invalid call below is one the frameworks survive (no OOB reads)
-    return run_cases(impl, cases(*entries), MemorySource(), RunOptions(isolate_invalid=False))
+    return list(iter_verdicts(impl, cases(*entries), MemorySource(),
+                              RunOptions(isolate_invalid=False)))
 
 
 def entry(self_shape: list[int], grad_shape: list[int], dtype: str = "float32",
@@ -200,8 +202,9 @@ import numpy as np
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.impls import create
 from aclcheck.impls.base import CallInputs
-from aclcheck.running.hangs import CallClock
-from aclcheck.running.isolation import IsolatedRunner, start_zygote
+from aclcheck.running.workers.hangs import CallClock
+from aclcheck.running.workers.lifetime import start_zygote
+from aclcheck.running.workers.parent import IsolatedRunner
 from aclcheck.suite.casefile import parse_case_entries
 
 impl = create(sys.argv[1])

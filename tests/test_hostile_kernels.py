@@ -29,8 +29,10 @@ import aclcheck.judging.case.judge
 import aclcheck.running.runner
 from aclcheck.cli import cli
 from aclcheck.impls.base import CallInputs
-from aclcheck.running import isolation
-from aclcheck.running.isolation import IsolatedRunner, start_zygote
+from aclcheck.running.workers import inflight as isolation  # LOG_TAIL_CHARS
+from aclcheck.running.workers import lifetime
+from aclcheck.running.workers.lifetime import start_zygote
+from aclcheck.running.workers.parent import IsolatedRunner
 from aclcheck.store.dispatch import open_golden
 from aclcheck.suite.selection import Selection
 from tests import hostile_modules as hm
@@ -93,7 +95,7 @@ def test_a_module_that_exits_or_raises_on_import_is_a_usage_error(
 
 def test_a_module_that_blocks_on_import_meets_a_deadline(
         golden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(isolation, "START_ALLOWANCE_S", 2.0)  # the only limit that can fire
+    monkeypatch.setattr(lifetime, "START_ALLOWANCE_S", 2.0)  # the only limit that can fire
     spec = hm.write_module(tmp_path, hm.BLOCK_ON_IMPORT)
     code, out, _ = verify(str(golden), "--impl", spec)
     assert code == 2
@@ -153,7 +155,7 @@ def test_a_plugin_that_exits_on_import_is_one_row_and_a_usage_error(
     assert code == 2 and "tried to end the process while imported" in one_error_line(out)
     assert "evil_plugin_mod" not in sys.modules
     from aclcheck.impls.registry import available
-    from aclcheck.running.remote import describe
+    from aclcheck.running.workers.adapter import describe
 
     rows = {info.name: info for info in available(describe)}
     assert not rows["evil"].available and "end the process" in rows["evil"].note
@@ -218,7 +220,7 @@ def test_a_worker_that_stops_reading_its_calls_meets_the_deadline(
     {"output": {"type": "ndarray", "dtype": 5, "shape": [1]}},
 ], ids=lambda m: json.dumps(m, default=str)[:40])
 def test_every_field_of_an_answer_is_checked(golden: Path, ids: dict, meta: dict) -> None:
-    from aclcheck.running.wire import Head, ProtocolError, decode_outcome
+    from aclcheck.running.workers.wire import Head, ProtocolError, decode_outcome
 
     with open_golden(golden) as gf:
         case = gf.case(ids["4d"][0])
@@ -228,7 +230,7 @@ def test_every_field_of_an_answer_is_checked(golden: Path, ids: dict, meta: dict
 
 def test_times_an_answer_claims_are_bounded_by_what_was_measured(golden: Path,
                                                                   ids: dict) -> None:
-    from aclcheck.running.wire import Head, decode_outcome
+    from aclcheck.running.workers.wire import Head, decode_outcome
 
     with open_golden(golden) as gf:
         case = gf.case(ids["4d"][0])
@@ -241,7 +243,7 @@ def test_times_an_answer_claims_are_bounded_by_what_was_measured(golden: Path,
     {"dtypes": ["x" * 100]}, {"products": [None]}, {"fork_safe": None}, {"declines": "yes"},
 ])
 def test_what_a_worker_says_of_its_adapter_is_checked(change: dict) -> None:
-    from aclcheck.running.wire import AdapterInfo
+    from aclcheck.running.workers.wire import AdapterInfo
 
     good = {"name": "k", "description": "", "has_status_codes": False,
             "models_products": False, "dtypes": None, "products": None, "fork_safe": True,
@@ -256,7 +258,7 @@ def test_a_call_the_worker_never_takes_meets_the_deadline() -> None:
     import socket
     import time
 
-    from aclcheck.running.wire import Channel, FrameTimeout
+    from aclcheck.running.workers.wire import Channel, FrameTimeout
 
     ours, theirs = socket.socketpair()
     try:
@@ -325,9 +327,9 @@ def test_a_killed_zygote_is_replaced(golden: Path, ids: dict, tmp_path: Path) ->
 
 def test_a_stopped_zygote_meets_a_deadline_and_is_replaced(
         golden: Path, ids: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import aclcheck.running.zygote
+    from aclcheck.running.workers import zygote
 
-    monkeypatch.setattr(aclcheck.running.zygote, "REQUEST_TIMEOUT_S", 2.0)  # the limit under test
+    monkeypatch.setattr(zygote, "REQUEST_TIMEOUT_S", 2.0)  # the limit under test
     spec = hm.write_module(tmp_path, hm.STOPS_ZYGOTE)
     code, _, report = verify(str(golden), "--impl", spec, "--id", ids["3d"][0],
                              *[a for cid in ids["4d"][:1] for a in ("--id", cid)],

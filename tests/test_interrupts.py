@@ -173,7 +173,7 @@ def test_ctrl_c_after_mindspore_replaced_the_handler(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("where", "kernel", "mode"), [
-    ("aclcheck.running.isolation:IsolatedRunner:submit", "hangs", []),
+    ("aclcheck.running.workers.parent:IsolatedRunner:submit", "hangs", []),
     ("aclcheck.impls.callable_impl:CallableImpl:run", "correct", ["--no-isolate"])])
 def test_ctrl_c_lost_in_a_finalizer_still_stops_the_run(isolation_golden: Path,
                                                         tmp_path: Path, where: str,

@@ -18,11 +18,13 @@ from click.testing import CliRunner
 from aclcheck.cli import cli
 from aclcheck.impls.base import CallInputs, guarded_run
 from aclcheck.impls.registry import create
-from aclcheck.running import isolation
-from aclcheck.running.cpu_watch import CallWatch
-from aclcheck.running.hangs import CallClock
-from aclcheck.running.runner import CaseRunner, RunOptions, iter_verdicts
+from aclcheck.running.calls import CaseRunner, RunOptions
+from aclcheck.running.schedule import iter_verdicts
 from aclcheck.running.session import GoldenSource
+from aclcheck.running.workers import parent as isolation
+from aclcheck.running.workers.cpu_watch import CallWatch
+from aclcheck.running.workers.hangs import CallClock
+from aclcheck.running.workers.inflight import PendingCall
 from aclcheck.store.dispatch import open_golden
 
 TESTS = Path(__file__).parent
@@ -190,7 +192,7 @@ def test_heartbeat_lines_every_interval_until_the_allowance(monkeypatch: pytest.
     try:
         case = SimpleNamespace(id="a2-case")
         watch = CallWatch(35.0, "the test's allowance", 9.0, "the CPU floor", 60.0)
-        pending = isolation._Pending(1, SimpleNamespace(case=case), 0, first=False,
+        pending = PendingCall(1, SimpleNamespace(case=case), 0, first=False,
                                      sent_at=clock(), deadline=clock() + 35.0, watch=watch)
         live = SimpleNamespace(pid=-1, channel=SimpleNamespace(fileno=lambda: -1))
         assert "allowed by the test's allowance" in (runner._wait(live, pending) or "")

@@ -16,9 +16,9 @@ from aclcheck.ops.adaptive.probe import shapes_geometry
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case as Case2d
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case as Case3d
 from aclcheck.ops.materialize import make_tensors
+from aclcheck.running.calls import CaseRunner, RunOptions
 from aclcheck.running.probing import KEEP, MAX_SHAPES, Failing, probe_failures
 from aclcheck.running.probing import measured as probing_measured
-from aclcheck.running.runner import CaseRunner, RunOptions
 from tests.kernels_probe_zoo import CONTROLS, ZOO, Entry
 
 F32 = FLOAT_FORMATS["float32"]

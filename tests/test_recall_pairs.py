@@ -1,7 +1,8 @@
 """The stale-state check's two calls travel to the recall worker in one message
-(IsolatedRunner.run_after): each is still watched and blamed on its own. A twin that
-crashes or hangs takes only its own worker down and the case's second call runs in a
-fresh one; a second call that crashes after a good twin is that call's crash."""
+(IsolatedRunner.submit(twin, then=call), as CaseRunner.send_recall sends them): each is
+still watched and blamed on its own. A twin that crashes or hangs takes only its own
+worker down and the case's second call runs in a fresh one; a second call that crashes
+after a good twin is that call's crash."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import numpy as np
 import pytest
 
 from aclcheck.impls.base import CallInputs
-from aclcheck.running.hangs import CallClock
-from aclcheck.running.isolation import IsolatedRunner, start_zygote
+from aclcheck.running.workers.hangs import CallClock
+from aclcheck.running.workers.lifetime import start_zygote
+from aclcheck.running.workers.parent import IsolatedRunner
 from aclcheck.store.dispatch import open_golden
 
 
@@ -26,13 +28,22 @@ def calls(valid_3d_4d_golden: Path) -> dict[str, CallInputs]:
         return {k: CallInputs(c, gf.data(c.id).inputs) for k, c in pick.items()}
 
 
+def _sent_together(worker: IsolatedRunner, before: CallInputs, call: CallInputs
+                   ):  # type: ignore[no-untyped-def]
+    """Both outcomes of two calls sent in one message, as the recall worker gets them
+    (CaseRunner.send_recall, then recall_answer's two collects)."""
+    worker.submit(before, then=call)
+    first = worker.collect()
+    return first, worker.collect()
+
+
 def _pair(spec: str, before: CallInputs, call: CallInputs):  # type: ignore[no-untyped-def]
     zygote = start_zygote(spec)
     # only the wall allowance of a blocked call can fire (the fixture sleeps 600 s)
     worker = IsolatedRunner(spec, timeout=300, zygote=zygote,
                             clock=CallClock(cap=300, floor=1.0, first_floor=1.0))
     try:
-        first, second = worker.run_after(before, call)
+        first, second = _sent_together(worker, before, call)
         return first, second, worker.started, worker.run(call)
     finally:
         worker.close()
@@ -74,7 +85,7 @@ def test_a_second_call_that_dies_is_its_own(calls: dict[str, CallInputs]) -> Non
 def test_a_worker_that_cannot_start_fails_both_calls(calls: dict[str, CallInputs]) -> None:
     worker = IsolatedRunner("impl_fixtures:no_such_function", timeout=300)
     try:
-        first, second = worker.run_after(calls["4d"], calls["4d"])
+        first, second = _sent_together(worker, calls["4d"], calls["4d"])
     finally:
         worker.close()
     for outcome in (first, second):

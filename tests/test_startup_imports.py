@@ -152,8 +152,8 @@ def test_the_zygote_loads_every_operator_before_it_forks() -> None:
     operator folder again: verify --impl torch of the default suite was 5 % slower)."""
     code = """
 import sys
-from aclcheck.running.worker import _preload
-_preload("reference")
+from aclcheck.running.workers.child import preload
+preload("reference")
 print(",".join(m for m in ("aclcheck.ops.adaptive_avg_pool2d_backward",
                            "aclcheck.ops.adaptive_avg_pool3d_backward") if m in sys.modules))
 """

@@ -1,5 +1,5 @@
 """Replacing a worker costs the run no wait: a `spare` runner keeps its next worker forked
-ahead (aclcheck.running.workers), the zygote answers requests in order while the parent
+ahead (aclcheck.running.workers.lifetime), the zygote answers requests in order while the parent
 goes on (fork_start / fork_finish, reap_later), and the stale-state check's twin is built
 in the worker from the case's own call (recall.TwinOf)."""
 
@@ -15,7 +15,8 @@ import pytest
 
 from aclcheck.impls.base import CallInputs
 from aclcheck.running import recall
-from aclcheck.running.isolation import IsolatedRunner, start_zygote
+from aclcheck.running.workers.lifetime import start_zygote
+from aclcheck.running.workers.parent import IsolatedRunner
 from aclcheck.store.dispatch import open_golden
 
 
@@ -128,8 +129,8 @@ def test_a_twin_is_answered_without_its_output(call: CallInputs) -> None:
     """The recall worker answers the twin with its status and time but no output bytes
     (the parent judges only the call after it); the call itself comes back whole."""
     from aclcheck.impls.registry import create
-    from aclcheck.running import wire
-    from aclcheck.running.worker import _serve_call
+    from aclcheck.running.workers import wire
+    from aclcheck.running.workers.child import serve_call as _serve_call
 
     channel, impl = _Frames(), create("reference")
     assert _serve_call(channel, impl, recall.TwinOf(call, spatial_rank=2), 7, False)
@@ -181,7 +182,7 @@ def test_a_spare_that_said_ready_and_died_is_not_handed_the_call(call: CallInput
     worker = IsolatedRunner("impl_fixtures:correct", timeout=600, zygote=zygote, spare=True)
     try:
         assert worker.run(call).crashed is None
-        spare = worker._take_spare()  # forked ahead when the first worker said READY
+        spare = worker.lifetime.take_spare()  # forked ahead when the first worker said READY
         assert spare is not None
         pid, sock, _, _ = spare
         import select
@@ -192,7 +193,7 @@ def test_a_spare_that_said_ready_and_died_is_not_handed_the_call(call: CallInput
         os.kill(pid, 9)
         _wait_closed(sock.fileno())
         taken = [spare]
-        monkeypatch.setattr(worker, "_take_spare", lambda: taken.pop() if taken else None)
+        monkeypatch.setattr(worker.lifetime, "take_spare", lambda: taken.pop() if taken else None)
         worker.recycle()  # the next call needs a new worker: the dead spare comes first
         again = worker.run(call)
         assert again.crashed is None and isinstance(again.output, np.ndarray)

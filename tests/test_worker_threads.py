@@ -8,7 +8,7 @@ import pytest
 
 from aclcheck.cores import available_cores, worker_threads
 from aclcheck.impls import create
-from aclcheck.running.runner import CaseRunner, RunOptions
+from aclcheck.running.calls import CaseRunner, RunOptions
 
 
 @pytest.mark.parametrize("concurrent,cores,threads", [(2, 2, 1), (2, 16, 8), (2, 3, 1),

@@ -1,5 +1,5 @@
 """A call as an implementation receives it and what comes back: plain data that crosses
-the worker boundary (aclcheck.running.wire) and reaches the judge."""
+the worker boundary (aclcheck.running.workers.wire) and reaches the judge."""
 
 from __future__ import annotations
 
@@ -79,6 +79,6 @@ class Capabilities:
 
     @classmethod
     def of(cls, impl: Any) -> Capabilities:
-        """From an adapter (an Implementation, or a RemoteImpl's reported data)."""
+        """From an adapter (an Implementation, or a WorkerAdapter's reported data)."""
         dtypes = tuple(impl.dtypes) if impl.dtypes is not None else None
         return cls(impl.name, impl.has_status_codes, impl.models_products, dtypes)

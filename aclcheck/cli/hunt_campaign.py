@@ -18,10 +18,9 @@ from aclcheck.executors import open_executor, slots
 from aclcheck.judging.case.verdicts import CaseVerdict
 from aclcheck.judging.gate.gate import UNJUDGED
 from aclcheck.ops.operator import Operator
-from aclcheck.running.campaign_worker import BatchTask, judge_batch, judge_calls
-from aclcheck.running.live import LiveJudge
-from aclcheck.running.remote import OpenedImpl, RemoteImpl
-from aclcheck.running.runner import RunOptions
+from aclcheck.running.calls import RunOptions
+from aclcheck.running.live import BatchTask, LiveJudge, judge_batch, judge_calls
+from aclcheck.running.workers.adapter import OpenedImpl, WorkerAdapter
 from aclcheck.triage.campaign import BatchResult, Campaign, Tally
 from aclcheck.triage.campaign_run import Inline, Progress, run_campaign
 from aclcheck.triage.checkpoint import Checkpoint
@@ -71,7 +70,7 @@ def run_batches(ckpt: Checkpoint, judge: LiveJudge, opened: OpenedImpl, opts: Ru
     if ckpt.complete:  # nothing to judge: no executor started
         return ckpt.tally, 1, 0.0
     progress = _progress(err, campaign, stop)
-    info = opened.impl.info if isinstance(opened.impl, RemoteImpl) else None
+    info = opened.impl.info if isinstance(opened.impl, WorkerAdapter) else None
     started = time.monotonic()
     workers = 1
     try:

@@ -9,7 +9,7 @@ from rich.text import Text
 from aclcheck.cli.common import handle_errors, stdout_console
 from aclcheck.impls import available
 from aclcheck.report.safe_text import data_text
-from aclcheck.running.remote import describe
+from aclcheck.running.workers.adapter import describe
 
 
 @click.command()

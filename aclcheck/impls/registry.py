@@ -118,7 +118,7 @@ def _build(spec: str) -> Implementation:
 def available(describe: Callable[[str], Any] | None = None) -> list[ImplInfo]:
     """Every adapter name this installation knows, and whether it can run here.
     Built-in adapters are built here; plugins (user code) through `describe(name)`,
-    which learns what it declares in another process (aclcheck.running.remote.describe),
+    which learns what it declares in another process (aclcheck.running.workers.adapter.describe),
     so a plugin that exits or hangs while imported is one row, not the end of the list."""
     from aclcheck.impls.callable_impl import signature
 

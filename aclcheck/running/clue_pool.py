@@ -26,7 +26,7 @@ from aclcheck.cases import CaseData
 from aclcheck.executors import ProcessPool
 from aclcheck.judging.diagnosis.reproduce import CaseClues
 from aclcheck.ops import operator_of
-from aclcheck.running.zygote import PR_SET_PDEATHSIG, prctl
+from aclcheck.running.workers.zygote import PR_SET_PDEATHSIG, prctl
 
 #: outputs larger than this are diagnosed here (the what-if models pass on large cases
 #: anyway, and their data would cross to the helper for nothing)

@@ -5,7 +5,7 @@ the pytest plugin from its own, a script or another command directly:
 
     cfg = VerifyConfig(golden="suite.h5", impl="torch", isolate=True, timeout=10)
     cfg.check()                # usage errors before anything is loaded or run
-    cfg.run_options()          # what aclcheck.running.runner needs
+    cfg.run_options()          # what aclcheck.running.calls needs
     cfg.repro("a2-fp32-...")   # the command that reruns one case with the same verdict
 
 Every field comes from its option's declaration (aclcheck.options; the aclnn adapter's
@@ -28,7 +28,7 @@ from aclcheck.impls import aclnn_options as aclnn
 from aclcheck.options import ACLNN_ONLY, config_field, required_field
 
 if TYPE_CHECKING:
-    from aclcheck.running.runner import RunOptions
+    from aclcheck.running.calls import RunOptions
     from aclcheck.store.file_guard import Role
 
 __all__ = ["ACLNN_ONLY", "VerifyConfig"]
@@ -161,7 +161,7 @@ class VerifyConfig:
         """What the runner needs (reads the tolerance file, if any)."""
         from aclcheck.judging.case.judge import JudgeOptions
         from aclcheck.judging.case.overrides import load_overrides
-        from aclcheck.running.runner import RunOptions
+        from aclcheck.running.calls import RunOptions
 
         overrides = load_overrides(self.tolerances) if self.tolerances else None
         return RunOptions(

@@ -20,7 +20,8 @@ from aclcheck.judging.diagnosis.probe import DEFAULT_BUDGET, ProbeResult, probe
 from aclcheck.judging.diagnosis.probe_fit import Difference
 from aclcheck.judging.diagnosis.ranking import DiagnosisEntry, measured_entries
 from aclcheck.ops import operator_of
-from aclcheck.running.runner import CaseRunner, call_of
+from aclcheck.running.calls import CaseRunner
+from aclcheck.running.runner import call_of
 
 #: distinct failing shapes the probe measures beyond one per failing memory layout
 MAX_SHAPES = 3

@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Callable, Iterable
 
 from aclcheck.cases import Case, CaseData
-from aclcheck.running.runner import CaseSource
+from aclcheck.running.schedule import CaseSource
 
 #: most cases, and most bytes of their arrays, read ahead
 READ_AHEAD_CASES = 4096

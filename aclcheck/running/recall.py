@@ -10,7 +10,7 @@ cancel the case's own, as a plain negation's would), a plan cached for its layou
 output handed back all change the second answer. Only the second answer is judged; the twin's is
 not (its values are not the case's).
 
-Pure helpers over plain data; the runner (aclcheck.running.runner) makes the calls.
+Pure helpers over plain data; the case's lifecycle (aclcheck.running.runner) makes the calls.
 """
 
 from __future__ import annotations

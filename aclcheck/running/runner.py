@@ -1,255 +1,34 @@
-"""Run cases through an adapter (in-process or isolated) and collect verdicts.
-
-Only the caller touches files: a `CaseSource` hands over plain arrays per case, and the
-runner returns plain verdicts. Which calls run isolated lives here; the worker processes
-themselves in aclcheck.running.isolation, the --repeat check in aclcheck.running.repeats.
+"""A case's lifecycle: prepare -> call -> recall -> conclude, and the only place a verdict
+is made. `prepare` builds the case's model and call (or SKIPs it); the calls go through a
+`CaseRunner` (aclcheck.running.calls: in this process or an isolated worker); the
+stale-state check calls the case again after its twin (aclcheck.running.recall); `conclude`
+judges what came back, with the --repeat check, notes and a FAIL's evidence. The order
+cases run in (serial, pipelined, fanned out) is aclcheck.running.schedule's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from aclcheck import interrupts
 from aclcheck.cases import Case, CaseData
-from aclcheck.cases.acl import SUCCESS
 from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.cases.layouts import StridedTensor
-from aclcheck.cores import worker_threads
-from aclcheck.errors import UnknownImplementation, UsageError
-from aclcheck.impls.base import CallInputs, Implementation, guarded_run
-from aclcheck.impls.registry import spec_kind
+from aclcheck.dtypes import JUDGED_FORMATS, ulp_distance
+from aclcheck.errors import UsageError
+from aclcheck.impls.base import CallInputs
 from aclcheck.judging.case.default_standard import accumulation
 from aclcheck.judging.case.expressible import not_expressible
-from aclcheck.judging.case.judge import JudgeOptions, judge, skipped
+from aclcheck.judging.case.judge import judge, skipped
 from aclcheck.judging.case.model import CaseModel
 from aclcheck.judging.case.overflow import judged_mode
 from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
 from aclcheck.ops import operator_of
-from aclcheck.options import TIMEOUT_S
 from aclcheck.running import recall
-from aclcheck.running.clue_pool import CluePool, case_evidence
-from aclcheck.running.hangs import HANG_FLOOR_S, CallClock
-from aclcheck.running.integrity import IntegrityGuard
-from aclcheck.running.isolation import Heartbeat, IsolatedRunner, start_zygote
-from aclcheck.running.remote import RemoteImpl
-from aclcheck.running.repeats import judge_repeats
-from aclcheck.running.zygote import Zygote
-
-
-class CaseSource(Protocol):
-    """Anything that yields a case's data (a golden file, or cases made in memory)."""
-
-    def load(self, case: Case) -> CaseData: ...
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    judge: JudgeOptions = field(default_factory=JudgeOptions)
-    #: run every call in a worker process; None: yes for fork-safe adapters (a forked
-    #: worker costs nothing), no for the others (False: in-process, for debuggers)
-    isolate: bool | None = None
-    #: hard cap on one call's seconds in a worker (hang detection adapts below it)
-    timeout: float = TIMEOUT_S
-    #: address-space cap of the isolated worker in bytes (None: no cap)
-    memory_limit: int | None = None
-    repeat: int = 1
-    deterministic: bool = False
-    #: run calls the contract rejects in the isolated worker even without `isolate`:
-    #: an implementation that accepts them may read out of bounds and take the run down
-    isolate_invalid: bool = True
-    #: hang allowance floor in seconds (see aclcheck.running.hangs)
-    hang_floor: float = HANG_FLOOR_S
-    #: the CPU (spinning) rule ends any call, not only those the contract rejects
-    #: (--spin-rule all; aclcheck.running.cpu_watch)
-    spin_all: bool = False
-    #: call each valid case again right after its twin and judge both answers
-    #: (aclcheck.running.recall: the stale-state check)
-    recall: bool = True
-
-
-def isolates(impl: Implementation, opts: RunOptions) -> bool:
-    """Whether every call runs in a worker: always for an adapter that exists only
-    there (RemoteImpl), else as asked, else where the adapter is fork-safe."""
-    if isinstance(impl, RemoteImpl):
-        return True
-    if not impl.spec:  # cannot be rebuilt elsewhere (stored results, library objects)
-        return False
-    if opts.isolate is not None:
-        return opts.isolate
-    return impl.fork_safe
-
-
-class CaseRunner:
-    """Makes an adapter's calls, in-process or in an isolated worker as the options say.
-
-    Workers come from `zygote` (aclcheck.running.remote.open_impl starts it; the runner
-    closes it), or, for a fork-safe adapter built here, from a zygote started with the
-    first isolated call: no call pays a fresh interpreter. In-process calls are followed
-    by an integrity check of this process (aclcheck.running.integrity).
-    Owns processes: use it as a context manager or call close().
-    """
-
-    def __init__(self, impl: Implementation, opts: RunOptions,
-                 heartbeat: Heartbeat | None = None, zygote: Zygote | None = None) -> None:
-        self.impl = impl
-        self.opts = opts
-        self.isolate = isolates(impl, opts)
-        if opts.memory_limit and not self.isolate:
-            fix = "add --isolate" if opts.isolate is None else "drop --no-isolate"
-            raise UsageError(f"--memory-limit caps the isolated worker: it needs isolation "
-                             f"({impl.name} runs in-process here; {fix})")
-        self.heartbeat = heartbeat
-        self._isolated: IsolatedRunner | None = None
-        #: the stale-state check's worker (fork-safe isolated runs; see recall_calls)
-        self._recall: IsolatedRunner | None = None
-        #: the zygote workers come from; a forking one only for a fork-safe adapter
-        self._zygote = zygote
-        if zygote is not None and zygote.preloads and not impl.fork_safe:
-            zygote.close()
-            self._zygote = None
-        self._note: str | None = None
-        if opts.deterministic and not isinstance(impl, RemoteImpl):
-            try:
-                self._note = impl.set_deterministic(True)
-            except Exception as exc:  # noqa: BLE001 - reported per case, not a crash
-                self._note = f"cannot switch deterministic mode: {exc}"
-        #: in-process calls: what they must leave alone, taken before the first
-        self._guard = IntegrityGuard() if not self.isolate else None
-        #: failing cases' evidence beside the run (pipelined runs; see clue_pool)
-        self.clues = CluePool()
-
-    @property
-    def may_refuse_determinism(self) -> bool:
-        """Whether the adapter can say it could not switch deterministic mode: aclcheck's
-        own adapters and plugins can; a plain callable has one mode, so what its worker
-        says about itself (a refusal in an answer or a note in its READY frame) is data
-        from the kernel's process, never a capability."""
-        try:
-            return not self.impl.spec or spec_kind(self.impl.spec) != "callable"
-        except UnknownImplementation:
-            return False
-
-    @property
-    def deterministic_note(self) -> str | None:
-        """Why deterministic mode is not what was asked (the worker's word when isolated,
-        for adapters that can refuse)."""
-        if not self.may_refuse_determinism:
-            return None
-        if isinstance(self.impl, RemoteImpl):
-            return self._isolated.note if self._isolated is not None else None
-        return self._note
-
-    def __enter__(self) -> CaseRunner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _needs_isolation(self, case: Case) -> bool:
-        if self.isolate:
-            return True
-        if case.expectation.isolated_only and self.impl.makes_calls:  # prepare(): a spec
-            return True
-        return (self.opts.isolate_invalid and not self.impl.has_status_codes
-                and case.expected_status != SUCCESS and bool(self.impl.spec))
-
-    def _new_isolated(self, spare: bool = False) -> IsolatedRunner:
-        if self.impl.fork_safe and self._zygote is None:
-            self._zygote = start_zygote(self.impl.spec)
-        declines = isinstance(self.impl, RemoteImpl) and self.impl.info.declines
-        return IsolatedRunner(
-            self.impl.spec, self.opts.timeout, self.opts.deterministic or None,
-            self.opts.memory_limit, zygote=self._zygote, heartbeat=self.heartbeat,
-            clock=CallClock(cap=self.opts.timeout, floor=self.opts.hang_floor),
-            check_supports=declines,
-            # the case worker and the recall worker compute at once: they share the cores
-            threads=worker_threads(2) if self.separate_recall and self.opts.recall else None,
-            spare=spare, spin_all=self.opts.spin_all)
-
-    def isolated(self) -> IsolatedRunner:
-        if self._isolated is None:  # the case worker: replaced most, so one kept ahead
-            self._isolated = self._new_isolated(spare=True)
-        return self._isolated
-
-    @property
-    def separate_recall(self) -> bool:
-        """Whether the stale-state check's calls go to a worker of their own: isolated
-        runs of a fork-safe adapter (a second fork of the zygote, once per run)."""
-        return self.isolate and self.impl.fork_safe
-
-    def recall_calls(self, twin: CallInputs | recall.TwinOf, call: CallInputs) -> Outcome:
-        """The stale-state check's calls (aclcheck.running.recall): `twin`, then `call`
-        again; the second outcome. In the recall worker where there is one (see
-        send_recall), else where the case's first call ran."""
-        if self.recall_apart(call):
-            self.send_recall(twin, call)
-            return self.recall_answer()
-        self.call(twin.build() if isinstance(twin, recall.TwinOf) else twin)  # not judged
-        return self.call(call)
-
-    def recall_apart(self, call: CallInputs) -> bool:
-        """Whether the check's calls of `call` go to the recall worker."""
-        return self.separate_recall and self._needs_isolation(call.case)
-
-    def send_recall(self, twin: CallInputs | recall.TwinOf, call: CallInputs) -> None:
-        """Send the check's two calls to the recall worker, a long-lived second worker
-        that never sees a case's first call (both in one message, each watched as if sent
-        alone: IsolatedRunner.submit); recall_answer() gives the second outcome, and the
-        caller may judge meanwhile."""
-        if self._recall is None:
-            self._recall = self._new_isolated()
-        self._recall.submit(twin, then=call)
-
-    def recall_answer(self) -> Outcome:
-        """The second outcome of the calls send_recall() sent (the twin's, which comes
-        without its output, is dropped)."""
-        assert self._recall is not None
-        self._recall.collect()
-        return self._recall.collect()  # type: ignore[return-value]
-
-    def after_isolated(self, call: CallInputs, outcome: Outcome) -> None:
-        """A worker that accepted an invalid call may have corrupted its memory (out-of-
-        bounds reads and writes): replace it before it can blame the next case (a fork
-        from the zygote: milliseconds)."""
-        if call.case.expected_status != SUCCESS and outcome.output is not None:
-            self.isolated().recycle()
-
-    @property
-    def pipelined(self) -> bool:
-        """Every call goes to the worker, one at a time: the parent can read and judge
-        neighbouring cases while the worker computes."""
-        return self.isolate and self.opts.repeat == 1
-
-    def call(self, call: CallInputs) -> Outcome:
-        if self._needs_isolation(call.case):
-            outcome = self.isolated().run(call)
-            self.after_isolated(call, outcome)
-            return outcome
-        outcome = guarded_run(self.impl, call)
-        changed = self._guard.check() if self._guard is not None else ()
-        if changed:
-            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more"
-                                              if len(changed) > 5 else "")
-            return Outcome(crashed=f"the implementation changed aclcheck's own process: "
-                                   f"{shown} (put back; run it isolated)",
-                           time_s=outcome.time_s)
-        return outcome
-
-    def close(self) -> None:
-        try:
-            self.clues.close(interrupted=True)  # first: it holds copies of our sockets
-            for worker in (self._isolated, self._recall):
-                if worker is not None:
-                    worker.close()
-            self._isolated = self._recall = None
-        finally:
-            if self._zygote is not None:
-                self._zygote.close()
-                self._zygote = None
+from aclcheck.running.calls import CaseRunner
+from aclcheck.running.clue_pool import case_evidence
 
 
 @dataclass(frozen=True)
@@ -291,24 +70,31 @@ def _twin(prepared: Prepared) -> recall.TwinOf:
     return recall.TwinOf(prepared.call, operator_of(prepared.call.case).spatial_rank)
 
 
-def call_again(runner: CaseRunner, prepared: Prepared, first: Outcome) -> Outcome | None:
-    """The stale-state check's calls (aclcheck.running.recall): the case's twin, then the
-    case again, one after the other (CaseRunner.recall_calls); the second outcome (None:
-    not checked; the twin's answer is not the case's)."""
-    if not runner.opts.recall or not recall.wanted(prepared.call, first):
-        return None
-    return runner.recall_calls(_twin(prepared), prepared.call)
+def _recall_due(runner: CaseRunner, prepared: Prepared, first: Outcome) -> bool:
+    return runner.opts.recall and recall.wanted(prepared.call, first)
 
 
 def send_again(runner: CaseRunner, prepared: Prepared, first: Outcome) -> bool:
-    """call_again's calls sent to the recall worker, not awaited (the caller judges the
-    first answer meanwhile and then asks CaseRunner.recall_answer); False where no call
-    is due or the calls do not go to the recall worker (call_again makes them)."""
-    if not runner.opts.recall or not recall.wanted(prepared.call, first) \
-            or not runner.recall_apart(prepared.call):
+    """The stale-state check's calls (aclcheck.running.recall: the case's twin, then the
+    case again) sent to the recall worker, not awaited (the caller judges the first
+    answer meanwhile and then asks CaseRunner.recall_answer); False where no call is due
+    or the calls do not go to the recall worker (call_again makes them)."""
+    if not _recall_due(runner, prepared, first) or not runner.recall_apart(prepared.call):
         return False
     runner.send_recall(_twin(prepared), prepared.call)
     return True
+
+
+def call_again(runner: CaseRunner, prepared: Prepared, first: Outcome) -> Outcome | None:
+    """The stale-state check's calls, awaited: in the recall worker where there is one
+    (send_again), else one after the other where the case's first call ran; the second
+    outcome (None: not checked; the twin's answer is not the case's)."""
+    if not _recall_due(runner, prepared, first):
+        return None
+    if send_again(runner, prepared, first):
+        return runner.recall_answer()
+    runner.call(_twin(prepared).build())  # not judged
+    return runner.call(prepared.call)
 
 
 def judge_first(runner: CaseRunner, prepared: Prepared, outcome: Outcome,
@@ -374,8 +160,6 @@ def run_case(runner: CaseRunner, loaded: CaseData, caps: Capabilities) -> CaseVe
 
 
 def _replace(v: CaseVerdict, **changes: object) -> CaseVerdict:
-    from dataclasses import replace
-
     return replace(v, **changes)  # type: ignore[arg-type]
 
 
@@ -383,35 +167,53 @@ def _with_note(v: CaseVerdict, note: str) -> CaseVerdict:
     return _replace(v, notes=v.notes + (note,))
 
 
-ProgressFn = Callable[[CaseVerdict], None]
+# -- the --repeat check: a case called again, its outputs compared bit for bit (in ULP),
+# NONDETERMINISTIC where determinism was asked for (--deterministic) and not refused by
+# something aclcheck trusts (its own adapters' and plugins' notes, never a plain callable's)
 
 
-def run_cases(impl: Implementation, cases: Sequence[Case], source: CaseSource,
-              opts: RunOptions, progress: ProgressFn | None = None) -> list[CaseVerdict]:
-    """Every case through the adapter, in order; one verdict each."""
-    return list(iter_verdicts(impl, cases, source, opts, progress))
+def repeat_variation(case: Case, outputs: list[np.ndarray]) -> int:
+    """Max ULP distance between the first output and any repeat (0 = bitwise equal)."""
+    fmt = JUDGED_FORMATS.get(case.dtype)
+    first = outputs[0]
+    worst = 0
+    for other in outputs[1:]:
+        if fmt is None:
+            worst = max(worst, int(not np.array_equal(first, other, equal_nan=True)))
+            continue
+        dist = ulp_distance(first, other, fmt)
+        nan_diff = np.isnan(first.astype(np.float32)) != np.isnan(other.astype(np.float32))
+        if np.any(nan_diff):
+            worst = max(worst, 2**31)
+        if dist.size:
+            worst = max(worst, int(dist.max()))
+    return worst
 
 
-def iter_verdicts(impl: Implementation, cases: Iterable[Case], source: CaseSource,
-                  opts: RunOptions, progress: ProgressFn | None = None, *,
-                  runner: CaseRunner | None = None, heartbeat: Heartbeat | None = None,
-                  zygote: Zygote | None = None) -> Iterator[CaseVerdict]:
-    """Verdicts in case order. `runner`: one the caller made (and closes); `heartbeat`
-    gets a line now and then while one call runs long (CI logs); `zygote`: a prestarted
-    one for the runner made here."""
-    caps = Capabilities.of(impl)
-    owned = runner is None
-    runner = runner if runner is not None else CaseRunner(impl, opts, heartbeat, zygote)
-    try:
-        from aclcheck.running.pipeline import pipelined  # it builds on this module
-
-        stream = (pipelined(runner, cases, source, caps) if runner.pipelined else
-                  (run_case(runner, source.load(case), caps) for case in cases))
-        for verdict in stream:
-            interrupts.check()  # a Ctrl-C swallowed on the way (a finalizer) stops here
-            if progress is not None:
-                progress(verdict)
-            yield verdict
-    finally:
-        if owned:
-            runner.close()
+def judge_repeats(runner: CaseRunner, call: CallInputs, first: Outcome,
+                  verdict: CaseVerdict) -> CaseVerdict:
+    """The verdict with the repeats' variation: a note, or NONDETERMINISTIC where the run
+    asked for determinism and nothing trusted excused the kernel from it."""
+    outputs = [first.output]
+    for _ in range(runner.opts.repeat - 1):
+        again = runner.call(call)
+        if again.crashed or not isinstance(again.output, np.ndarray) or (
+            again.output.shape != first.output.shape  # type: ignore[union-attr]
+        ):
+            what = again.crashed or again.raised or "no output"
+            return replace(verdict, verdict=Verdict.ERROR,
+                           message=f"a repeat failed where the first run did not: {what}")
+        outputs.append(again.output)
+    worst = repeat_variation(call.case, outputs)  # type: ignore[arg-type]
+    metrics = dict(verdict.metrics, repeat_max_ulp=worst)
+    verdict = replace(verdict, metrics=metrics)
+    if worst == 0:
+        return _with_note(verdict, f"deterministic over {runner.opts.repeat} runs")
+    note = f"run-to-run variation over {runner.opts.repeat} runs: max {worst} ULP"
+    refused = runner.deterministic_note or (first.deterministic_refused
+                                            and runner.may_refuse_determinism)
+    if runner.opts.deterministic and not refused:
+        return replace(verdict, verdict=Verdict.NONDETERMINISTIC,
+                       message=f"outputs differ between repeats with determinism on "
+                               f"(max {worst} ULP)", notes=verdict.notes + (note,))
+    return _with_note(verdict, note)

@@ -40,9 +40,10 @@ from aclcheck.ops import operator_of
 from aclcheck.ops.materialize import make_inputs
 from aclcheck.options import Predecessor
 from aclcheck.running import recall
+from aclcheck.running.calls import CaseRunner, RunOptions
 from aclcheck.running.clue_pool import case_evidence
 from aclcheck.running.config import VerifyConfig
-from aclcheck.running.runner import CaseRunner, RunOptions, judge_first, prepare
+from aclcheck.running.runner import judge_first, prepare
 
 #: the largest case (input elements) the stage calls: its `larger` predecessor has
 #: 2^(spatial rank) times as many output elements

@@ -40,13 +40,19 @@ from aclcheck.report.diff import Diff, run_mismatch
 from aclcheck.report.diff import diff as baseline_diff
 from aclcheck.report.files import file_mode, write_all
 from aclcheck.running import sequences
+from aclcheck.running.calls import CaseRunner, RunOptions
 from aclcheck.running.config import ACLNN_ONLY, VerifyConfig
-from aclcheck.running.isolation import Heartbeat
-from aclcheck.running.parallel import iter_verdicts_parallel
 from aclcheck.running.probing import Failing, measured, probe_failures
 from aclcheck.running.readahead import read_ahead
-from aclcheck.running.remote import OpenedImpl, StartingImpl
-from aclcheck.running.runner import CaseRunner, CaseSource, ProgressFn, RunOptions, iter_verdicts
+from aclcheck.running.schedule import (
+    CaseSource,
+    ProgressFn,
+    Schedule,
+    iter_verdicts,
+    iter_verdicts_parallel,
+)
+from aclcheck.running.workers.adapter import OpenedImpl, StartingImpl
+from aclcheck.running.workers.parent import Heartbeat
 from aclcheck.store.digest import golden_digest
 from aclcheck.store.dispatch import GoldenFile, open_golden
 from aclcheck.store.file_guard import Snapshot
@@ -104,7 +110,7 @@ class Selection:
 
 def start_adapter(impl: str, results: str | None, isolate: bool | None) -> StartingImpl:
     """The adapter for --impl / --results, loading (where it lives:
-    running.remote.open_impl); the caller opens it once it has read cases ahead."""
+    running.workers.adapter.open_impl); the caller opens it once it has read cases ahead."""
     if results is not None:
         from aclcheck.impls.results_impl import ResultsImpl
 
@@ -258,17 +264,17 @@ def run_selection(config: VerifyConfig, starting: StartingImpl, opts: RunOptions
         try:
             with progress(state.planned) as step, \
                     open_executor(config.jobs, config.executor) as pool:
-                if pool is None:
+                schedule: Schedule
+                if pool is None:  # serial or pipelined
                     runner = CaseRunner(adapter, opts, heartbeat, zygote)
-                    stream = iter_verdicts(adapter, cases, source, opts, step, runner=runner)
-                else:
+                    schedule = partial(iter_verdicts, runner=runner)
+                else:  # fanned out
                     if not adapter.spec:
                         raise UsageError(f"{adapter.name} cannot run in worker processes; "
                                          "drop --jobs / --executor")
-                    stream = iter_verdicts_parallel(adapter, cases, source, opts, pool,
-                                                    window=max(2 * slots(pool), 8),
-                                                    progress=step)
-                for v in stream:
+                    schedule = partial(iter_verdicts_parallel, pool=pool,
+                                       window=max(2 * slots(pool), 8))
+                for v in schedule(adapter, cases, source, opts, progress=step):
                     case, position = seen.pop(v.case_id)
                     state.judged(case, v)
                     if v.verdict is Verdict.FAIL:

@@ -7,7 +7,7 @@ died is sent once more, then recorded with its calls ERROR (never a hang).
 The executor is anything with concurrent.futures' `submit` whose futures concurrent.futures
 can wait for: a process pool here, a Dask client's executor (`Client.get_executor()`),
 or `Inline` (this process, one batch at a time). What a batch is to the executor (`task`)
-and how it is judged there (`work`) are the caller's: aclcheck.running.campaign_worker
+and how it is judged there (`work`) are the caller's: aclcheck.running.live
 ships a `BatchTask` of plain data and judges it with `judge_batch`.
 """
 

@@ -1,11 +1,11 @@
-"""Where a command's adapter lives, and the adapter as this process sees it when its
-calls are isolated: plain data reported by the process that built it, never the adapter
-object or its module.
+"""Parent side: opening a command's adapter, and the adapter as this process sees it when
+its calls are isolated (a `WorkerAdapter`: plain data reported by the process that built
+it, never the adapter object or its module).
 
 `open_impl` decides, for `--impl SPEC` and `--[no-]isolate`:
 
   * isolated calls (the default for fork-safe adapters): the adapter is built only in
-    the zygote and the workers; this process gets a `RemoteImpl` (name, dtypes,
+    the zygote and the workers; this process gets a `WorkerAdapter` (name, dtypes,
     products, status codes... as checked `AdapterInfo`) and never imports the module;
   * calls in this process (`--no-isolate`, device adapters by default): the adapter is
     built here. User code (`module:function`, plugins) is imported first in a zygote,
@@ -25,11 +25,12 @@ from aclcheck.errors import ImplementationUnavailable, UnknownImplementation, Us
 from aclcheck.impls.base import CallInputs, ExitAttempt, Implementation, exit_refused
 from aclcheck.impls.registry import create, spec_kind, static_fork_safe
 from aclcheck.running.integrity import compromised, exit_handlers
-from aclcheck.running.wire import AdapterInfo
-from aclcheck.running.zygote import PreloadError, Zygote
+from aclcheck.running.workers import lifetime
+from aclcheck.running.workers.wire import AdapterInfo
+from aclcheck.running.workers.zygote import PreloadError, Zygote
 
 
-class RemoteImpl(Implementation):
+class WorkerAdapter(Implementation):
     """An adapter that exists only in worker processes: its capabilities as data."""
 
     def __init__(self, spec: str, info: AdapterInfo) -> None:
@@ -58,7 +59,7 @@ def trusted(spec: str, info: AdapterInfo) -> AdapterInfo:
 
 @dataclass
 class OpenedImpl:
-    """A command's adapter: `impl` (a RemoteImpl when `isolated`), and the zygote its
+    """A command's adapter: `impl` (a WorkerAdapter when `isolated`), and the zygote its
     workers come from (the caller hands it to the runner, which closes it)."""
 
     impl: Implementation
@@ -128,7 +129,8 @@ def _probe(zygote: Zygote, spec: str, allowance: float) -> AdapterInfo:
 
 def _probe_worker(zygote: Zygote, spec: str, allowance: float) -> AdapterInfo:
     """What a first worker of an exec-mode zygote says of the adapter it built."""
-    from aclcheck.running.isolation import IsolatedRunner, WorkerStartError
+    from aclcheck.running.workers.inflight import WorkerStartError
+    from aclcheck.running.workers.parent import IsolatedRunner
 
     probe = IsolatedRunner(spec, timeout=allowance, zygote=zygote, start_allowance=allowance)
     try:
@@ -156,14 +158,12 @@ class StartingImpl:
 
     def __init__(self, spec: str, isolate: bool | None, allowance: float | None = None,
                  *, opened: OpenedImpl | None = None) -> None:
-        from aclcheck.running import isolation
-
         self.spec, self.isolate, self.allowance = spec, isolate, allowance
         self.opened = opened
         self.zygote: Zygote | None = None
         if opened is None and hasattr(os, "fork") and isolate is not False \
                 and static_fork_safe(spec) is not False:
-            self.zygote = isolation.start_zygote(spec)
+            self.zygote = lifetime.start_zygote(spec)
 
     def loaded(self) -> bool:
         return self.zygote is None or self.zygote.reported()
@@ -189,11 +189,9 @@ class StartingImpl:
 def open_impl(spec: str, isolate: bool | None, allowance: float | None = None, *,
               started: Zygote | None = None) -> OpenedImpl:
     """The adapter for `--impl spec` (see the module docstring). `allowance`: seconds
-    its loading may take (default aclcheck.running.isolation.START_ALLOWANCE_S);
+    its loading may take (default aclcheck.running.workers.lifetime.START_ALLOWANCE_S);
     `started`: the zygote StartingImpl started for a fork-safe adapter."""
-    from aclcheck.running import isolation
-
-    allowance = isolation.START_ALLOWANCE_S if allowance is None else allowance
+    allowance = lifetime.START_ALLOWANCE_S if allowance is None else allowance
     kind = spec_kind(spec)
     fork_safe = static_fork_safe(spec)
     if isolate is None and not hasattr(os, "fork"):  # no workers here: in-process, said so
@@ -201,7 +199,7 @@ def open_impl(spec: str, isolate: bool | None, allowance: float | None = None, *
     if isolate is False or (isolate is None and fork_safe is False):
         zygote = None
         if kind != "builtin":  # user code: first where an exit or a hang is contained
-            zygote = isolation.start_zygote(spec)
+            zygote = lifetime.start_zygote(spec)
             if zygote is not None and not _probe(zygote, spec, allowance).fork_safe:
                 zygote.close()
                 zygote = None
@@ -212,26 +210,24 @@ def open_impl(spec: str, isolate: bool | None, allowance: float | None = None, *
                 zygote.close()
             raise
     if fork_safe is False:  # a device adapter, asked to run isolated: fresh interpreters
-        zygote = _zygote(isolation.start_exec_zygote())
-        return OpenedImpl(RemoteImpl(spec, _probe_worker(zygote, spec, allowance)), zygote,
+        zygote = _zygote(lifetime.start_exec_zygote())
+        return OpenedImpl(WorkerAdapter(spec, _probe_worker(zygote, spec, allowance)), zygote,
                           isolated=True)
-    zygote = started if started is not None else _zygote(isolation.start_zygote(spec))
+    zygote = started if started is not None else _zygote(lifetime.start_zygote(spec))
     info = _probe(zygote, spec, allowance)
     if info.fork_safe:
-        return OpenedImpl(RemoteImpl(spec, info), zygote, isolated=True)
+        return OpenedImpl(WorkerAdapter(spec, info), zygote, isolated=True)
     zygote.close()  # a plugin that is not fork-safe
     if isolate is None:  # runs in this process by default, as device adapters do
         return OpenedImpl(build_here(spec), None, isolated=False)
-    return OpenedImpl(RemoteImpl(spec, info), _zygote(isolation.start_exec_zygote()),
+    return OpenedImpl(WorkerAdapter(spec, info), _zygote(lifetime.start_exec_zygote()),
                       isolated=True)
 
 
 def describe(spec: str, allowance: float | None = None) -> AdapterInfo:
     """What `spec`'s adapter declares, learnt in a zygote (for listing plugins)."""
-    from aclcheck.running import isolation
-
-    allowance = isolation.START_ALLOWANCE_S if allowance is None else allowance
-    zygote = _zygote(isolation.start_zygote(spec))
+    allowance = lifetime.START_ALLOWANCE_S if allowance is None else allowance
+    zygote = _zygote(lifetime.start_zygote(spec))
     try:
         return _probe(zygote, spec, allowance)
     finally:

@@ -1,9 +1,10 @@
-"""Where an isolated runner's workers come from and how they end: forked by a zygote
-(aclcheck.running.zygote), or each a fresh interpreter from an exec-mode zygote the
-runner starts itself once the given one is gone; started with a deadline for their
-READY frame; killed with their whole group and reaped by their zygote. A `spare`
-runner keeps its next worker forked ahead, so replacing one (after an invalid call, a
-crash, a hang) costs the run no wait. aclcheck.running.isolation makes the calls.
+"""Parent side: where an isolated runner's workers come from and how they end. Forked by a
+zygote (aclcheck.running.workers.zygote; `start_zygote`), or each a fresh interpreter
+from an exec-mode zygote the runner starts itself once the given one is gone; started
+with a deadline for their READY frame; killed with their whole group and reaped by their
+zygote. A `spare` lifetime keeps the next worker forked ahead, so replacing one (after an
+invalid call, a crash, a hang) costs the run no wait. The runner that makes the calls
+(aclcheck.running.workers.parent.IsolatedRunner) holds one `WorkerLifetime`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from aclcheck.running import wire
-from aclcheck.running.inflight import WorkerStartError, _Live, describe_exit
-from aclcheck.running.wire import AdapterInfo, Channel, FrameTimeout, ProtocolError
-from aclcheck.running.worker import one_line
-from aclcheck.running.worker import start_exec_zygote as start_exec_zygote
-from aclcheck.running.zygote import Zygote, ZygoteError, kill_group
+from aclcheck.running.workers import wire
+from aclcheck.running.workers.inflight import LiveWorker, WorkerStartError, describe_exit
+from aclcheck.running.workers.wire import (
+    AdapterInfo,
+    Channel,
+    FrameTimeout,
+    ProtocolError,
+    one_line,
+)
+from aclcheck.running.workers.zygote import Zygote, ZygoteError, kill_group
 
 #: seconds a worker (and a zygote's import) may take to start: not a call, not the timeout
 START_ALLOWANCE_S = 120.0
@@ -31,9 +36,28 @@ MAX_START_FAILURES = 3
 
 Now = Callable[[], float]
 
+#: the child side's entry points (aclcheck.running.workers.child), run by a zygote
+_CHILD = "aclcheck.running.workers.child"
+_FORKED_WORKER = f"{_CHILD}:zygote_worker"
+
+
+def start_zygote(spec: str) -> Zygote | None:
+    """A zygote that imports `spec`'s adapter and forks workers from it, or None where
+    fork() is unavailable. It imports in the background: `Zygote.ready` waits."""
+    if not hasattr(os, "fork"):
+        return None
+    return Zygote(_FORKED_WORKER, f"{_CHILD}:preload", spec)
+
+
+def start_exec_zygote() -> Zygote | None:
+    """A zygote whose every worker is a fresh interpreter (device adapters)."""
+    if not hasattr(os, "fork"):
+        return None
+    return Zygote(_FORKED_WORKER)
+
 
 @dataclass
-class _Spare:
+class Spare:
     """A worker asked of a zygote and not yet taken (its fork answer unread)."""
 
     zygote: Zygote
@@ -45,7 +69,7 @@ class _Spare:
 class WorkerLifetime:
     """Starts, keeps ahead and retires one runner's workers (see the module docstring).
     zygote: where workers come from (its owner closes it); the other arguments are the
-    worker's (aclcheck.running.worker._worker_main)."""
+    worker's (aclcheck.running.workers.child.worker_main)."""
 
     def __init__(self, spec: str, deterministic: bool | None, memory_limit: int | None, *,
                  zygote: Zygote | None, check_supports: bool, threads: int | None,
@@ -57,9 +81,9 @@ class WorkerLifetime:
         self.zygote = zygote
         self.check_supports = check_supports
         self.threads = threads
-        #: keep the next worker forked ahead (see _start_spare)
+        #: keep the next worker forked ahead (see _fork_ahead)
         self.spare = spare
-        self._spare: _Spare | None = None
+        self.ahead: Spare | None = None
         self.start_allowance = (START_ALLOWANCE_S if start_allowance is None
                                 else start_allowance)
         self.now = now
@@ -94,7 +118,9 @@ class WorkerLifetime:
                     zygote.close()
         raise WorkerStartError("exit", str(error))
 
-    def _start(self) -> _Live:
+    def start(self) -> LiveWorker:
+        """A worker that said READY (WorkerStartError otherwise); after MAX_START_FAILURES
+        failed starts in a row, the last failure again without a try."""
         if self._start_failures >= MAX_START_FAILURES and self._last_start_error is not None:
             last = self._last_start_error
             raise WorkerStartError(last.kind, f"{last.text} ({self._start_failures} "
@@ -121,8 +147,8 @@ class WorkerLifetime:
         return (self.spec, self.deterministic, self.memory_limit, self.check_supports,
                 self.threads)
 
-    def _start_once(self) -> _Live:
-        forked = self._take_spare()
+    def _start_once(self) -> LiveWorker:
+        forked = self.take_spare()
         if forked is not None:
             try:
                 return self._ready(*forked)
@@ -137,26 +163,26 @@ class WorkerLifetime:
         return self._ready(pid, sock, zygote, log)
 
     def _ready(self, pid: int, sock: socket.socket, zygote: Zygote, log: IO[bytes]
-               ) -> _Live:
+               ) -> LiveWorker:
         """The forked worker, once it said READY (WorkerStartError otherwise)."""
         self.started += 1
         self.spawned += not zygote.preloads
-        live = _Live(pid, Channel(sock, self.now), log, zygote)
+        live = LiveWorker(pid, Channel(sock, self.now), log, zygote)
         try:
             head = live.channel.read_head(self.now() + self.start_allowance)
         except FrameTimeout:
-            self._retire(live)
+            self.retire(live)
             cap = " (--timeout caps a worker's start too)" if (
                 self.start_allowance < START_ALLOWANCE_S) else ""
             raise WorkerStartError("timeout", f"did not start within "
                                               f"{self.start_allowance:g} s{cap}") from None
         except (EOFError, OSError):
             tail = live.new_log()
-            code = self._retire(live)
+            code = self.retire(live)
             raise WorkerStartError("exit", f"died at start: {describe_exit(code)}"
                                    + (f" ({one_line(tail)[-300:]})" if tail else "")) from None
         except ProtocolError as exc:
-            self._retire(live)
+            self.retire(live)
             raise WorkerStartError("protocol", str(exc)) from None
         try:
             if head.kind == wire.SETUP_ERROR:
@@ -169,21 +195,21 @@ class WorkerLifetime:
             note = head.meta.get("note")
             live.note = None if note is None else wire.text_field(head.meta, "note")
         except (ProtocolError, ValueError) as exc:
-            self._retire(live)
+            self.retire(live)
             raise WorkerStartError("protocol", str(exc)) from None
         except WorkerStartError:
-            self._retire(live)
+            self.retire(live)
             raise
-        self._start_spare()
+        self._fork_ahead()
         return live
 
     # -- the spare: the next worker, forked ahead
 
-    def _start_spare(self) -> None:
+    def _fork_ahead(self) -> None:
         """Fork the next worker now, while this one works (`spare` runners of a forking
         zygote): a worker replaced after an invalid call, a crash or a hang then costs
         the run no wait. A spare that cannot be asked for is simply not there."""
-        if not self.spare or self._spare is not None:
+        if not self.spare or self.ahead is not None:
             return
         zygote = self.zygote if self.zygote is not None else self._own
         if zygote is None or not zygote.preloads:
@@ -194,11 +220,11 @@ class WorkerLifetime:
         except (ZygoteError, OSError):
             log.close()
             return
-        self._spare = _Spare(zygote, seq, sock, log)
+        self.ahead = Spare(zygote, seq, sock, log)
 
-    def _take_spare(self) -> tuple[int, socket.socket, Zygote, IO[bytes]] | None:
+    def take_spare(self) -> tuple[int, socket.socket, Zygote, IO[bytes]] | None:
         """The spare, forked (None: there is none, or its zygote failed it)."""
-        spare, self._spare = self._spare, None
+        spare, self.ahead = self.ahead, None
         if spare is None:
             return None
         try:
@@ -208,13 +234,14 @@ class WorkerLifetime:
             return None
         return pid, sock, spare.zygote, spare.log
 
-    def _close_spare(self) -> None:
-        forked = self._take_spare()
+    def close_spare(self) -> None:
+        """Retire the worker forked ahead, if any."""
+        forked = self.take_spare()
         if forked is not None:
             pid, sock, zygote, log = forked
-            self._retire(_Live(pid, Channel(sock, self.now), log, zygote))
+            self.retire(LiveWorker(pid, Channel(sock, self.now), log, zygote))
 
-    def _retire(self, live: _Live, wait: bool = True) -> int | None:
+    def retire(self, live: LiveWorker, wait: bool = True) -> int | None:
         """Kill the worker's whole group and have its zygote reap it (and sweep what it
         left behind); its exit code (`wait`: else the zygote reaps it while the caller
         goes on, and the code is None)."""
@@ -230,6 +257,7 @@ class WorkerLifetime:
         return code
 
     def close_own_zygote(self) -> None:
+        """Close the exec-mode zygote this lifetime started, if any."""
         if self._own is not None:
             self._own.close()
             self._own = None

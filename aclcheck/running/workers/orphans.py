@@ -1,6 +1,6 @@
 """The zygote's side of ending workers: kill a worker's process group, reap it, and sweep
 the orphans its descendants became (the zygote is their subreaper on Linux, see
-aclcheck.running.zygote) until none is left."""
+aclcheck.running.workers.zygote) until none is left."""
 
 from __future__ import annotations
 

@@ -44,8 +44,8 @@ import tempfile
 from collections.abc import Callable
 from typing import IO, Any
 
-from aclcheck.running.orphans import kill_group as kill_group
-from aclcheck.running.orphans import reap_child, shutdown, sweep
+from aclcheck.running.workers.orphans import kill_group as kill_group
+from aclcheck.running.workers.orphans import reap_child, shutdown, sweep
 
 #: the worker's entry point: (its file descriptors, arguments) -> returns when done
 WorkerMain = Callable[[list[int], tuple[Any, ...]], None]
@@ -97,7 +97,7 @@ class Zygote:
         config = pickle.dumps((list(sys.path), worker_main, preload, preload_arg))
         self.log: IO[bytes] = tempfile.TemporaryFile(prefix="aclcheck-zygote-")
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", "from aclcheck.running.zygote import main; main()",
+            [sys.executable, "-c", "from aclcheck.running.workers.zygote import main; main()",
              str(theirs.fileno())], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
             stdout=self.log, stderr=self.log,
             process_group=0)  # its own group: a Ctrl-C at the terminal is the parent's
@@ -281,10 +281,6 @@ class Zygote:
             self._proc.wait()
         self.log.close()
 
-    def exit_text(self) -> str:
-        return _exit_text(self._proc.poll())
-
-
 def _exit_text(code: int | None) -> str:
     if code is None:
         return "ended"
@@ -411,8 +407,8 @@ def _worker(sock: socket.socket, fds: list[int], args: tuple[Any, ...], worker_r
             for fd in fds:
                 os.set_inheritable(fd, True)
             payload = base64.b64encode(pickle.dumps((list(sys.path), worker_ref, args)))
-            os.execv(sys.executable, [sys.executable, "-c",
-                                      "from aclcheck.running.zygote import exec_main; exec_main()",
+            os.execv(sys.executable, [sys.executable, "-c", "from aclcheck.running.workers"
+                                      ".zygote import exec_main; exec_main()",
                                       ",".join(map(str, fds)), payload.decode()])
         worker_main(fds, args)
     except BaseException:  # noqa: BLE001 - the parent sees the exit status

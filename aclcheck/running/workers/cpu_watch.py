@@ -1,10 +1,10 @@
 """Judging a call in flight by the worker's CPU time as well as the wall clock (issue 25).
 
-The wall-clock rule alone (aclcheck.running.hangs) must wait out a floor of seconds, because on a
-busy machine a healthy call can take 50x longer than its neighbours; and the floor is
-what a run waits for every call that spins (PyTorch CPU spins on some calls the contract
-rejects: 1-2 per run of the default suite, 5 s to 36 s each). CPU time is immune to the
-machine's load, so it can judge much sooner:
+The wall-clock rule alone (aclcheck.running.workers.hangs) must wait out a floor of
+seconds, because on a busy machine a healthy call can take 50x longer than its
+neighbours; and the floor is what a run waits for every call that spins (PyTorch CPU
+spins on some calls the contract rejects: 1-2 per run of the default suite, 5 s to 36 s
+each). CPU time is immune to the machine's load, so it can judge much sooner:
 
   * a call the contract rejects is **spinning** once its worker has used more CPU than
     `factor` times the CPU of the slowest comparable call of this run (never less than a
@@ -28,14 +28,14 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 
-from aclcheck.running.hangs import CallClock
+from aclcheck.running.workers.hangs import CallClock
 
 #: a call may use this many CPU seconds before its neighbours' history counts (a healthy
 #: small call uses milliseconds); the run's very first call, which may initialize a
 #: library and has nothing to compare with, keeps the wall clock's first-call allowance
 CPU_FLOOR_S = 0.5
 #: ...or this many times the CPU of the slowest comparable call: CPU time does not grow
-#: with the machine's load as wall time does (50x, aclcheck.running.hangs), only with
+#: with the machine's load as wall time does (50x, aclcheck.running.workers.hangs), only with
 #: caches and clock speed, so a tighter factor fails no slow machine's healthy call
 CPU_FACTOR = 10.0
 #: a worker that used less than STALL_RATE CPU seconds per second over the last

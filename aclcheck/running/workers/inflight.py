@@ -1,4 +1,4 @@
-"""A worker and the call in flight, as the isolated runner (aclcheck.running.isolation)
+"""A worker and the call in flight, as the isolated runner (aclcheck.running.workers.parent)
 keeps them: plain records, the tail of the worker's output, how a worker ended."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import IO
 
 from aclcheck.cases.call import Outcome
 from aclcheck.impls.base import CallInputs
-from aclcheck.running.cpu_watch import CallWatch
-from aclcheck.running.wire import AdapterInfo, Channel
-from aclcheck.running.zygote import Zygote
+from aclcheck.running.workers.cpu_watch import CallWatch
+from aclcheck.running.workers.wire import AdapterInfo, Channel
+from aclcheck.running.workers.zygote import Zygote
 
 #: the tail of a worker's output kept per call (characters; read as 4x as many bytes)
 LOG_TAIL_CHARS = 4000
@@ -48,7 +48,7 @@ def call_size(call: CallInputs) -> int:
 
 
 @dataclass
-class _Live:
+class LiveWorker:
     """One running worker: its group, connection, zygote and output log."""
 
     pid: int
@@ -82,7 +82,7 @@ class _Live:
 
 
 @dataclass
-class _Pending:
+class PendingCall:
     """The call in flight."""
 
     seq: int

@@ -337,6 +337,11 @@ def text_field(meta: dict[str, Any], key: str) -> str:
     return value
 
 
+def one_line(text: object) -> str:
+    """A message on one line, at most 2000 characters (what a worker puts into a frame)."""
+    return " ".join(str(text).split())[:2000]
+
+
 # -- what a worker says about the adapter it built ------------------------------------------
 
 #: longest adapter name / description / dtype or product name accepted from a worker
@@ -346,7 +351,7 @@ MAX_NAME, MAX_DESCRIPTION, MAX_ITEMS = 200, 2000, 64
 @dataclass(frozen=True)
 class AdapterInfo:
     """An adapter's capabilities as plain data: what the parent knows of an adapter that
-    only its workers build (see aclcheck.running.remote). `declines`: its `supports()` is
+    only its workers build (see aclcheck.running.workers.adapter). `declines`: its `supports()` is
     its own, so its workers may decline a case (SKIP)."""
 
     name: str

@@ -1,25 +1,27 @@
-"""Run an implementation in a worker process that may crash, hang or misbehave.
+"""The parent's side of an isolated run: calls to a worker process that may crash, hang
+or misbehave (the worker's side is aclcheck.running.workers.child). One long-lived
+worker at a time, replaced only after it died, hung, broke the protocol or may be
+corrupted (the caller says when). Workers come from a zygote (see
+aclcheck.running.workers.zygote): forked from one that imported the adapter
+(milliseconds) when the adapter is fork-safe, else each a fresh interpreter it starts. A
+zygote that dies is replaced by a fresh exec-mode one. Where workers come from and how
+they end is the job of the runner's `WorkerLifetime` (aclcheck.running.workers.lifetime).
 
-The parent's side (the worker's is aclcheck.running.worker). One long-lived worker at a
-time, replaced only after it died, hung, broke the protocol or may be corrupted (the
-caller says when). Workers come from a zygote (see
-aclcheck.running.zygote): forked from one that imported the adapter (milliseconds) when the
-adapter is fork-safe, else each a fresh interpreter it starts. A zygote that dies is
-replaced by a fresh exec-mode one.
-
-What crosses back is plain data (aclcheck.running.wire): frames read with a deadline and size
-caps, an output array rebuilt from its bytes only when it has the dtype and shape the
-case expects. Anything else (a partial or oversized frame, an answer to another call,
-a worker that stops reading its calls) is that case's ERROR and the worker is replaced.
+What crosses back is plain data (aclcheck.running.workers.wire): frames read with a
+deadline and size caps, an output array rebuilt from its bytes only when it has the
+dtype and shape the case expects. Anything else (a partial or oversized frame, an answer
+to another call, a worker that stops reading its calls) is that case's ERROR and the
+worker is replaced.
 
 Every worker leads its own process group: a crash or a hang kills the whole group, and
 the zygote sweeps whatever left it. What a worker writes to stdout and stderr (glibc's
 "free(): invalid size", a kernel's warnings) goes to an unlinked temporary file (nothing
 left behind, even when aclcheck is killed); the tail of it, read by seeking, comes back
 with that call's outcome. When a call is hung is a `CallWatch`'s word
-(aclcheck.running.cpu_watch): the worker's CPU time against the run's comparable calls
-(a spinning call ends within a fraction of a second of CPU), the wall clock's allowance
-for a call that uses no CPU, the timeout for everything.
+(aclcheck.running.workers.cpu_watch): the worker's CPU time against the run's comparable
+calls (a spinning call ends within a fraction of a second of CPU), the wall clock's
+allowance for a call that uses no CPU, the timeout for everything. Calls that look
+blocked are set aside (`Parked`) while the next cases run in a fresh worker.
 """
 
 from __future__ import annotations
@@ -36,19 +38,18 @@ from aclcheck.cases import Case
 from aclcheck.cases.acl import SUCCESS, UNSPECIFIED
 from aclcheck.cases.call import Outcome
 from aclcheck.impls.base import CallInputs
-from aclcheck.running import cpu_watch, wire
-from aclcheck.running.hangs import CallClock
-from aclcheck.running.inflight import LOG_TAIL_CHARS as LOG_TAIL_CHARS
-from aclcheck.running.inflight import WorkerStartError as WorkerStartError
-from aclcheck.running.inflight import _Live, _Pending, call_size, describe_exit
-from aclcheck.running.parked import Parked
-from aclcheck.running.wire import AdapterInfo, FrameTimeout, ProtocolError
-from aclcheck.running.worker import start_exec_zygote as start_exec_zygote
-from aclcheck.running.worker import start_zygote as start_zygote
-from aclcheck.running.workers import MAX_START_FAILURES as MAX_START_FAILURES
-from aclcheck.running.workers import START_ALLOWANCE_S as START_ALLOWANCE_S
-from aclcheck.running.workers import Now, WorkerLifetime
-from aclcheck.running.zygote import Zygote
+from aclcheck.running.workers import cpu_watch, wire
+from aclcheck.running.workers.hangs import CallClock
+from aclcheck.running.workers.inflight import (
+    LiveWorker,
+    PendingCall,
+    WorkerStartError,
+    call_size,
+    describe_exit,
+)
+from aclcheck.running.workers.lifetime import START_ALLOWANCE_S, Now, Spare, WorkerLifetime
+from aclcheck.running.workers.wire import AdapterInfo, FrameTimeout, ProtocolError
+from aclcheck.running.workers.zygote import Zygote
 
 #: a heartbeat line every this many seconds while one call is awaited
 HEARTBEAT_EVERY_S = 10.0
@@ -61,6 +62,8 @@ PARK_IDLE_S = 0.5
 ANSWER_GRACE_S = 1.0
 #: what _wait says of a call to set aside
 PARK = "park"
+#: seconds between two looks at a set-aside call's CPU time
+LOOK_EVERY_S = 0.1
 
 Heartbeat = Callable[[str], None]
 #: cpu_time(pid): the CPU seconds a process has used (None: unknown)
@@ -76,7 +79,7 @@ def rejected(case: Case) -> bool:
     return case.expected_status not in (SUCCESS, UNSPECIFIED)
 
 
-class IsolatedRunner(WorkerLifetime):
+class IsolatedRunner:
     """Calls an adapter (rebuilt from `spec`) in a worker process, hang-checked.
 
     zygote: where workers come from (its owner closes it); without one, or once it is
@@ -98,9 +101,13 @@ class IsolatedRunner(WorkerLifetime):
                  spin_all: bool = False) -> None:
         # --timeout caps every wait, a worker's start (a stopped spare) included
         start = START_ALLOWANCE_S if start_allowance is None else start_allowance
-        super().__init__(spec, deterministic, memory_limit, zygote=zygote,
-                         check_supports=check_supports, threads=threads, spare=spare,
-                         start_allowance=min(start, timeout), now=now)
+        #: where its workers come from and how they end
+        self.lifetime = WorkerLifetime(spec, deterministic, memory_limit, zygote=zygote,
+                                       check_supports=check_supports, threads=threads,
+                                       spare=spare, start_allowance=min(start, timeout),
+                                       now=now)
+        self.check_supports = check_supports
+        self.now = now
         if zygote is not None:
             zygote.cap_requests(timeout)
         self.timeout = timeout
@@ -109,19 +116,43 @@ class IsolatedRunner(WorkerLifetime):
         self.cpu_time = cpu_time
         self.spin_all = spin_all
         self.heartbeat = heartbeat
-        self._live: _Live | None = None
-        self._pending: _Pending | None = None
-        self._then: _Pending | None = None  # sent behind the pending call (submit)
+        self._live: LiveWorker | None = None
+        self._pending: PendingCall | None = None
+        self._then: PendingCall | None = None  # sent behind the pending call (submit)
         self._seq = 0
         #: calls set aside while they looked blocked, each with its worker
         self.parked: list[Parked] = []
         self.restarts = 0
 
+    @property
+    def zygote(self) -> Zygote | None:
+        """The given zygote workers come from (None once it is gone)."""
+        return self.lifetime.zygote
+
+    @property
+    def threads(self) -> int | None:
+        """The most threads the adapter's kernels may use (None: its default)."""
+        return self.lifetime.threads
+
+    @property
+    def started(self) -> int:
+        """Workers started so far."""
+        return self.lifetime.started
+
+    @property
+    def spawned(self) -> int:
+        """Workers started as fresh interpreters (not forks of a preloading zygote)."""
+        return self.lifetime.spawned
+
+    @property
+    def _spare(self) -> Spare | None:
+        return self.lifetime.ahead
+
     def describe(self) -> tuple[AdapterInfo, str | None]:
         """Start a worker (if none runs) and return what it says of its adapter, and its
         deterministic-mode note; WorkerStartError when it cannot start."""
         if self._live is None:
-            self._live = self._start()
+            self._live = self.lifetime.start()
         assert self._live.info is not None
         return self._live.info, self._live.note
 
@@ -130,8 +161,8 @@ class IsolatedRunner(WorkerLifetime):
         """The running worker's deterministic-mode note (None: none, or no worker)."""
         return self._live.note if self._live is not None else None
 
-    def _drop(self, live: _Live) -> int | None:
-        code = self._retire(live)
+    def _drop(self, live: LiveWorker) -> int | None:
+        code = self.lifetime.retire(live)
         self._live = None
         return code
 
@@ -140,11 +171,11 @@ class IsolatedRunner(WorkerLifetime):
     def submit(self, call: CallInputs, then: CallInputs | None = None) -> None:
         """Send one call; the worker computes while the caller does other work. `then`:
         the call the worker makes right after it, sent in the same frame (one wake-up of
-        the worker for both); collect() gives each answer in turn (see run_after)."""
+        the worker for both); collect() gives each answer in turn."""
         self._seq += 1
-        pending = _Pending(self._seq, call, call_size(call), first=False)
+        pending = PendingCall(self._seq, call, call_size(call), first=False)
         self._pending = pending
-        self._then = None if then is None else _Pending(0, then, call_size(then), False)
+        self._then = None if then is None else PendingCall(0, then, call_size(then), False)
         if self._then is not None:
             self._seq += 1
             self._then.seq = self._seq
@@ -152,7 +183,7 @@ class IsolatedRunner(WorkerLifetime):
         for attempt in range(2):
             if self._live is None:
                 try:
-                    self._live = self._start()
+                    self._live = self.lifetime.start()
                 except WorkerStartError as exc:
                     pending.failed = Outcome(crashed=f"worker could not start: {exc.text}")
                     return
@@ -175,7 +206,7 @@ class IsolatedRunner(WorkerLifetime):
                 pending.send_error = "died"  # collect() says how
                 return
 
-    def _arm(self, live: _Live, pending: _Pending) -> None:
+    def _arm(self, live: LiveWorker, pending: PendingCall) -> None:
         """Start the call's clocks: from now, in this worker."""
         pending.first = live.answered == 0
         allowance, pending.why = self.clock.allowance(pending.size, pending.first)
@@ -187,7 +218,7 @@ class IsolatedRunner(WorkerLifetime):
         pending.sent_at = self.now()
         pending.deadline = pending.sent_at + allowance
 
-    def _cpu_used(self, live: _Live, pending: _Pending, mark: bool = False) -> float | None:
+    def _cpu_used(self, live: LiveWorker, pending: PendingCall, mark: bool = False) -> float | None:
         """The worker's CPU seconds since the call was sent (None: unknown); `mark`: the
         call has answered, and the reading starts the worker's next call."""
         now = self.cpu_time(live.pid)
@@ -195,7 +226,7 @@ class IsolatedRunner(WorkerLifetime):
             live.cpu_mark = now
         return None if now is None or pending.cpu0 is None else max(0.0, now - pending.cpu0)
 
-    def _wait(self, live: _Live, pending: _Pending, park_idle: bool = False) -> str | None:
+    def _wait(self, live: LiveWorker, pending: PendingCall, park_idle: bool = False) -> str | None:
         """Wait for the answer's first byte (None) until the call's watch says it is hung
         (why), or, with `park_idle`, it looks blocked (PARK); heartbeat on long waits. The
         watch looks at the worker's CPU time every SAMPLE_EVERY_S: a call that answers
@@ -230,7 +261,7 @@ class IsolatedRunner(WorkerLifetime):
                                    f"{w.cap:g} s)")
                 next_beat += HEARTBEAT_EVERY_S
 
-    def _answer(self, live: _Live, pending: _Pending) -> Outcome:
+    def _answer(self, live: LiveWorker, pending: PendingCall) -> Outcome:
         """Read and check the answer to the pending call (ProtocolError, FrameTimeout,
         EOFError, OSError otherwise)."""
         head = live.channel.read_head(pending.deadline)
@@ -275,7 +306,7 @@ class IsolatedRunner(WorkerLifetime):
             self.submit(then.call)
         return outcome
 
-    def _collect(self, live: _Live | None, pending: _Pending, park_idle: bool
+    def _collect(self, live: LiveWorker | None, pending: PendingCall, park_idle: bool
                  ) -> Outcome | Parked:
         if pending.failed is not None:
             return pending.failed
@@ -290,7 +321,7 @@ class IsolatedRunner(WorkerLifetime):
                 return parked
         return self.settle(live, pending, hung)
 
-    def settle(self, live: _Live, pending: _Pending, hung: str | None) -> Outcome:
+    def settle(self, live: LiveWorker, pending: PendingCall, hung: str | None) -> Outcome:
         """The outcome of a call whose wait is over (`hung`: why it is hung; None: its
         answer is arriving). The worker goes unless it answered and is the running one."""
         died, partial, broken = pending.send_error == "died", False, ""
@@ -304,7 +335,7 @@ class IsolatedRunner(WorkerLifetime):
             try:
                 outcome = self._answer(live, pending)
                 if not running:
-                    self._retire(live)
+                    self.lifetime.retire(live)
                 return outcome
             except FrameTimeout as exc:
                 partial = exc.partial
@@ -314,7 +345,7 @@ class IsolatedRunner(WorkerLifetime):
                 broken = str(exc)
         elapsed = self.now() - pending.sent_at
         log = live.new_log()
-        code = self._drop(live) if running else self._retire(live)
+        code = self._drop(live) if running else self.lifetime.retire(live)
         self.restarts += 1
         if broken:
             reason = f"the worker broke the protocol: {broken} (worker killed)"
@@ -335,18 +366,11 @@ class IsolatedRunner(WorkerLifetime):
         self.submit(call)
         return self.collect()  # type: ignore[return-value]
 
-    def run_after(self, before: CallInputs, call: CallInputs) -> tuple[Outcome, Outcome]:
-        """Both outcomes of two calls made one after the other in one worker, sent
-        together, each watched as if made alone (see collect)."""
-        self.submit(before, then=call)
-        first = self.collect()
-        return first, self.collect()  # type: ignore[return-value]
-
     def recycle(self) -> None:
         """Replace the worker: after it accepted an invalid call its memory may be
         corrupted (out-of-bounds reads and writes), which must not blame the next case."""
         if self._live is not None:
-            self._retire(self._live, wait=False)
+            self.lifetime.retire(self._live, wait=False)
             self._live = None
             self.restarts += 1
 
@@ -354,9 +378,9 @@ class IsolatedRunner(WorkerLifetime):
         """Stop the worker (and anything it started), set-aside workers and the runner's
         own zygote."""
         for parked in self.parked:
-            self._retire(parked.live)
+            self.lifetime.retire(parked.live)
         self.parked.clear()
-        self._close_spare()
+        self.lifetime.close_spare()
         live = self._live
         try:
             if live is not None:
@@ -368,4 +392,54 @@ class IsolatedRunner(WorkerLifetime):
                     poller.poll(100 if self._pending else 2000)
                 self._drop(live)
         finally:
-            self.close_own_zygote()
+            self.lifetime.close_own_zygote()
+
+
+class Parked:
+    """A call set aside while it looked blocked (collect(park_idle=True)): its worker runs
+    out its allowance apart while the next cases run in a fresh one, and its outcome is
+    exactly what waiting would have given. `poll()` without waiting, `wait()` until it is
+    settled."""
+
+    def __init__(self, runner: IsolatedRunner, live: LiveWorker, pending: PendingCall) -> None:
+        self.runner = runner
+        self.live = live
+        self.pending = pending
+        self.outcome: Outcome | None = None
+        self._next_look = 0.0
+
+    @property
+    def case_id(self) -> str:
+        return self.pending.call.case.id
+
+    def _settle(self, hung: str | None) -> Outcome:
+        self.outcome = self.runner.settle(self.live, self.pending, hung)
+        if self in self.runner.parked:
+            self.runner.parked.remove(self)
+        return self.outcome
+
+    def poll(self) -> Outcome | None:
+        """The outcome once the call has answered or is hung; None meanwhile."""
+        if self.outcome is not None:
+            return self.outcome
+        try:
+            answered = bool(select.select([self.live.channel.fileno()], [], [], 0)[0])
+        except (OSError, ValueError):
+            answered = True  # the connection is gone: settle says how
+        if answered:
+            return self._settle(None)
+        r, p = self.runner, self.pending
+        now = r.now()
+        if now < self._next_look:
+            return None
+        self._next_look = now + LOOK_EVERY_S
+        assert p.watch is not None
+        hung = p.watch.observe(now - p.sent_at, r._cpu_used(self.live, p))
+        return None if hung is None else self._settle(hung)
+
+    def wait(self) -> Outcome:
+        """The outcome, waiting for it (the call's watch decides when it is hung)."""
+        if self.outcome is None:
+            self._settle(self.runner._wait(self.live, self.pending))
+        assert self.outcome is not None
+        return self.outcome

@@ -1,8 +1,8 @@
-"""The worker's side of an isolated run (aclcheck.running.isolation is the parent's):
-build the adapter from its spec in the worker process, then serve calls until told to
-stop, answering each with plain data (aclcheck.running.wire). A zygote imports this
-module, and `_preload` builds the adapter once there (never run) so forked workers start
-warm.
+"""The child's side of an isolated run, in the worker process (aclcheck.running.workers.
+parent is the parent's): build the adapter from its spec, then serve calls until told to
+stop, answering each with plain data (aclcheck.running.workers.wire). A zygote imports this
+module (its entry points are named in aclcheck.running.workers.lifetime), and `preload`
+builds the adapter once there (never run) so forked workers start warm.
 """
 
 from __future__ import annotations
@@ -17,18 +17,12 @@ from typing import Any
 
 from aclcheck.cases.call import Outcome
 from aclcheck.impls.base import CallInputs, describe_exception, exit_refused, guarded_run
-from aclcheck.running import wire
 from aclcheck.running.recall import TwinOf
-from aclcheck.running.wire import AdapterInfo, Channel, ProtocolError
-from aclcheck.running.zygote import Zygote
+from aclcheck.running.workers import wire
+from aclcheck.running.workers.wire import AdapterInfo, Channel, ProtocolError, one_line
 
 
-def one_line(text: object) -> str:
-    """A message on one line, at most 2000 characters (what goes into a frame)."""
-    return " ".join(str(text).split())[:2000]
-
-
-def _worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | None,
+def worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | None,
                  memory_limit: int | None, check_supports: bool,
                  threads: int | None = None) -> None:
     """Build the adapter from its spec (its kernels on at most `threads` threads where
@@ -69,11 +63,11 @@ def _worker_main(sock_fd: int, log_fd: int, spec: str, deterministic: bool | Non
         call = pickle.loads(channel.read_data(head, None, 1 << 62))  # the parent's data
         # a tuple: calls made one after the other, answered in turn (seq, seq + 1, ...)
         for i, one in enumerate(call if isinstance(call, tuple) else (call,)):
-            if not _serve_call(channel, impl, one, head.seq + i, check_supports):
+            if not serve_call(channel, impl, one, head.seq + i, check_supports):
                 break  # the kernel raised KeyboardInterrupt: the run stops here
 
 
-def _serve_call(channel: Channel, impl: Any, call: CallInputs | TwinOf, seq: int,
+def serve_call(channel: Channel, impl: Any, call: CallInputs | TwinOf, seq: int,
                 check_supports: bool) -> bool:
     """Answer one call (a TwinOf built here first, and answered without its output: the
     parent judges only the call after it, and would read and hold a whole output for
@@ -117,11 +111,13 @@ def _serve_call(channel: Channel, impl: Any, call: CallInputs | TwinOf, seq: int
     return True
 
 
-def _zygote_worker(fds: list[int], args: tuple[Any, ...]) -> None:
-    _worker_main(fds[0], fds[1], *args)
+def zygote_worker(fds: list[int], args: tuple[Any, ...]) -> None:
+    """A forked worker's start (the zygote calls it): the socket and log fds, then the
+    arguments of worker_main."""
+    worker_main(fds[0], fds[1], *args)
 
 
-def _preload(spec: str) -> dict[str, Any]:
+def preload(spec: str) -> dict[str, Any]:
     """In the zygote: import what the adapter needs by building it once (never run); its
     capabilities as plain data."""
     from aclcheck.impls.registry import create
@@ -136,20 +132,3 @@ def _preload(spec: str) -> dict[str, Any]:
     finally:
         impl.close()
 
-
-_WORKER = "aclcheck.running.worker:_zygote_worker"
-
-
-def start_zygote(spec: str) -> Zygote | None:
-    """A zygote that imports `spec`'s adapter and forks workers from it, or None where
-    fork() is unavailable. It imports in the background: `Zygote.ready` waits."""
-    if not hasattr(os, "fork"):
-        return None
-    return Zygote(_WORKER, "aclcheck.running.worker:_preload", spec)
-
-
-def start_exec_zygote() -> Zygote | None:
-    """A zygote whose every worker is a fresh interpreter (device adapters)."""
-    if not hasattr(os, "fork"):
-        return None
-    return Zygote(_WORKER)
