@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from aclcheck.cli.shrink import live_config
-from aclcheck.executors import open_executor, slots
+from aclcheck.executors import open_executor
+from aclcheck.fanout import slots
 from aclcheck.running.campaign_worker import BatchTask, judge_batch, judge_calls
 from aclcheck.running.live import LiveJudge, live_setup
 from aclcheck.running.remote import RemoteImpl
