@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aclcheck import interrupts
-from aclcheck.errors import UsageError, WorkerLost, first_sentence
+from aclcheck.errors import UsageError
 
 #: how often a pool worker looks whether the process that started it is still there
 PARENT_LOOK_S = 0.5
@@ -231,19 +231,6 @@ def dask_setup(worker: Any) -> None:
     interrupts.child_ignores()
 
 
-def slots(executor: Any) -> int:
-    """How many tasks an executor runs at once (1: serial): its `slots` (a Dask cluster's
-    threads, any executor that says), a process pool's workers, else 1. The one answer
-    generate, verify and the campaign size their windows by."""
-    if executor is None:
-        return 1
-    said = getattr(executor, "slots", None)
-    if isinstance(said, int) and not isinstance(said, bool):
-        return max(1, said)
-    count = getattr(executor, "_max_workers", 1)  # concurrent.futures' pools
-    return max(1, count) if isinstance(count, int) else 1
-
-
 @contextmanager
 def open_executor(jobs: int = 1, url: str | None = None) -> Iterator[Any | None]:
     """None for a serial run; else an object with concurrent.futures' submit(): a Dask
@@ -263,33 +250,3 @@ def open_executor(jobs: int = 1, url: str | None = None) -> Iterator[Any | None]
         raise
     finally:
         pool.shutdown(cancel_futures=True)
-
-
-#: the exceptions an executor's future raises when the worker running it died (Dask's
-#: KilledWorker, a process pool broken by a worker's end): by name, Dask being optional
-LOST_WORKER = frozenset({"KilledWorker", "BrokenProcessPool"})
-
-
-def worker_lost(exc: BaseException) -> bool:
-    """Whether a future failed because its worker died, not because its task raised."""
-    return any(t.__name__ in LOST_WORKER for t in type(exc).__mro__)
-
-
-def result_once_more(executor: Any, future: Future[Any], what: str,
-                     fn: Callable[..., Any], *args: Any) -> Any:
-    """A future's result; where its worker died, `fn(*args)` sent once more (aclcheck's
-    own work, safe to redo), and a second loss a WorkerLost naming `what`."""
-    try:
-        return future.result()
-    except Exception as exc:
-        if not worker_lost(exc):
-            raise
-    try:
-        return executor.submit(fn, *args).result()
-    except Exception as exc:
-        if not worker_lost(exc):
-            raise
-        raise WorkerLost(f"the executor lost the worker making {what} twice (killed, or out "
-                         f"of memory? {first_sentence(exc)}): nothing was written; rerun, "
-                         "with fewer --jobs or a smaller selection if memory is short"
-                         ) from None

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from aclcheck.cli.shrink import live_config
-from aclcheck.executors import open_executor, slots
+from aclcheck.executors import open_executor
+from aclcheck.fanout import slots
 from aclcheck.running.live import BatchTask, LiveJudge, judge_batch, judge_calls, live_setup
 from aclcheck.running.workers.adapter import WorkerAdapter
 from aclcheck.triage.campaign import Campaign

@@ -214,7 +214,7 @@ def test_divergences_print_a_row_per_kind_and_every_case_with_verbose() -> None:
                 + [divergent(i, "invalid", "undocumented-format+accepted") for i in range(20)]
                 + [divergent(i, "boundary", "out-shape+accepted") for i in range(5)]
                 + [_verdict(99, Verdict.PASS)])
-    rows = console_report.divergence_groups(verdicts)
+    rows = console_report.Counted.of(verdicts).divergences.result()
     assert [(n, family, first) for n, family, first, _ in rows] == [
         (30, "invalid", "invalid-out-shape+accepted-000"),
         (20, "invalid", "invalid-undocumented-format+accepted-000"),
@@ -226,7 +226,7 @@ def test_divergences_print_a_row_per_kind_and_every_case_with_verbose() -> None:
     every = _record(verdicts, verbose=True)
     assert all(f"invalid-out-shape+accepted-{i:03d}" in every for i in range(30))
     assert "grouped by kind" not in every
-    assert console_report.divergence_groups(verdicts[-1:]) == []
+    assert console_report.Counted.of(verdicts[-1:]).divergences.result() == []
     assert "documentation divergences" not in _record(verdicts[-1:])
 
 
@@ -246,7 +246,7 @@ def test_matrix_columns_are_the_summary_counts() -> None:
     kinds = [Verdict.PASS, Verdict.FAIL, Verdict.ERROR, Verdict.WRONG_STATUS, Verdict.SKIP]
     verdicts = [_verdict(i, kinds[i % len(kinds)], ("atlas-a2", "atlas-a3")[i % 2])
                 for i in range(23)]
-    table = console_report.matrix_table(verdicts)
+    table = console_report.matrix_table(console_report.Counted.of(verdicts))
     columns = {str(c.header): [int(str(x)) for x in c.cells] for c in table.columns[3:]}
     summary = summarize(verdicts)
     assert set(columns) == {k for k, v in SUMMARY_KEYS if v is None or summary[k]

@@ -14,7 +14,8 @@ from rich.console import Console
 from aclcheck.cases import Case
 from aclcheck.cli.shrink import describe, minimal_lines, progress_printer, say
 from aclcheck.errors import AclcheckError
-from aclcheck.executors import open_executor, slots
+from aclcheck.executors import open_executor
+from aclcheck.fanout import slots
 from aclcheck.judging.case.verdicts import CaseVerdict
 from aclcheck.judging.gate.gate import UNJUDGED
 from aclcheck.ops.operator import Operator

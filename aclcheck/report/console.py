@@ -74,16 +74,9 @@ def case_table(verdicts: Sequence[CaseVerdict], title: str) -> Table:
     return table
 
 
-def matrix_table(verdicts: Sequence[CaseVerdict]) -> Table:
+def matrix_table(counted: Counted) -> Table:
     """Counts by product x dtype x format, one column per summary key that occurs (the
     same names and counts as the summary line, so the columns add up to it)."""
-    counted = _Counted()
-    for v in verdicts:
-        counted.add(v)
-    return _matrix(counted)
-
-
-def _matrix(counted: _Counted) -> Table:
     groups = {combo: summary_of(c) for combo, c in counted.combos.items()}
     total = summary_of(counted.total)
     keys = [key for key, verdict in SUMMARY_KEYS
@@ -120,7 +113,7 @@ def _severity(v: CaseVerdict) -> tuple[int, float]:
     return (_SIZE_ORDER.get(_size(v), len(_SIZE_ORDER)), -ratio)
 
 
-class _SignatureGroups:
+class SignatureGroups:
     """Nonconforming cases grouped by verdict, family and size class, a case kept per
     group (the worst: the first of the worst), fed one verdict at a time."""
 
@@ -139,7 +132,7 @@ class _SignatureGroups:
                       key=lambda g: (_severity(g[1]), -g[0], g[1].case_id))
 
 
-class _DivergenceGroups:
+class DivergenceGroups:
     """Cases that pass with a documentation divergence, grouped by family and kind (what
     the documentation leaves open, what the implementation did), a case kept per group
     (the first), fed one verdict at a time."""
@@ -155,18 +148,9 @@ class _DivergenceGroups:
             self.groups[key] = (count + 1, family, case_id, what)
 
     def result(self) -> list[tuple[int, str, str, str]]:
+        """(how many, family, the first case's id, what it did) per group, in the order
+        first seen."""
         return list(self.groups.values())
-
-
-def divergence_groups(verdicts: Iterable[CaseVerdict]) -> list[tuple[int, str, str, str]]:
-    """Cases that pass with a documentation divergence, grouped by family and kind, in
-    the order first seen: (how many, family, the first case's id, what it did). One pass
-    that keeps a case per group, so a large run's console holds a row per group, not per
-    case."""
-    groups = _DivergenceGroups()
-    for v in verdicts:
-        groups.add(v)
-    return groups.result()
 
 
 def _shown(v: CaseVerdict) -> bool:
@@ -174,7 +158,7 @@ def _shown(v: CaseVerdict) -> bool:
     return v.failing or v.verdict == Verdict.XPASS
 
 
-class _Counted:
+class Counted:
     """What the console's headline, groups, matrix, divergences and summary line need of
     every verdict, from one pass: a run's verdicts may be on disk (a VerdictSpool), and
     each pass reads and unpickles them all again."""
@@ -182,8 +166,8 @@ class _Counted:
     def __init__(self) -> None:
         self.total: Counter[Verdict] = Counter()
         self.combos: dict[tuple[str, str, str], Counter[Verdict]] = {}
-        self.signatures = _SignatureGroups()
-        self.divergences = _DivergenceGroups()
+        self.signatures = SignatureGroups()
+        self.divergences = DivergenceGroups()
         self.vendor = VendorAgreement()
         self.shown = 0
 
@@ -195,6 +179,14 @@ class _Counted:
             self.shown += 1
             self.signatures.add(v)
         self.divergences.add(v)
+
+    @classmethod
+    def of(cls, verdicts: Iterable[CaseVerdict]) -> Counted:
+        """Every verdict counted, in one pass."""
+        counted = cls()
+        for v in verdicts:
+            counted.add(v)
+        return counted
 
 
 def divergence_table(groups: Sequence[tuple[int, str, str, str]]) -> Table:
@@ -288,9 +280,7 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
     failure. `json_report` is a report that holds every case, named when cases were
     left out.
     """
-    counted = _Counted()
-    for v in verdicts:  # one pass for every count below (the verdicts may be on disk)
-        counted.add(v)
+    counted = Counted.of(verdicts)  # one pass for every count below (they may be on disk)
     failing = counted.shown
     console.print(Text(f"aclcheck: {implementation}: {_headline(counted.total)}",
                        style="bold red" if failing else "bold green"), soft_wrap=True)
@@ -316,7 +306,7 @@ def render(console: Console, verdicts: Sequence[CaseVerdict], *, implementation:
         where = f"the JSON report {json_report} has them all; " if json_report else ""
         console.print(data_text(f"... {hidden} more nonconforming cases "
                                 f"({where}-v shows every one, --id selects one)"))
-    console.print(_matrix(counted))
+    console.print(matrix_table(counted))
     if verbose:
         table = Table(title="documentation divergences (reported, not judged)")
         table.add_column("case", overflow="fold")

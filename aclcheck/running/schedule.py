@@ -7,12 +7,10 @@ in case order, identical to a serial run; only this process reads the cases' sou
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, wait
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -22,9 +20,9 @@ from aclcheck import interrupts
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.errors import first_sentence
-from aclcheck.executors import worker_lost
+from aclcheck.fanout import Done, Executor, FanOut, LostHow
 from aclcheck.impls.base import Implementation
-from aclcheck.judging.case.judge import lost
+from aclcheck.judging.case.judge import lost as lost_verdict
 from aclcheck.judging.case.verdicts import CaseVerdict
 from aclcheck.judging.diagnosis.reproduce import CaseClues
 from aclcheck.running.calls import CaseRunner, RunOptions, isolates
@@ -314,37 +312,26 @@ def run_work_item(item: WorkItem) -> CaseVerdict:
     return run_case(runner, item.loaded, Capabilities.of(impl))
 
 
-class SubmitExecutor(Protocol):
-    def submit(self, fn: Callable[..., object], /, *args: object) -> object: ...
-
-
 def iter_verdicts_parallel(impl: Implementation, cases: Iterable[Case], source: CaseSource,
-                           opts: RunOptions, pool: SubmitExecutor, *, window: int = 8,
+                           opts: RunOptions, pool: Executor, *, window: int = 8,
                            progress: ProgressFn | None = None) -> Iterator[CaseVerdict]:
     """Like iter_verdicts, but each case runs on `pool` (ProcessPoolCaseRunner, a Dask
     client's executor, ...). Only this process reads the source; at most `window` cases
     are in flight, and verdicts come back in case order, identical to a serial run."""
     if not impl.spec:
         raise ValueError(f"{impl.name} cannot be rebuilt in another process; run it serially")
-    pending: deque = deque()
     # a call in the kernel's own process has no cap: only a lost worker ends its wait
     allowance = case_allowance(opts) if isolates(impl, opts) else None
+    fan: FanOut[Case] = FanOut(pool, run_work_item, allowance=allowance)
+    info = impl.info if isinstance(impl, WorkerAdapter) else None
     it = iter(cases)
-    exhausted = False
     while True:
-        while not exhausted and len(pending) < window:
-            case = next(it, None)
-            if case is None:
-                exhausted = True
-                break
-            info = impl.info if isinstance(impl, WorkerAdapter) else None
-            item = WorkItem(impl.spec, source.load(case), opts, info)
-            pending.append((pool.submit(run_work_item, item), item))
-        if not pending:
+        while len(fan) < window and (case := next(it, None)) is not None:
+            loaded = source.load(case)
+            fan.send(loaded.case, WorkItem(impl.spec, loaded, opts, info))
+        if not fan:
             return
-        interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
-        future, item = pending.popleft()
-        verdict = _collect(pool, future, item, allowance)
+        verdict = _verdict(fan.next(), allowance)
         if progress is not None:
             progress(verdict)
         yield verdict
@@ -361,30 +348,21 @@ def case_allowance(opts: RunOptions) -> float:
     return calls * opts.timeout + LOST_SLACK_S
 
 
-def _collect(pool: SubmitExecutor, future: object, item: WorkItem, allowance: float | None
-             ) -> CaseVerdict:
-    """The verdict of a submitted case. A run that never comes back (its worker died:
-    Dask's KilledWorker, a broken process pool; or it outlasted `allowance`) is tried
-    once more on a fresh submission, then is that case's ERROR: never a hang of the
-    run, never an internal error. Any other exception (a usage error the case's run
-    raised) goes on to the caller."""
-    why = ""
-    for attempt in range(2):
-        if attempt:
-            try:
-                future = pool.submit(run_work_item, item)
-            except Exception as exc:  # noqa: BLE001 - a pool that cannot take work
-                return lost(item.loaded.case, f"{why}; not retried: the executor refused "
-                                              f"it ({first_sentence(exc)})")
-        try:
-            return future.result(timeout=allowance)  # type: ignore[attr-defined, no-any-return]
-        except FutureTimeout:
-            with contextlib.suppress(Exception):
-                future.cancel()  # type: ignore[attr-defined]
-            why = f"the executor's run of this case did not come back within {allowance:g} s"
-        except Exception as exc:
-            if not worker_lost(exc):  # aclcheck's own error, or one of the executor's
-                raise
-            why = ("the executor lost the worker this case was on (this case or another "
-                   f"one there ended it: {first_sentence(exc)})")
-    return lost(item.loaded.case, f"twice (retried once on a fresh worker): {why}")
+def _verdict(done: Done[Case], allowance: float | None) -> CaseVerdict:
+    """A case's verdict as it came back. A run that never came back (its worker died:
+    Dask's KilledWorker, a broken process pool; or it outlasted `allowance`) was tried
+    once more on a fresh submission, and is that case's ERROR: never a hang of the run,
+    never an internal error."""
+    if done.lost is None:
+        return done.result  # type: ignore[no-any-return]
+    lost = done.lost
+    if lost.how is LostHow.TOO_LATE:
+        why = f"the executor's run of this case did not come back within {allowance:g} s"
+    else:
+        assert lost.error is not None  # a worker that died says how
+        why = ("the executor lost the worker this case was on (this case or another "
+               f"one there ended it: {first_sentence(lost.error)})")
+    if lost.refused is not None:
+        return lost_verdict(done.key, f"{why}; not retried: the executor refused "
+                                      f"it ({first_sentence(lost.refused)})")
+    return lost_verdict(done.key, f"twice (retried once on a fresh worker): {why}")

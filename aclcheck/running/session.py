@@ -25,7 +25,8 @@ from typing import Any
 from aclcheck.cases import Case, CaseData
 from aclcheck.configfile import content_digest
 from aclcheck.errors import UsageError
-from aclcheck.executors import open_executor, slots
+from aclcheck.executors import open_executor
+from aclcheck.fanout import slots
 from aclcheck.impls.aclnn_options import configure_environment
 from aclcheck.impls.base import Implementation
 from aclcheck.judging.case.verdicts import CaseVerdict, Verdict

@@ -10,14 +10,12 @@ keeps memory flat on large suites.
 
 from __future__ import annotations
 
-import math
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aclcheck import interrupts
 from aclcheck.arrays import ResultBuffers
@@ -25,7 +23,8 @@ from aclcheck.cases import Case, CaseData
 from aclcheck.cases.acl import normalize_format
 from aclcheck.cores import idle_cores
 from aclcheck.dtypes import normalize_dtype
-from aclcheck.errors import SuiteError
+from aclcheck.errors import SuiteError, WorkerLost, first_sentence
+from aclcheck.fanout import Done, Executor, FanOut, slots
 from aclcheck.ops import DEFAULT, operator, operator_of
 from aclcheck.ops.materialize import make_tensors
 from aclcheck.store.atomic import check_output_path
@@ -41,9 +40,6 @@ from aclcheck.suite.selection import (
     slot_cases,
 )
 from aclcheck.suite.sharding import SELECTION_KEY, parse_shard, round_robin, shard_text
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
 
 #: progress(done, total, case): called after each case is written (total None: a
 #: streamed suite, whose size is known at its end).
@@ -274,8 +270,6 @@ def iter_prepared(cases: Iterable[Case], jobs: int = 1, executor: Any | None = N
     batches of case records (a case file, a shard); at most twice the workers' batches
     are in flight."""
     if executor is not None:
-        from aclcheck.executors import slots  # fan-out only: a serial run skips it
-
         yield from _fan_out(cases, executor, 2 * max(1, jobs, slots(executor)))
         return
     if jobs <= 1:
@@ -294,74 +288,70 @@ def iter_prepared(cases: Iterable[Case], jobs: int = 1, executor: Any | None = N
             raise
 
 
-Pending = deque[tuple[list[Any], "Future[Any]"]]
-
-
-def _fan_out(cases: Iterable[Case], executor: Any, window: int) -> Iterator[Prepared]:
+def _fan_out(cases: Iterable[Case], executor: Executor, window: int) -> Iterator[Prepared]:
     if isinstance(cases, CaseStream) and cases.shard is None:
         yield from _fan_out_places(cases, executor, window)
         return
-    pending: Pending = deque()
+    fan: FanOut[list[Case]] = FanOut(executor, _prepare_batch)
     try:
         for batch in batches(cases):
-            pending.append((batch, executor.submit(_prepare_batch, batch)))
-            if len(pending) >= window:
-                interrupts.check()  # before blocking: a Ctrl-C swallowed on the way
-                yield _prepared(executor, *pending.popleft())
-        while pending:
-            interrupts.check()
-            yield _prepared(executor, *pending.popleft())
+            fan.send(batch, batch)
+            if len(fan) >= window:
+                yield _made(fan.next(), "cases")[1]
+        while fan:
+            yield _made(fan.next(), "cases")[1]
     finally:
-        for _, fut in pending:
-            fut.cancel()
+        fan.stop()
 
 
-def _prepared(executor: Any, batch: list[Case], fut: Future[Any]) -> Prepared:
-    from aclcheck.executors import result_once_more  # fan-out only: a serial run skips it
+def _made(done: Done[list[Any]], what: str) -> tuple[list[Any], Any]:
+    """A batch as it came back; one lost twice (or that the executor refused to take
+    again) stops the run: nothing is written."""
+    lost = done.lost
+    if lost is None:
+        return done.key, done.result
+    if lost.refused is not None:
+        raise lost.refused
+    assert lost.error is not None  # generate's fan-out has no allowance: a worker died
+    raise WorkerLost(f"the executor lost the worker making a batch of {len(done.key)} {what} "
+                     f"twice (killed, or out of memory? {first_sentence(lost.error)}): nothing "
+                     "was written; rerun, with fewer --jobs or a smaller selection if memory "
+                     "is short") from None
 
-    return result_once_more(executor, fut, f"a batch of {len(batch)} cases",  # type: ignore[no-any-return]
-                            _prepare_batch, batch)
 
-
-def _fan_out_places(stream: CaseStream, executor: Any, window: int) -> Iterator[Prepared]:
+def _fan_out_places(stream: CaseStream, executor: Executor, window: int) -> Iterator[Prepared]:
     """_fan_out for a whole suite: batches of places; a batch a worker cut short (its
     cases were large) is sent again from where it stopped, ahead of the later ones. That
     rest is waited for next, so it does not count against the window (one more batch in
     flight at most: only the first pending batch can be a rest), and the workers keep
     the window's batches to make meanwhile. The batches after a cut take as many places
     as the cut one did, doubling again up to BATCH_PLACES as they come back whole."""
-    from aclcheck.executors import result_once_more  # fan-out only: a serial run skips it
-
-    pending: Pending = deque()
+    fan: FanOut[list[SuiteSlot]] = FanOut(executor, _plan_batch)
     size = BATCH_PLACES
-    resent = False  # pending[0] is the rest of a batch cut short
+    resent = False  # the next batch back is the rest of a batch cut short
 
-    def drain_one() -> Iterator[Prepared]:
+    def drain_one() -> Prepared:
         nonlocal size, resent
-        interrupts.check()  # before blocking: a Ctrl-C swallowed on the way stops here
-        slots, fut = pending.popleft()
-        taken, batch = result_once_more(executor, fut, f"a batch of {len(slots)} places",
-                                        _plan_batch, stream, slots)
+        slots, (taken, batch) = _made(fan.next(), "places")
         resent = taken < len(slots)
         if resent:
             rest = slots[taken:]
-            pending.appendleft((rest, executor.submit(_plan_batch, stream, rest)))
+            fan.send(rest, stream, rest, ahead=True)
             size = max(1, taken)
         elif len(slots) >= size:
             size = min(BATCH_PLACES, 2 * size)
-        yield batch
+        return batch  # type: ignore[no-any-return]
 
     try:
         places = iter_slots(stream.selection)
         while batch := list(islice(places, size)):
-            pending.append((batch, executor.submit(_plan_batch, stream, batch)))
-            while len(pending) - resent >= window:
-                yield from drain_one()
-        while pending:
-            yield from drain_one()
+            fan.send(batch, stream, batch)
+            while len(fan) - resent >= window:
+                yield drain_one()
+        while fan:
+            yield drain_one()
     finally:
-        for _, fut in pending:
-            fut.cancel()
+        fan.stop()
 
 
 # -- the whole run ------------------------------------------------------------------------
@@ -384,10 +374,6 @@ class GenerateStats:
     file_bytes: int = 0
     seconds: float = 0.0
     combos: dict[tuple[str, str, str], ComboStats] = field(default_factory=dict)
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.array_bytes / 1e6 / self.seconds if self.seconds > 0 else math.inf
 
 
 def generate(

@@ -14,24 +14,16 @@ ships a `BatchTask` of plain data and judges it with `judge_batch`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
-from typing import Any, Protocol
+from concurrent.futures import Future
+from typing import Any
 
-from aclcheck import interrupts
 from aclcheck.errors import first_sentence
-from aclcheck.executors import worker_lost
+from aclcheck.fanout import Done, Executor, FanOut
 from aclcheck.triage.campaign import BatchResult, Tally, lost_batch, remaining
 from aclcheck.triage.checkpoint import Checkpoint
 
 #: progress(tally so far, the batch just recorded)
 Progress = Callable[[Tally, BatchResult], None]
-#: seconds between interrupt checks while batches run
-POLL_S = 0.5
-
-
-class Executor(Protocol):
-    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]: ...
 
 
 class Inline:
@@ -56,61 +48,34 @@ def run_campaign(checkpoint: Checkpoint, executor: Executor, task: Callable[[int
     keeps every worker busy)."""
     campaign = checkpoint.campaign
     todo = remaining(campaign, checkpoint.tally.done)
-    pending: dict[Future[BatchResult], _Sent] = {}
-
-    def send(batch: int, tries: int = 0) -> None:
-        pending[executor.submit(work, task(batch))] = _Sent(batch, tries)
-
+    fan: FanOut[int] = FanOut(executor, work, ordered=False)
     try:
         while True:
-            while len(pending) < window:
-                batch = next(todo, None)
-                if batch is None:
-                    break
-                send(batch)
-            if not pending:
+            while len(fan) < window and (batch := next(todo, None)) is not None:
+                fan.send(batch, task(batch))
+            if not fan:
                 return checkpoint.tally
-            interrupts.check()  # before blocking: a Ctrl-C lost on the way stops here
-            done, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
-            for fut in sorted(done, key=lambda f: pending[f].batch):
-                sent = pending.pop(fut)
-                lost = _record(checkpoint, fut, sent, progress)
-                if lost is not None:  # its worker died: once more, on a fresh submission
-                    send(sent.batch, sent.tries + 1)
+            _record(checkpoint, fan.next(), progress)
     except BaseException:
-        for fut in pending:
-            fut.cancel()
-        for fut, sent in pending.items():  # nothing finished is lost
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
-                _record(checkpoint, fut, sent, progress)
+        for done in fan.stop():  # nothing finished is lost
+            _record(checkpoint, done, progress)
         raise
 
 
-@dataclass(frozen=True)
-class _Sent:
-    """A batch on the executor: its number, and how often it was sent before."""
-
-    batch: int
-    tries: int
-
-
-def _record(checkpoint: Checkpoint, fut: Future[BatchResult], sent: _Sent,
-            progress: Progress | None) -> BaseException | None:
-    """Record a finished batch. A batch whose executor worker was lost is returned to be
-    sent again, or, on its second loss, recorded as lost_batch: its calls ERROR, never a
-    hang. A batch that raised stops the campaign (its exception, raised here)."""
-    exc = fut.exception()
-    if exc is None:
-        result = fut.result()
-    elif not worker_lost(exc):  # the batch raised: the campaign stops
-        raise exc
-    elif sent.tries == 0:
-        return exc
+def _record(checkpoint: Checkpoint, done: Done[int], progress: Progress | None) -> None:
+    """Record a batch come back. One whose executor worker was lost twice is recorded as
+    lost_batch: its calls ERROR, never a hang (a batch that raised stopped the campaign
+    in FanOut.next: its exception goes on)."""
+    lost = done.lost
+    if lost is None:
+        result = done.result
+    elif lost.refused is not None:  # the executor would not take it again
+        raise lost.refused
     else:
-        result = lost_batch(checkpoint.campaign, sent.batch,
+        assert lost.error is not None  # the campaign's fan-out has no allowance
+        result = lost_batch(checkpoint.campaign, done.key,
                             f"the executor lost the worker this batch was on twice (this "
-                            f"batch or another one there ended it: {first_sentence(exc)})")
+                            f"batch or another one there ended it: {first_sentence(lost.error)})")
     checkpoint.record(result)
     if progress is not None:
         progress(checkpoint.tally, result)
-    return None
