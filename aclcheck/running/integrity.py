@@ -47,7 +47,7 @@ def _ours(name: str) -> bool:
 
 
 def _constant(name: str) -> bool:
-    """A public table (STANDARDS, FAILING...), not a private cache (_LOADED)."""
+    """A public table (STANDARDS_BY_NAME, FAILING...), not a private cache (_LOADED)."""
     return name.isupper() and not name.startswith("_")
 
 
