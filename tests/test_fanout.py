@@ -18,9 +18,9 @@ from aclcheck.fanout import FanOut, LostHow, slots, worker_lost
 
 
 class Held:
-    """An executor whose futures finish only when the test says (`finish`), with a
-    `slots` as a Dask cluster's executor has; `dies`: how many of the next submissions
-    lose their worker."""
+    """An executor whose futures finish as they are sent, with a `slots` as a Dask
+    cluster's executor has; `dies`: how many of the next submissions lose their worker;
+    `refuses_after`: how many it takes before it refuses work."""
 
     def __init__(self, slots: int = 8, dies: int = 0, refuses_after: int | None = None
                  ) -> None:
@@ -40,6 +40,16 @@ class Held:
             fut.set_exception(BrokenProcessPool("a worker ended abruptly. More text"))
         else:
             fut.set_result(fn(*args))
+        self.futures.append(fut)
+        return fut
+
+
+class Later(Held):
+    """Futures finished by the test, in the order it chooses."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
+        self.sent.append(args)
+        fut: Future[Any] = Future()
         self.futures.append(fut)
         return fut
 
@@ -135,15 +145,6 @@ def test_the_works_own_error_is_raised_not_retried() -> None:
 
 
 def test_unordered_pieces_come_back_as_they_finish() -> None:
-    class Later(Held):
-        """Futures finished by the test, in the order it chooses."""
-
-        def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
-            self.sent.append(args)
-            fut: Future[Any] = Future()
-            self.futures.append(fut)
-            return fut
-
     pool = Later()
     fan: FanOut[int] = FanOut(pool, double, ordered=False)
     for i in range(3):
@@ -156,13 +157,6 @@ def test_unordered_pieces_come_back_as_they_finish() -> None:
 
 
 def test_stop_cancels_what_is_out_and_hands_back_what_finished() -> None:
-    class Later(Held):
-        def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:
-            self.sent.append(args)
-            fut: Future[Any] = Future()
-            self.futures.append(fut)
-            return fut
-
     pool = Later()
     fan: FanOut[int] = FanOut(pool, double, ordered=False)
     for i in range(3):

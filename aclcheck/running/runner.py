@@ -17,11 +17,12 @@ from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities, Outcome
 from aclcheck.cases.layouts import StridedTensor
 from aclcheck.dtypes import JUDGED_FORMATS, ulp_distance
-from aclcheck.errors import UsageError
+from aclcheck.errors import UsageError, first_sentence
+from aclcheck.fanout import Lost, LostHow
 from aclcheck.impls.base import CallInputs
 from aclcheck.judging.case.default_standard import accumulation
 from aclcheck.judging.case.expressible import not_expressible
-from aclcheck.judging.case.judge import judge, skipped
+from aclcheck.judging.case.judge import judge, lost, skipped
 from aclcheck.judging.case.model import CaseModel
 from aclcheck.judging.case.overflow import judged_mode
 from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
@@ -217,3 +218,19 @@ def judge_repeats(runner: CaseRunner, call: CallInputs, first: Outcome,
                        message=f"outputs differ between repeats with determinism on "
                                f"(max {worst} ULP)", notes=verdict.notes + (note,))
     return _with_note(verdict, note)
+
+
+def never_came_back(case: Case, loss: Lost, allowance: float | None) -> CaseVerdict:
+    """The ERROR of a case whose run on an executor never came back (its worker died:
+    Dask's KilledWorker, a broken process pool; or it outlasted `allowance`), after the
+    one resend the fan-out makes: never a hang of the run, never an internal error."""
+    if loss.how is LostHow.TOO_LATE:
+        why = f"the executor's run of this case did not come back within {allowance:g} s"
+    else:
+        assert loss.error is not None  # a worker that died says how
+        why = ("the executor lost the worker this case was on (this case or another "
+               f"one there ended it: {first_sentence(loss.error)})")
+    if loss.refused is not None:
+        return lost(case, f"{why}; not retried: the executor refused "
+                          f"it ({first_sentence(loss.refused)})")
+    return lost(case, f"twice (retried once on a fresh worker): {why}")

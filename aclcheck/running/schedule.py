@@ -19,10 +19,8 @@ import numpy as np
 from aclcheck import interrupts
 from aclcheck.cases import Case, CaseData
 from aclcheck.cases.call import Capabilities, Outcome
-from aclcheck.errors import first_sentence
-from aclcheck.fanout import Done, Executor, FanOut, LostHow
+from aclcheck.fanout import Done, Executor, FanOut
 from aclcheck.impls.base import Implementation
-from aclcheck.judging.case.judge import lost as lost_verdict
 from aclcheck.judging.case.verdicts import CaseVerdict
 from aclcheck.judging.diagnosis.reproduce import CaseClues
 from aclcheck.running.calls import CaseRunner, RunOptions, isolates
@@ -32,6 +30,7 @@ from aclcheck.running.runner import (
     call_again,
     conclude,
     judge_first,
+    never_came_back,
     prepare,
     run_case,
     send_again,
@@ -349,20 +348,7 @@ def case_allowance(opts: RunOptions) -> float:
 
 
 def _verdict(done: Done[Case], allowance: float | None) -> CaseVerdict:
-    """A case's verdict as it came back. A run that never came back (its worker died:
-    Dask's KilledWorker, a broken process pool; or it outlasted `allowance`) was tried
-    once more on a fresh submission, and is that case's ERROR: never a hang of the run,
-    never an internal error."""
+    """A case's verdict as it came back, or the ERROR of a case whose run never did."""
     if done.lost is None:
         return done.result  # type: ignore[no-any-return]
-    lost = done.lost
-    if lost.how is LostHow.TOO_LATE:
-        why = f"the executor's run of this case did not come back within {allowance:g} s"
-    else:
-        assert lost.error is not None  # a worker that died says how
-        why = ("the executor lost the worker this case was on (this case or another "
-               f"one there ended it: {first_sentence(lost.error)})")
-    if lost.refused is not None:
-        return lost_verdict(done.key, f"{why}; not retried: the executor refused "
-                                      f"it ({first_sentence(lost.refused)})")
-    return lost_verdict(done.key, f"twice (retried once on a fresh worker): {why}")
+    return never_came_back(done.key, done.lost, allowance)
