@@ -68,15 +68,15 @@ def test_a_spare_runner_replaces_its_worker_with_the_one_forked_ahead(
     try:
         first = worker.run(call)
         assert isinstance(first.output, np.ndarray)
-        assert worker._live is not None and worker._spare is not None  # forked ahead
+        assert worker._live is not None and worker.lifetime.ahead is not None  # forked ahead
         old = worker._live.pid
         worker.recycle()  # after an invalid call: killed now, reaped by the zygote later
         again = worker.run(call)
         assert np.array_equal(first.output, again.output)
         assert worker.started == 2 and worker.spawned == 0
         assert worker._live is not None and worker._live.pid != old
-        assert worker._spare is not None  # the next one, forked ahead again
-        spare = worker._spare
+        assert worker.lifetime.ahead is not None  # the next one, forked ahead again
+        spare = worker.lifetime.ahead
         live = worker._live.pid
     finally:
         worker.close()
@@ -91,7 +91,7 @@ def test_a_runner_without_spare_forks_nothing_ahead(call: CallInputs) -> None:
     worker = IsolatedRunner("impl_fixtures:correct", timeout=300, zygote=zygote)
     try:
         worker.run(call)
-        assert worker._spare is None
+        assert worker.lifetime.ahead is None
     finally:
         worker.close()
         assert zygote is not None

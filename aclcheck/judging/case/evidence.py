@@ -129,7 +129,6 @@ class EvidenceBuilder:
         self.gh, self.gw = min(self.h, MAP_CELLS), min(self.w, MAP_CELLS)
         self.row_cell = _cell_index(self.h, self.gh)
         self.col_cell = _cell_index(self.w, self.gw)
-        self.col_starts = np.flatnonzero(np.diff(self.col_cell, prepend=-1))
         self.worst = np.zeros((self.gh, self.gw))
         self.full = np.zeros((self.h, self.w)) if self.plane <= FULL_MAP_LIMIT else None
         n_planes = int(math.prod(self.shape[:-2]))

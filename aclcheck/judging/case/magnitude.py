@@ -352,7 +352,7 @@ def summarize_magnitudes(magnitudes: Iterable[Magnitude]) -> tuple[ClassSummary,
     return tuple(out)
 
 
-def magnitude_headline(magnitudes: Iterable[Magnitude]) -> str:
-    """The run's magnitude headline: every class present, largest errors first."""
-    parts = [s.text() for s in summarize_magnitudes(magnitudes)]
-    return "; ".join(parts) if parts else "no wrong elements"
+def magnitude_headline(classes: Iterable[ClassSummary]) -> str | None:
+    """The run's magnitude headline (summarize_magnitudes' classes, largest errors first);
+    None when no element was wrong."""
+    return "; ".join(s.text() for s in classes) or None

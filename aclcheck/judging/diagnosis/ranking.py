@@ -30,6 +30,7 @@ from aclcheck.judging.case.magnitude import (
     ClassSummary,
     Magnitude,
     MagnitudeClass,
+    magnitude_headline,
     summarize_magnitudes,
 )
 from aclcheck.judging.case.verdicts import CaseVerdict, Verdict
@@ -272,7 +273,7 @@ class RunDiagnosis:
     @property
     def headline(self) -> str | None:
         """`gross: median 900 ULP (758x budget) on 94 % of elements of 97 cases`."""
-        return "; ".join(s.text() for s in self.magnitude) or None
+        return magnitude_headline(self.magnitude)
 
     def summary_json(self) -> dict[str, Any]:
         """The JSON summary's by_* tables and magnitude classes."""

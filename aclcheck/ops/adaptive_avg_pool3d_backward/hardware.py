@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from aclcheck.cases import derive_seed
 from aclcheck.dtypes import FLOAT16, first_subnormal_reciprocal, float_format
 from aclcheck.ops.adaptive.draws import Draw, drawn_case
-from aclcheck.ops.adaptive.tiling import BLOCK_BYTES, core_split
+from aclcheck.ops.adaptive.tiling import BLOCK_BYTES
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case, make_id
 from aclcheck.ops.operator import FamilyNote
 
@@ -159,13 +159,6 @@ def _lanes3d(slot: Slot) -> Draw | None:
 #: give Ho·Wo = 15 cells a D plane (H identity, W halved: no overlap there).
 D_PAIRS: tuple[tuple[int, int], ...] = ((8, 5), (7, 4), (5, 3))
 HW_PLANE: tuple[tuple[int, int], tuple[int, int]] = ((3, 3), (10, 5))
-
-
-def crossing_spans(do: int, plane: int, cores: int) -> int:
-    """Cores whose span of output cells (the vendor split over Do·Ho·Wo) holds cells of
-    two D windows: what a D divisor taken once per core gets wrong."""
-    split = core_split(do * plane, cores)
-    return sum(len({c // plane for c in range(*split.span(k))}) > 1 for k in range(split.used))
 
 
 def _unequal3d(slot: Slot) -> Draw | None:

@@ -47,7 +47,7 @@ from aclcheck.running.workers.inflight import (
     call_size,
     describe_exit,
 )
-from aclcheck.running.workers.lifetime import START_ALLOWANCE_S, Now, Spare, WorkerLifetime
+from aclcheck.running.workers.lifetime import START_ALLOWANCE_S, Now, WorkerLifetime
 from aclcheck.running.workers.wire import AdapterInfo, FrameTimeout, ProtocolError
 from aclcheck.running.workers.zygote import Zygote
 
@@ -143,10 +143,6 @@ class IsolatedRunner:
     def spawned(self) -> int:
         """Workers started as fresh interpreters (not forks of a preloading zygote)."""
         return self.lifetime.spawned
-
-    @property
-    def _spare(self) -> Spare | None:
-        return self.lifetime.ahead
 
     def describe(self) -> tuple[AdapterInfo, str | None]:
         """Start a worker (if none runs) and return what it says of its adapter, and its
