@@ -17,6 +17,7 @@ from aclcheck.dtypes import ALL_DTYPES
 from aclcheck.ops.adaptive import draws
 from aclcheck.ops.adaptive.draws import Draw, InvalidFamily, Rule, drawn_case
 from aclcheck.ops.adaptive.ids import make_id
+from aclcheck.ops.adaptive.slot import Slot
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract, hardware
 from aclcheck.ops.adaptive_avg_pool2d_backward.record import Case
 from aclcheck.ops.adaptive_avg_pool2d_backward.stress import stress_draw
@@ -253,7 +254,7 @@ def _hardware_draw(family: str, product: str, dtype: str, fmt: str,
                    index: int) -> Draw | None:
     """A hardware-edge draw: the family's recipe for the slot, or (stress) the hardware
     edges too large for the default suite, one per index past the index ones."""
-    slot = hardware.Slot(product, dtype, contract.FORMAT_RANK.get(fmt), index)
+    slot = Slot(product, dtype, contract.FORMAT_RANK.get(fmt), index)
     if family == "stress":
         return stress_draw(slot)
     return hardware.draw(family, slot)

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aclcheck.dtypes import BFLOAT16, FLOAT16, first_subnormal_reciprocal, float_format
+from aclcheck.dtypes import BFLOAT16, FLOAT16, first_subnormal_reciprocal
 from aclcheck.ops.adaptive.draws import Draw
+from aclcheck.ops.adaptive.slot import DTYPE_ORDER, PRODUCT_ORDER, Slot
 from aclcheck.ops.adaptive.tiling import (
     CUBE_CORES,
     VECTOR_CORES,
@@ -27,34 +28,8 @@ from aclcheck.ops.adaptive.tiling import (
     pass_edge_cells,
 )
 
-#: Atlas A2/A3 run the tiled vector kernel (docs/contract.md section 9.1); each product
-#: ships chips of 40 and 48 vector cores: the first count is the one its index-0 slot
-#: draws, `--count 2` draws the other.
-PRODUCT_CORES: dict[str, tuple[int, ...]] = {
-    "atlas-a2": VECTOR_CORES,
-    "atlas-a3": tuple(reversed(VECTOR_CORES)),
-}
 #: The cube cores that go with each vector-core count (an AI-core-based split).
 CUBE_OF: dict[int, int] = dict(zip(VECTOR_CORES, CUBE_CORES, strict=True))
-
-
-@dataclass(frozen=True)
-class Slot:
-    """Where a case goes: product, dtype, the rank its format implies (None: 3 or 4)."""
-
-    product: str
-    dtype: str
-    rank: int | None
-    index: int
-
-    @property
-    def itemsize(self) -> int:
-        return int(float_format(self.dtype).np_dtype.itemsize)
-
-    @property
-    def cores(self) -> tuple[int, ...]:
-        """Vector-core counts of the product's tiled kernel; () where it has none."""
-        return PRODUCT_CORES.get(self.product, ())
 
 
 Recipe = Callable[[Slot], "Draw | None"]
@@ -129,7 +104,7 @@ def _cores(slot: Slot) -> Draw | None:
     cells = [t for c in slot.cores for t in core_edges(c) + (CUBE_OF[c] + 1,)]
     planes = [p for c in slot.cores for p in (c + 1, c - 1, 2 * c + 1)]
     lane = {4: 0, 3: 1, None: 2}[slot.rank]
-    pos = lane + 3 * (_DTYPE_ORDER.get(slot.dtype, 0) + 3 * slot.index)
+    pos = lane + 3 * (DTYPE_ORDER.get(slot.dtype, 0) + 3 * slot.index)
     if pos >= len(cells):
         return None
     ho, wo = _cells(cells[pos])
@@ -137,8 +112,6 @@ def _cores(slot: Slot) -> Draw | None:
     lead = lead_dims(planes[pos % len(planes)], _rank(slot, 4 if pos % 2 else 3))
     return Draw(lead + (h, w), lead + (ho, wo))
 
-
-_DTYPE_ORDER = {"float32": 0, "float16": 1, "bfloat16": 2}
 
 
 # -- ubpass: cells per UB pass (A2/A3) ------------------------------------------------------
@@ -297,15 +270,13 @@ def _tall(slot: Slot) -> Draw | None:
     if slot.rank != 4:
         return None
     # alternate tall and wide over (product, dtype) so every dtype gets both
-    start = (_PRODUCT_ORDER.get(slot.product, 0) + _DTYPE_ORDER.get(slot.dtype, 0)) % 2
+    start = slot.order % 2
     pos = start + 2 * slot.index
     if pos >= len(TALL_EDGES):
         return None
     h, ho, w, wo = TALL_EDGES[pos]
     return Draw((1, 1, h, w), (1, 1, ho, wo))
 
-
-_PRODUCT_ORDER = {"atlas-training": 0, "atlas-inference": 1, "atlas-a2": 2, "atlas-a3": 3}
 
 
 # -- layoutnc: channels-last and strided views with N > 1, C > 1; one axis divisible -------
@@ -326,8 +297,8 @@ LAYOUT_KINDS: tuple[str, ...] = ("channels_last", "strided")
 def _layoutnc(slot: Slot) -> Draw | None:
     if slot.rank != 4:
         return None
-    p = _PRODUCT_ORDER.get(slot.product, 0)
-    d = _DTYPE_ORDER.get(slot.dtype, 0)
+    p = PRODUCT_ORDER.get(slot.product, 0)
+    d = DTYPE_ORDER.get(slot.dtype, 0)
     pos = p + d + slot.index
     if slot.index >= len(LAYOUT_EDGES):
         return None

@@ -18,13 +18,12 @@ from collections.abc import Callable
 from aclcheck.ops.adaptive.deal import contract_slots, deal
 from aclcheck.ops.adaptive.deal import order as deal_order
 from aclcheck.ops.adaptive.draws import Draw
+from aclcheck.ops.adaptive.slot import PRODUCT_CORES, Slot
 from aclcheck.ops.adaptive.tiling import VECTOR_CORES
 from aclcheck.ops.adaptive_avg_pool2d_backward import contract
 from aclcheck.ops.adaptive_avg_pool2d_backward.hardware import (
     GLOBAL_STRESS,
-    PRODUCT_CORES,
     TALL_STRESS,
-    Slot,
     lead_dims,
     slice_edges,
     ub_edge,

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aclcheck.cases import derive_seed
-from aclcheck.dtypes import FLOAT16, first_subnormal_reciprocal, float_format
+from aclcheck.dtypes import FLOAT16, first_subnormal_reciprocal
 from aclcheck.ops.adaptive.draws import Draw, drawn_case
+from aclcheck.ops.adaptive.slot import PRODUCT_ORDER, Slot
 from aclcheck.ops.adaptive.tiling import BLOCK_BYTES
 from aclcheck.ops.adaptive_avg_pool3d_backward.record import Case, make_id
 from aclcheck.ops.operator import FamilyNote
@@ -25,27 +26,6 @@ from aclcheck.ops.operator import FamilyNote
 #: compresses to a few bytes a value in the golden file.
 EXACT = "exact-int"
 _A2A3 = "atlas-a2, atlas-a3"
-_PRODUCT_ORDER = {"atlas-training": 0, "atlas-inference": 1, "atlas-a2": 2, "atlas-a3": 3}
-_DTYPE_ORDER = {"float32": 0, "float16": 1, "bfloat16": 2}
-
-
-@dataclass(frozen=True)
-class Slot:
-    """Where a case goes: product, dtype, the rank its format implies (None: 4 or 5)."""
-
-    product: str
-    dtype: str
-    rank: int | None
-    index: int
-
-    @property
-    def itemsize(self) -> int:
-        return int(float_format(self.dtype).np_dtype.itemsize)
-
-    @property
-    def order(self) -> int:
-        """A stable ordinal of (product, dtype): recipes rotate their edges on it."""
-        return _PRODUCT_ORDER.get(self.product, 0) + _DTYPE_ORDER.get(self.dtype, 0)
 
 
 def _place(axis: int, long: tuple[int, int], others: tuple[tuple[int, int], ...]
@@ -87,7 +67,7 @@ def _tall3d(slot: Slot) -> Draw | None:
         variant, index = _first(slot, _TALL_SLOTS)
         if not 0 <= index < 3:
             return None
-        long = TALL_PAIRS[(_PRODUCT_ORDER.get(slot.product, 0) + index) % 2 if index else 0]
+        long = TALL_PAIRS[(PRODUCT_ORDER.get(slot.product, 0) + index) % 2 if index else 0]
         ins, outs = _place(variant % 3, long, TALL_OTHERS)
         return Draw.of((1, 1), ins, outs, EXACT)
     # ND: the 2^31 crossing from --count 2 on, one axis an index

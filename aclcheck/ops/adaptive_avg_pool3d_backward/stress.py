@@ -15,6 +15,7 @@ from aclcheck.dtypes import float_format
 from aclcheck.ops.adaptive.deal import contract_slots, deal
 from aclcheck.ops.adaptive.deal import order as deal_order
 from aclcheck.ops.adaptive.draws import Draw
+from aclcheck.ops.adaptive.slot import Slot
 from aclcheck.ops.adaptive_avg_pool3d_backward import contract, hardware
 
 #: N·C around the A2/A3 tiling's switch to slicing N·C (a lane no longer fits the unified
@@ -40,7 +41,7 @@ def edges() -> tuple[tuple[str, Callable[[Key], bool]], ...]:
     out: list[tuple[str, Callable[[Key], bool]]] = [
         (f"nc:{n}", lambda k, n=n: _windowed(k) and _itemsize(k) == (2 if n < 3 else 4))
         for n in range(len(NC_LARGE))]
-    count = len(hardware.stress_draws(hardware.Slot("atlas-a2", "float16", 5, 0)))
+    count = len(hardware.stress_draws(Slot("atlas-a2", "float16", 5, 0)))
     for n in range(count):  # 0: 2^16 plane, 1: 2^25 (FLOAT16), then windowed crossings
         fits: Callable[[Key], bool] = ((lambda k: True) if n == 0 else
                                        (lambda k: k[1] == "float16") if n == 1 else _windowed)
@@ -71,5 +72,5 @@ def stress_shapes(key: Key, index: int) -> Draw | None:
         nc = NC_LARGE[int(n)]
         lead = (1, nc) if rank == 5 else (nc,)
         return Draw(lead + (3, 2, 1), lead + (2, 1, 1))
-    slot = hardware.Slot(key[0], key[1], rank, 0)
+    slot = Slot(key[0], key[1], rank, 0)
     return hardware.stress_draws(slot)[int(n)]
